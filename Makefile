@@ -1,0 +1,30 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench lint clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+# The main job on the sample data: the baseline, then an assessment of releasing the
+# whole table (exit 1 = "unsafe", which is the expected verdict here, so it is accepted).
+demo: $(STAMP)
+	cd sample_data && ../$(BIN)/distgate baseline soldiers.csv
+	cd sample_data && { ../$(BIN)/distgate assess soldiers.csv --metric kld,mis,cst,dqt --alpha 0.05; test $$? -le 1; }
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2
+
+bench: $(STAMP)
+	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+lint: $(STAMP)
+	$(BIN)/ruff check distgate tests bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

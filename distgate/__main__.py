@@ -1,0 +1,3 @@
+from distgate.cli import main
+
+main()

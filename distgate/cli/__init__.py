@@ -1,0 +1,34 @@
+"""The ``distgate`` command: a Typer app whose commands live one per module in this
+package. Each command parses options, calls one library function and prints; no
+statistics are computed here."""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+app = typer.Typer(
+    name="distgate",
+    help=(
+        "Decide whether records can be released without letting an observer infer a "
+        "sensitive property of an entity from the distribution of released values."
+    ),
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+# (command name, module in distgate.cli, function) in the order `--help` lists them.
+COMMANDS: list[tuple[str, str, str]] = [
+]
+
+for _name, _module, _function in COMMANDS:
+    _command = getattr(importlib.import_module(f"distgate.cli.{_module}"), _function)
+    app.command(_name)(_command)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,1 @@
+"""Reading and writing files: tables, baselines, request logs, masks, atomic outputs."""

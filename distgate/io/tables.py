@@ -1,0 +1,134 @@
+"""Reading CSV tables with a header: only the columns needed, ``-`` for standard input,
+and one clear sentence (an :class:`~distgate.errors.InputError`) for every way a file can
+be wrong.
+
+Columns are read as text by pyarrow's multithreaded CSV reader; callers convert what must
+be numeric with :func:`numeric_column`, which names the first offending line. Line numbers
+in messages are the file's own (the header is line 1, the first record line 2).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from distgate.errors import InputError
+
+
+def display_name(source: str | os.PathLike) -> str:
+    """How a file is named in messages."""
+    return "standard input" if str(source) == "-" else f"'{source}'"
+
+
+@lru_cache(maxsize=1)
+def _stdin_bytes() -> bytes:
+    # Standard input can be read once; several readers in one process share the bytes.
+    return sys.stdin.buffer.read()
+
+
+def _open(source: str | os.PathLike):
+    if str(source) == "-":
+        return io.BytesIO(_stdin_bytes())
+    path = os.fspath(source)
+    if not os.path.exists(path):
+        raise InputError(f"File {display_name(source)} does not exist.")
+    if os.path.isdir(path):
+        raise InputError(f"File {display_name(source)} is a folder, not a CSV file.")
+    if os.path.getsize(path) == 0:
+        raise InputError(f"File {display_name(source)} is empty.")
+    return path
+
+
+def read_header(source: str | os.PathLike) -> list[str]:
+    """The column names of a CSV file."""
+    handle = _open(source)
+    if isinstance(handle, io.BytesIO):
+        first = handle.getvalue().split(b"\n", 1)[0]
+    else:
+        with open(handle, "rb") as f:
+            first = f.readline()
+    if not first.strip():
+        raise InputError(f"File {display_name(source)} is empty.")
+    table = pacsv.read_csv(io.BytesIO(first + b"\n"))
+    return list(table.column_names)
+
+
+def read_columns(
+    source: str | os.PathLike,
+    columns: Sequence[str] | None = None,
+    *,
+    what: str = "file",
+    allow_empty: bool = False,
+) -> pa.Table:
+    """Read ``columns`` (all when None) of a CSV file as text.
+
+    Raises InputError for a missing or empty file, a header without records (unless
+    ``allow_empty``), a missing column or a malformed row. ``what`` names the file's role
+    in messages ("table", "baseline file", ...).
+    """
+    handle = _open(source)
+    name = f"{what} {display_name(source)}"
+    header = read_header(source)
+    if isinstance(handle, io.BytesIO):
+        handle.seek(0)
+    wanted = list(dict.fromkeys(columns)) if columns is not None else header
+    missing = [c for c in wanted if c not in header]
+    if missing:
+        raise InputError(
+            f"The {name} has no column '{missing[0]}' (its columns are: {', '.join(header)})."
+        )
+    if len(set(header)) != len(header):
+        dup = next(c for c in header if header.count(c) > 1)
+        raise InputError(f"The {name} has the column '{dup}' twice in its header.")
+    convert = pacsv.ConvertOptions(
+        include_columns=wanted,
+        column_types={c: pa.string() for c in wanted},
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+    )
+    try:
+        table = pacsv.read_csv(handle, convert_options=convert)
+    except pa.ArrowInvalid as exc:
+        detail = str(exc).split("\n")[0]
+        raise InputError(f"The {name} is not a well-formed CSV file: {detail}.") from None
+    if table.num_rows == 0 and not allow_empty:
+        raise InputError(f"The {name} has a header but no records.")
+    return table
+
+
+def require_values(table: pa.Table, columns: Sequence[str], name: str) -> None:
+    """Raise InputError naming the first line where one of ``columns`` is empty."""
+    for column in columns:
+        values = table.column(column)
+        blank = pc.or_(pc.is_null(values), pc.equal(pc.utf8_trim_whitespace(values), ""))
+        if pc.any(blank).as_py():
+            row = int(np.flatnonzero(blank.to_numpy(zero_copy_only=False))[0])
+            raise InputError(
+                f"The {name}, line {row + 2}: column '{column}' has no value."
+            )
+
+
+def numeric_column(table: pa.Table, column: str, name: str) -> np.ndarray:
+    """Column ``column`` as float64, or InputError naming the first non-numeric line."""
+    values = table.column(column)
+    try:
+        return pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        text = values.to_pylist()
+        for row, value in enumerate(text):
+            try:
+                float(value)
+            except (TypeError, ValueError):
+                raise InputError(
+                    f"The {name}, line {row + 2}: column '{column}' has the non-numeric "
+                    f"value '{value}'."
+                ) from None
+        raise

@@ -1,0 +1,46 @@
+"""Shared presentation helpers: the console, and safe/blocked labels that never rely on
+colour alone."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+
+def console(stderr: bool = False) -> Console:
+    """A rich console; plain text when not writing to a terminal."""
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def verdict(safe: bool) -> str:
+    """'safe' in green or 'BLOCKED' in red: the word carries the meaning, colour helps."""
+    return "[green]safe[/green]" if safe else "[bold red]BLOCKED[/bold red]"
+
+
+def number(value: float | None, digits: int = 6) -> str:
+    """A statistic for a table cell: fixed decimals, 'inf' and '-' for undefined."""
+    if value is None:
+        return "-"
+    if value != value:  # NaN
+        return "-"
+    if value == float("inf"):
+        return "inf"
+    return f"{value:.{digits}f}"
+
+
+def progress(quiet: bool = False):
+    """A progress bar on stderr, shown only on a terminal and never with ``--quiet``.
+
+    Use as ``with progress(quiet) as bar: task = bar.add_task("replay", total=n)``.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    err = console(stderr=True)
+    return Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        disable=quiet or not err.is_terminal,
+        transient=True,
+    )
