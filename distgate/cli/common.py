@@ -69,3 +69,63 @@ def emit_json(document: Any) -> None:
     """Print one JSON document on stdout."""
     sys.stdout.write(json.dumps(_finite(document), indent=2) + "\n")
     sys.stdout.flush()
+
+
+# Options naming the table's columns, shared by baseline, assess, replay and simulate.
+TableArgument = Annotated[str, typer.Argument(help="CSV table with a header ('-' = stdin).")]
+AttrOption = Annotated[
+    list[str] | None,
+    typer.Option("--attr", "-x", help="Attribute column(s) X; repeat or comma-separate."),
+]
+TargetOption = Annotated[
+    list[str] | None,
+    typer.Option("--target", "-y", help="Target column(s) Y; repeat or comma-separate."),
+]
+IdOption = Annotated[
+    str | None, typer.Option("--id", help="Record key column (default: the row number from 0).")
+]
+BinsOption = Annotated[
+    list[str] | None,
+    typer.Option("--bins", help="Cut a numeric attribute into ranges, e.g. age=18,20,25,30."),
+]
+BaselineOption = Annotated[
+    str | None,
+    typer.Option("--baseline", "-b", help="Baseline file (default: the table's own X distribution)."),
+]
+ConfigOption = Annotated[
+    str | None, typer.Option("--config", help="Settings file (default: ./distgate.toml if present).")
+]
+MetricOption = Annotated[
+    str | None,
+    typer.Option(
+        "--metric", "-m",
+        help="Metric(s), comma-separated: mis, kld, cst, dqt, exposure, dleak, eleak, emd "
+        "[default: kld].",
+    ),
+]
+AlphaOption = Annotated[
+    float | None,
+    typer.Option("--alpha", "-a", help="Significance level; higher is more protective [default: 0.2]."),
+]
+CriticalOption = Annotated[
+    str | None,
+    typer.Option("--critical", help="Critical values: auto, asymptotic or mc [default: auto]."),
+]
+SeedOption = Annotated[int | None, typer.Option("--seed", help="Seed of the Monte Carlo draws [default: 0].")]
+DrawsOption = Annotated[int, typer.Option("--draws", help="Monte Carlo draws per sample size.")]
+ThresholdOption = Annotated[
+    float | None,
+    typer.Option(
+        "--threshold",
+        help="Fixed critical value T for dleak, eleak and emd (default: Monte Carlo at alpha).",
+    ),
+]
+
+DEFAULT_METRIC = "kld"
+DEFAULT_ALPHA = 0.2
+DEFAULT_CRITICAL = "auto"
+
+
+def metric_setting(flag: str | None, config: dict) -> str:
+    value = flag if flag is not None else config.get("metric", DEFAULT_METRIC)
+    return ",".join(value) if isinstance(value, list) else str(value)

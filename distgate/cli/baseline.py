@@ -1,0 +1,63 @@
+"""``distgate baseline``: the baseline distribution and what the full table shows per target."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from distgate.cli.common import (
+    AttrOption,
+    BaselineOption,
+    BinsOption,
+    ConfigOption,
+    IdOption,
+    JsonOption,
+    TableArgument,
+    TargetOption,
+    emit_json,
+    handles_bad_input,
+)
+
+
+@handles_bad_input
+def baseline_command(
+    table: TableArgument,
+    attr: AttrOption = None,
+    target: TargetOption = None,
+    id: IdOption = None,
+    bins: BinsOption = None,
+    baseline: BaselineOption = None,
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", help="Write the baseline file (probability column).")
+    ] = None,
+    config: ConfigOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Show the baseline distribution of X (bar chart), each target's conditional
+    distribution, its KL distance D(y) and exposure E(y), and the X-outliers (targets with
+    D(y) > I + sigma_D, the ones that need protection).
+
+    Example: distgate baseline soldiers.csv -x age -y location --bins age=18,20,25 -o baseline.csv
+    """
+    from distgate.baseline import profile_table
+    from distgate.config import load_config, table_options
+    from distgate.inputs import load_inputs
+    from distgate.io.baseline_file import write_baseline
+
+    settings = load_config(config)
+    options = table_options(
+        table, settings, attributes=attr, targets=target, id_column=id, bins=bins, baseline=baseline
+    )
+    inputs = load_inputs(options)
+    profile = profile_table(inputs.counts, inputs.baseline, inputs.table.target_labels)
+    if output:
+        write_baseline(output, inputs.baseline)
+    if json:
+        from distgate.report.baseline import baseline_dict
+
+        emit_json(baseline_dict(inputs.baseline, profile))
+    else:
+        from distgate.report.baseline import print_baseline
+
+        print_baseline(inputs.baseline, profile, output)

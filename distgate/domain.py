@@ -1,0 +1,258 @@
+"""Ordered domains and the encoding of records into (target, value) codes.
+
+A table's records become two integer arrays, the target code and the value code of each
+record, plus the labels of both. Several attribute (or target) columns are combined into
+one joint value labelled by the parts joined with ``|``. Numeric attributes may be cut
+into ranges (:func:`parse_bins`); the bin order is the domain order.
+
+Domain order: with a baseline file, its row order (values it lists with probability 0
+included); without one, the values present in the table, bins in bin order and text
+values sorted (numerically when every value is a number).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from distgate.errors import InputError
+from distgate.io.tables import display_name, numeric_column, read_columns, require_values
+
+JOINT_SEPARATOR = "|"
+
+
+def parse_bins(specs: Sequence[str] | Mapping[str, Sequence[float]] | None) -> dict[str, list]:
+    """Parse ``["age=18,20,25,30"]`` (or a mapping from a config file) into sorted edges."""
+    if not specs:
+        return {}
+    items = specs.items() if isinstance(specs, Mapping) else (_split_bin_spec(s) for s in specs)
+    bins: dict[str, list[float]] = {}
+    for column, raw_edges in items:
+        edges = []
+        for edge in raw_edges:
+            try:
+                value = float(edge)
+            except (TypeError, ValueError):
+                raise InputError(
+                    f"The bins of column '{column}' must be numbers; '{edge}' is not."
+                ) from None
+            if not math.isfinite(value):
+                raise InputError(f"The bins of column '{column}' must be finite numbers.")
+            edges.append(value)
+        if not edges:
+            raise InputError(f"The bins of column '{column}' list no edges.")
+        if any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
+            raise InputError(f"The bin edges of column '{column}' must be strictly increasing.")
+        bins[column] = edges
+    return bins
+
+
+def _split_bin_spec(spec: str) -> tuple[str, list[str]]:
+    column, sep, edges = spec.partition("=")
+    if not sep or not column.strip() or not edges.strip():
+        raise InputError(f"The bins '{spec}' must look like COLUMN=EDGE,EDGE,... (e.g. age=18,20).")
+    return column.strip(), [e.strip() for e in edges.split(",")]
+
+
+def _edge_text(value: float) -> str:
+    return f"{value:g}"
+
+
+def bin_labels(edges: Sequence[float]) -> list[str]:
+    """Labels of the ranges cut by ``edges``: ``<e0``, one label per [a,b), ``>=ek``.
+
+    Integer edges label [a,b) as ``a-(b-1)``; other edges as ``[a,b)``.
+    """
+    integral = all(float(e).is_integer() for e in edges)
+    labels = [f"<{_edge_text(edges[0])}"]
+    for a, b in zip(edges, edges[1:], strict=False):
+        if integral:
+            labels.append(f"{int(a)}-{int(b) - 1}")
+        else:
+            labels.append(f"[{_edge_text(a)},{_edge_text(b)})")
+    labels.append(f">={_edge_text(edges[-1])}")
+    return labels
+
+
+def _sort_key(values: list[str]) -> list[str]:
+    try:
+        return sorted(values, key=float)
+    except ValueError:
+        return sorted(values)
+
+
+@dataclass(frozen=True)
+class _Column:
+    """One column encoded: a code per record and the label of each code, in domain order."""
+
+    codes: np.ndarray
+    labels: list[str]
+
+
+def _encode_column(table: pa.Table, column: str, name: str, edges: list | None) -> _Column:
+    if edges is not None:
+        values = numeric_column(table, column, name)
+        codes = np.searchsorted(np.asarray(edges, dtype=float), values, side="right")
+        return _Column(codes.astype(np.int64), bin_labels(edges))
+    encoded = table.column(column).combine_chunks().dictionary_encode()
+    dictionary = encoded.dictionary.to_pylist()
+    ordered = _sort_key(dictionary)
+    rank = np.empty(len(dictionary), dtype=np.int64)
+    where = {value: i for i, value in enumerate(dictionary)}
+    rank[[where[v] for v in ordered]] = np.arange(len(ordered))
+    codes = rank[encoded.indices.to_numpy(zero_copy_only=False)]
+    return _Column(codes, ordered)
+
+
+def _combine(columns: list[_Column]) -> tuple[np.ndarray, list[str]]:
+    """Joint codes over the combinations present, in the order of the parts' domains."""
+    if len(columns) == 1:
+        present = np.bincount(columns[0].codes, minlength=len(columns[0].labels)) > 0
+        remap = np.cumsum(present) - 1
+        labels = [label for label, keep in zip(columns[0].labels, present, strict=True) if keep]
+        return remap[columns[0].codes], labels
+    radix = np.ones(len(columns), dtype=np.int64)
+    for i in range(len(columns) - 2, -1, -1):
+        radix[i] = radix[i + 1] * len(columns[i + 1].labels)
+    joint = sum(c.codes * r for c, r in zip(columns, radix, strict=True))
+    present, codes = np.unique(joint, return_inverse=True)
+    labels = []
+    for value in present:
+        parts = []
+        for column, r in zip(columns, radix, strict=True):
+            parts.append(column.labels[(value // r) % len(column.labels)])
+        labels.append(JOINT_SEPARATOR.join(parts))
+    return codes.astype(np.int64), labels
+
+
+@dataclass(frozen=True)
+class CountTable:
+    """Counts C[y, x] of a table: rows are targets, columns are values in domain order."""
+
+    counts: np.ndarray
+    target_labels: list[str]
+    value_labels: list[str]
+
+
+@dataclass(frozen=True)
+class EncodedTable:
+    """A table's records as codes: ``target_codes[i]`` and ``value_codes[i]`` of record i,
+    the labels of both, and the record keys (None when records are keyed by row number)."""
+
+    target_codes: np.ndarray
+    value_codes: np.ndarray
+    target_labels: list[str]
+    value_labels: list[str]
+    keys: np.ndarray | None
+    attributes: tuple[str, ...]
+    targets: tuple[str, ...]
+    source: str
+
+    @property
+    def size(self) -> int:
+        return len(self.target_codes)
+
+    def count_table(self, rows: np.ndarray | None = None) -> CountTable:
+        """Counts of all records, or of the records at positions ``rows``."""
+        t = self.target_codes if rows is None else self.target_codes[rows]
+        v = self.value_codes if rows is None else self.value_codes[rows]
+        shape = (len(self.target_labels), len(self.value_labels))
+        flat = np.bincount(t * shape[1] + v, minlength=shape[0] * shape[1])
+        return CountTable(flat.reshape(shape), self.target_labels, self.value_labels)
+
+
+def encode_table(
+    source: str,
+    attributes: Sequence[str],
+    targets: Sequence[str],
+    *,
+    bins: Mapping[str, Sequence[float]] | None = None,
+    id_column: str | None = None,
+    value_domain: Sequence[str] | None = None,
+) -> EncodedTable:
+    """Read a table and encode each record as (target code, value code).
+
+    ``value_domain`` (the baseline's labels, in order) fixes the value codes; a value of
+    the table that it does not list is an InputError naming the value and its line.
+    With ``id_column``, record keys are read and must be unique.
+    """
+    if not attributes:
+        raise InputError("No attribute column given: name one with -x/--attr.")
+    if not targets:
+        raise InputError("No target column given: name one with -y/--target.")
+    overlap = set(attributes) & set(targets)
+    if overlap:
+        raise InputError(f"Column '{sorted(overlap)[0]}' cannot be both an attribute and a target.")
+    bins = dict(bins or {})
+    unknown_bins = [c for c in bins if c not in attributes]
+    if unknown_bins:
+        raise InputError(f"Bins are given for '{unknown_bins[0]}', which is not an attribute.")
+    name = f"table {display_name(source)}"
+    wanted = list(attributes) + list(targets) + ([id_column] if id_column else [])
+    table = read_columns(source, wanted, what="table")
+    require_values(table, wanted, name)
+
+    value_columns = [_encode_column(table, c, name, bins.get(c)) for c in attributes]
+    value_codes, value_labels = _combine(value_columns)
+    if value_domain is not None:
+        value_codes, value_labels = _map_to_domain(value_codes, value_labels, value_domain, name)
+    target_codes, target_labels = _combine([_encode_column(table, c, name, None) for c in targets])
+
+    keys = None
+    if id_column:
+        keys = table.column(id_column).to_numpy(zero_copy_only=False)
+        _require_unique_keys(table.column(id_column), id_column, name)
+    return EncodedTable(
+        target_codes=target_codes,
+        value_codes=value_codes,
+        target_labels=target_labels,
+        value_labels=value_labels,
+        keys=keys,
+        attributes=tuple(attributes),
+        targets=tuple(targets),
+        source=str(source),
+    )
+
+
+def _map_to_domain(codes, labels, domain, name) -> tuple[np.ndarray, list[str]]:
+    position = {label: i for i, label in enumerate(domain)}
+    missing = [i for i, label in enumerate(labels) if label not in position]
+    if missing:
+        line = int(np.flatnonzero(codes == missing[0])[0]) + 2
+        raise InputError(
+            f"The {name}, line {line}: value '{labels[missing[0]]}' is not in the baseline "
+            "domain (list it in the baseline file, with probability 0 if it never occurs)."
+        )
+    remap = np.array([position[label] for label in labels], dtype=np.int64)
+    return remap[codes], list(domain)
+
+
+def _require_unique_keys(keys: pa.ChunkedArray, column: str, name: str) -> None:
+    counts = pc.value_counts(keys)
+    repeated = pc.filter(counts, pc.greater(counts.field("counts"), 1))
+    if len(repeated):
+        key = repeated[0]["values"].as_py()
+        lines = np.flatnonzero(keys.to_numpy(zero_copy_only=False) == key)[:2] + 2
+        raise InputError(
+            f"The {name} has the key '{key}' twice in column '{column}' "
+            f"(lines {lines[0]} and {lines[1]})."
+        )
+
+
+def count_table(
+    source: str,
+    attributes: Sequence[str],
+    targets: Sequence[str],
+    *,
+    bins: Mapping[str, Sequence[float]] | None = None,
+    value_domain: Sequence[str] | None = None,
+) -> CountTable:
+    """Counts C[y, x] of a table (see :func:`encode_table`)."""
+    return encode_table(
+        source, attributes, targets, bins=bins, value_domain=value_domain
+    ).count_table()

@@ -1,0 +1,69 @@
+"""From table options to what the statistics need: the encoded records, the baseline and
+the source of critical values. Shared by baseline, assess, replay and simulate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from distgate.baseline import Baseline
+from distgate.config import TableOptions
+from distgate.critical import DEFAULT_DRAWS, CriticalValues
+from distgate.domain import EncodedTable, encode_table
+from distgate.io.baseline_file import read_baseline
+
+
+@dataclass(frozen=True)
+class Inputs:
+    table: EncodedTable
+    baseline: Baseline
+    options: TableOptions
+
+    @property
+    def counts(self) -> np.ndarray:
+        return self.table.count_table().counts
+
+    def critical_values(
+        self, mode: str = "auto", seed: int = 0, draws: int = DEFAULT_DRAWS
+    ) -> CriticalValues:
+        """Critical values for releases drawn from this table: Y's Monte Carlo frequencies
+        and |Y| are the full table's."""
+        weights = np.bincount(self.table.target_codes, minlength=len(self.table.target_labels))
+        return CriticalValues(
+            self.baseline.probabilities,
+            weights,
+            mode=mode,
+            draws=draws,
+            seed=seed,
+            ordered=self.ordered,
+        )
+
+    @property
+    def ordered(self) -> bool:
+        """The value domain is ordered for the earth mover's distance when every attribute
+        is binned (numeric ranges); text categories are compared without an order."""
+        binned = {c for c, _ in self.options.bins}
+        return all(a in binned for a in self.options.attributes)
+
+
+def load_inputs(options: TableOptions, *, need_keys: bool = False) -> Inputs:
+    """Read the table (and the baseline file, when one is given) of ``options``.
+
+    Without a baseline file the baseline is the table's own distribution of X.
+    """
+    baseline = None
+    if options.baseline:
+        baseline = read_baseline(options.baseline, options.attributes)
+    table = encode_table(
+        options.source,
+        options.attributes,
+        options.targets,
+        bins=options.bins_dict,
+        id_column=options.id_column if (need_keys or options.id_column) else None,
+        value_domain=baseline.labels if baseline is not None else None,
+    )
+    if baseline is None:
+        counts = np.bincount(table.value_codes, minlength=len(table.value_labels))
+        baseline = Baseline.from_counts(counts, table.value_labels, options.attributes)
+    return Inputs(table, baseline, options)

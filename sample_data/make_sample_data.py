@@ -1,0 +1,63 @@
+"""Make the sample data deterministically: the reference soldiers table (SPEC 9 counts,
+10,000 records with an integer age inside each band) and a shuffled request log over it
+with a few repeated requests.
+
+Run from anywhere: python sample_data/make_sample_data.py
+"""
+
+import csv
+import random
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LOCATIONS = ["L1", "L2", "L3", "L4", "L5"]
+# age band -> (first age, last age) and counts per location (SPEC section 9)
+BANDS = [
+    ((16, 17), [72, 26, 38, 47, 73]),
+    ((18, 19), [151, 53, 82, 140, 223]),
+    ((20, 24), [539, 147, 449, 505, 736]),
+    ((25, 29), [452, 114, 370, 418, 613]),
+    ((30, 34), [335, 213, 234, 318, 501]),
+    ((35, 39), [321, 238, 277, 332, 538]),
+    ((40, 44), [128, 219, 122, 162, 220]),
+    ((45, 49), [20, 205, 50, 49, 76]),
+    ((50, 54), [9, 71, 28, 34, 31]),
+    ((55, 62), [2, 13, 2, 2, 2]),
+]
+FIRST = ["Alex", "Sam", "Robin", "Kim", "Jo", "Noa", "Eli", "Mika", "Tal", "Ari", "Dana", "Lior"]
+LAST = ["Berg", "Cohen", "Dahl", "Evans", "Fischer", "Garcia", "Hansen", "Ito", "Jensen", "Kowal"]
+REPEATS = 40
+
+
+def soldiers(rng: random.Random) -> list[tuple[str, str, int, str]]:
+    people = []
+    for (low, high), counts in BANDS:
+        for location, count in zip(LOCATIONS, counts):
+            people += [(rng.randint(low, high), location) for _ in range(count)]
+    rng.shuffle(people)
+    return [
+        (f"S{i:05d}", f"{rng.choice(FIRST)} {rng.choice(LAST)}", age, location)
+        for i, (age, location) in enumerate(people)
+    ]
+
+
+def main() -> None:
+    rng = random.Random(20261122)
+    rows = soldiers(rng)
+    with open(HERE / "soldiers.csv", "w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["id", "name", "age", "location"])
+        writer.writerows(rows)
+    keys = [row[0] for row in rows]
+    rng.shuffle(keys)
+    for _ in range(REPEATS):
+        position = rng.randrange(100, len(keys))
+        keys.insert(position, keys[rng.randrange(position)])
+    with open(HERE / "requests.csv", "w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["request", "id"])
+        writer.writerows((f"R{i:05d}", key) for i, key in enumerate(keys))
+
+
+if __name__ == "__main__":
+    main()
