@@ -119,7 +119,7 @@ def print_audit(result: AuditResult) -> None:
         return
     if plan.safe_after:
         how = (
-            "proven minimal (every plan with fewer merges was checked)"
+            "proven minimal: every plan with fewer merges was checked"
             if plan.minimal
             else "greedy heuristic: safe, but not proven to use the fewest merges"
         )
