@@ -64,7 +64,9 @@ class TableProfile:
     outliers: list[str]
 
 
-def profile_table(counts: np.ndarray, baseline: Baseline, target_labels: Sequence[str]) -> TableProfile:
+def profile_table(
+    counts: np.ndarray, baseline: Baseline, target_labels: Sequence[str]
+) -> TableProfile:
     """Profile a full table against its baseline (see :class:`TableProfile`).
 
     sigma_D is the population standard deviation of the targets' D(y).
@@ -80,7 +82,9 @@ def profile_table(counts: np.ndarray, baseline: Baseline, target_labels: Sequenc
     info = float(mutual_information(counts, p))
     present = n > 0
     sigma = float(np.std(kl[present])) if present.any() else 0.0
-    outliers = [t for t, d, ok in zip(target_labels, kl, present, strict=True) if ok and d > info + sigma]
+    outliers = [
+        t for t, d, ok in zip(target_labels, kl, present, strict=True) if ok and d > info + sigma
+    ]
     return TableProfile(
         target_labels=list(target_labels),
         counts=counts,

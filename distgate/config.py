@@ -16,7 +16,17 @@ from typing import Any
 from distgate.errors import InputError
 
 CONFIG_NAME = "distgate.toml"
-KNOWN_KEYS = {"id", "attributes", "targets", "bins", "baseline", "metric", "alpha", "critical", "seed"}
+KNOWN_KEYS = {
+    "id",
+    "attributes",
+    "targets",
+    "bins",
+    "baseline",
+    "metric",
+    "alpha",
+    "critical",
+    "seed",
+}
 
 
 def load_config(path: str | None = None) -> dict[str, Any]:

@@ -32,7 +32,7 @@ REPEATS = 40
 def soldiers(rng: random.Random) -> list[tuple[str, str, int, str]]:
     people = []
     for (low, high), counts in BANDS:
-        for location, count in zip(LOCATIONS, counts):
+        for location, count in zip(LOCATIONS, counts, strict=True):
             people += [(rng.randint(low, high), location) for _ in range(count)]
     rng.shuffle(people)
     return [

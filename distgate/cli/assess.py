@@ -50,7 +50,8 @@ def assess_command(
 ) -> None:
     """Assess releasing TABLE as a whole: exit 0 when safe, 1 when any metric blocks it.
 
-    Example: distgate assess soldiers.csv -x age -y location --bins age=18,20,25 --metric kld,cst --alpha 0.05
+    Example: distgate assess soldiers.csv -x age -y location --bins age=18,20,25
+    --metric kld,cst --alpha 0.05
     """
     from distgate.assess import assess_release
     from distgate.config import load_config, setting, table_options

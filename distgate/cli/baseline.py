@@ -29,7 +29,8 @@ def baseline_command(
     bins: BinsOption = None,
     baseline: BaselineOption = None,
     output: Annotated[
-        str | None, typer.Option("--output", "-o", help="Write the baseline file (probability column).")
+        str | None,
+        typer.Option("--output", "-o", help="Write the baseline file (probability column)."),
     ] = None,
     config: ConfigOption = None,
     json: JsonOption = False,

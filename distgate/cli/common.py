@@ -42,7 +42,9 @@ def handles_bad_input(func: Callable) -> Callable:
         except InputError as exc:
             raise fail(str(exc)) from None
         except PermissionError as exc:
-            raise fail(f"File '{exc.filename}' cannot be read or written (permission denied).")
+            raise fail(
+                f"File '{exc.filename}' cannot be read or written (permission denied)."
+            ) from None
         except (UnicodeDecodeError, MemoryError) as exc:
             raise fail(f"The input cannot be read: {exc}.") from None
 
@@ -90,28 +92,36 @@ BinsOption = Annotated[
 ]
 BaselineOption = Annotated[
     str | None,
-    typer.Option("--baseline", "-b", help="Baseline file (default: the table's own X distribution)."),
+    typer.Option(
+        "--baseline", "-b", help="Baseline file (default: the table's own X distribution)."
+    ),
 ]
 ConfigOption = Annotated[
-    str | None, typer.Option("--config", help="Settings file (default: ./distgate.toml if present).")
+    str | None,
+    typer.Option("--config", help="Settings file (default: ./distgate.toml if present)."),
 ]
 MetricOption = Annotated[
     str | None,
     typer.Option(
-        "--metric", "-m",
+        "--metric",
+        "-m",
         help="Metric(s), comma-separated: mis, kld, cst, dqt, exposure, dleak, eleak, emd "
         "[default: kld].",
     ),
 ]
 AlphaOption = Annotated[
     float | None,
-    typer.Option("--alpha", "-a", help="Significance level; higher is more protective [default: 0.2]."),
+    typer.Option(
+        "--alpha", "-a", help="Significance level; higher is more protective [default: 0.2]."
+    ),
 ]
 CriticalOption = Annotated[
     str | None,
     typer.Option("--critical", help="Critical values: auto, asymptotic or mc [default: auto]."),
 ]
-SeedOption = Annotated[int | None, typer.Option("--seed", help="Seed of the Monte Carlo draws [default: 0].")]
+SeedOption = Annotated[
+    int | None, typer.Option("--seed", help="Seed of the Monte Carlo draws [default: 0].")
+]
 DrawsOption = Annotated[int, typer.Option("--draws", help="Monte Carlo draws per sample size.")]
 ThresholdOption = Annotated[
     float | None,

@@ -11,7 +11,13 @@ from distgate.baseline import Baseline
 from distgate.domain import JOINT_SEPARATOR
 from distgate.errors import InputError
 from distgate.io.atomic import atomic_text
-from distgate.io.tables import display_name, numeric_column, read_columns, read_header, require_values
+from distgate.io.tables import (
+    display_name,
+    numeric_column,
+    read_columns,
+    read_header,
+    require_values,
+)
 
 WEIGHT_COLUMNS = ("probability", "count", "percent")
 SUM_TOLERANCE = 1e-6

@@ -13,7 +13,6 @@ import io
 import os
 import sys
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -28,10 +27,14 @@ def display_name(source: str | os.PathLike) -> str:
     return "standard input" if str(source) == "-" else f"'{source}'"
 
 
-@lru_cache(maxsize=1)
+_stdin_cache: list = [None, b""]  # [the stream read, its bytes]
+
+
 def _stdin_bytes() -> bytes:
-    # Standard input can be read once; several readers in one process share the bytes.
-    return sys.stdin.buffer.read()
+    # Standard input can be read once; several readers of the same stream share the bytes.
+    if _stdin_cache[0] is not sys.stdin:
+        _stdin_cache[:] = [sys.stdin, sys.stdin.buffer.read()]
+    return _stdin_cache[1]
 
 
 def _open(source: str | os.PathLike):
@@ -111,9 +114,7 @@ def require_values(table: pa.Table, columns: Sequence[str], name: str) -> None:
         blank = pc.or_(pc.is_null(values), pc.equal(pc.utf8_trim_whitespace(values), ""))
         if pc.any(blank).as_py():
             row = int(np.flatnonzero(blank.to_numpy(zero_copy_only=False))[0])
-            raise InputError(
-                f"The {name}, line {row + 2}: column '{column}' has no value."
-            )
+            raise InputError(f"The {name}, line {row + 2}: column '{column}' has no value.")
 
 
 def numeric_column(table: pa.Table, column: str, name: str) -> np.ndarray:

@@ -9,7 +9,7 @@ reproduce.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -67,7 +67,7 @@ def _grid(nodes: int = 240) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return S.ravel(), R.ravel(), W.ravel()
 
 
-@lru_cache(maxsize=None)
+@cache
 def dixon_critical(n: int, alpha: float) -> float:
     """One-sided upper-tail critical value of r10 for n >= 3 normal values at ``alpha``:
     the q with P(r10 > q) = alpha. Computed once per (n, alpha) and cached."""

@@ -137,8 +137,15 @@ def _mis(c, p, n, total, d, alpha, critical, threshold):
     crit = np.where(applicable, crit, np.nan)
     safe = ~applicable | (info < crit)
     return MetricResult(
-        "mis", alpha, d, np.full(d.shape, np.nan), np.ones(d.shape, bool), safe,
-        global_statistic=info, global_critical=crit, monte_carlo=mc,
+        "mis",
+        alpha,
+        d,
+        np.full(d.shape, np.nan),
+        np.ones(d.shape, bool),
+        safe,
+        global_statistic=info,
+        global_critical=crit,
+        monte_carlo=mc,
     )
 
 
@@ -149,7 +156,12 @@ def _cst(c, p, n, total, d, alpha, critical, threshold):
     crit = np.where(applicable, crit, np.nan)
     safe_t = ~applicable | (pearson.statistic < crit)
     return MetricResult(
-        "cst", alpha, pearson.statistic, crit, safe_t, np.ones(total.shape, bool),
+        "cst",
+        alpha,
+        pearson.statistic,
+        crit,
+        safe_t,
+        np.ones(total.shape, bool),
         groups=pearson.groups,
     )
 
@@ -164,8 +176,14 @@ def _dqt(c, p, n, total, d, alpha, critical, threshold):
         crit = dixon_critical_array(count, alpha)
     safe = np.isnan(q) | (q < crit)
     return MetricResult(
-        "dqt", alpha, d, np.full(d.shape, np.nan), np.ones(d.shape, bool), safe,
-        global_statistic=q, global_critical=crit,
+        "dqt",
+        alpha,
+        d,
+        np.full(d.shape, np.nan),
+        np.ones(d.shape, bool),
+        safe,
+        global_statistic=q,
+        global_critical=crit,
         monte_carlo=np.full(q.shape, critical.mode == "mc"),
     )
 
@@ -199,7 +217,9 @@ def _leakage(name):
             crit = critical.per_target(name, statistic, n, alpha)
             mc = np.ones(total.shape, bool)
         safe_t = value < crit
-        return MetricResult(name, alpha, value, crit, safe_t, np.ones(total.shape, bool), monte_carlo=mc)
+        return MetricResult(
+            name, alpha, value, crit, safe_t, np.ones(total.shape, bool), monte_carlo=mc
+        )
 
     return run
 

@@ -36,13 +36,18 @@ def print_assessment(assessment: Assessment) -> None:
             name = "I" if r.metric == "mis" else "Q"
             out.print(
                 f"  {name} = {number(float(r.global_statistic))}, critical "
-                f"{number(float(r.global_critical))} ({critical_method(r)}): {verdict(bool(r.safe))}"
+                f"{number(float(r.global_critical))} ({critical_method(r)}): "
+                f"{verdict(bool(r.safe))}"
             )
         else:
-            out.print(f"  critical values: {critical_method(r)}; {r.metric}: {verdict(bool(r.safe))}")
+            out.print(
+                f"  critical values: {critical_method(r)}; {r.metric}: {verdict(bool(r.safe))}"
+            )
         out.print()
     word = "SAFE" if assessment.safe else "UNSAFE"
     colour = "green" if assessment.safe else "bold red"
-    out.print(f"[{colour}]{word}[/{colour}]: releasing {assessment.released} records "
-              f"{'passes' if assessment.safe else 'fails'} "
-              f"{'every metric' if assessment.safe else 'at least one metric'}.")
+    out.print(
+        f"[{colour}]{word}[/{colour}]: releasing {assessment.released} records "
+        f"{'passes' if assessment.safe else 'fails'} "
+        f"{'every metric' if assessment.safe else 'at least one metric'}."
+    )

@@ -57,11 +57,23 @@ def print_baseline(baseline: Baseline, profile: TableProfile, written: str | Non
     for label in profile.target_labels:
         cond.add_column(label, justify="right")
     for j, value in enumerate(baseline.labels):
-        cond.add_row(value, *(number(float(profile.conditional[i, j]), 4) for i in range(len(profile.target_labels))))
+        cond.add_row(
+            value,
+            *(
+                number(float(profile.conditional[i, j]), 4)
+                for i in range(len(profile.target_labels))
+            ),
+        )
     out.print(cond)
 
     summary = Table(title="Per target", title_justify="left")
-    for column, justify in (("target", "left"), ("count", "right"), ("D(y)", "right"), ("E(y)", "right"), ("X-outlier", "left")):
+    for column, justify in (
+        ("target", "left"),
+        ("count", "right"),
+        ("D(y)", "right"),
+        ("E(y)", "right"),
+        ("X-outlier", "left"),
+    ):
         summary.add_column(column, justify=justify)
     for i, label in enumerate(profile.target_labels):
         outlier = label in profile.outliers

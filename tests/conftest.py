@@ -1,0 +1,38 @@
+import csv
+from pathlib import Path
+
+import pytest
+
+from tests.reference import AGE_BANDS, COUNTS, LOCATIONS
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "sample_data"
+
+
+@pytest.fixture
+def write_csv(tmp_path):
+    """Write rows (first row = header) to a CSV file in tmp_path and return its path."""
+
+    def write(name: str, rows, text: str | None = None) -> str:
+        path = tmp_path / name
+        if text is not None:
+            path.write_text(text)
+        else:
+            with open(path, "w", newline="") as handle:
+                csv.writer(handle, lineterminator="\n").writerows(rows)
+        return str(path)
+
+    return write
+
+
+@pytest.fixture
+def banded_table(write_csv):
+    """The SPEC 9 reference table with the age band itself as the attribute."""
+    rows = [["id", "band", "location"]]
+    i = 0
+    for y, location in enumerate(LOCATIONS):
+        for x, band in enumerate(AGE_BANDS):
+            for _ in range(COUNTS[y, x]):
+                rows.append([f"k{i}", band, location])
+                i += 1
+    return write_csv("banded.csv", rows)

@@ -1,0 +1,173 @@
+"""Cross-checks of the metric core against scipy, identities between metrics, edge cases,
+and batch evaluation equal to a loop of single evaluations."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from scipy.stats import chi2, chisquare, power_divergence
+
+from distgate.critical import LN2, CriticalValues
+from distgate.metrics.information import exposure, kl_distance, mutual_information
+from distgate.metrics.pearson import merge_groups, pearson_statistic
+from distgate.metrics.registry import METRICS, evaluate
+from tests import reference as ref
+
+
+def test_g_statistic_equals_scipy_log_likelihood_power_divergence():
+    for y in range(5):
+        counts = ref.COUNTS[y]
+        g, _ = power_divergence(counts, counts.sum() * ref.BASELINE, lambda_="log-likelihood")
+        d = kl_distance(counts[None, :], ref.BASELINE)[0]
+        assert 2 * counts.sum() * LN2 * d == pytest.approx(g, rel=1e-10)
+
+
+def test_pearson_without_merging_equals_scipy_chisquare():
+    for y in range(5):
+        counts = ref.COUNTS[y]
+        expected, _ = chisquare(counts, counts.sum() * ref.BASELINE)
+        ours = pearson_statistic(counts[None, :], ref.BASELINE, min_count=0).statistic[0]
+        assert ours == pytest.approx(expected, rel=1e-10)
+
+
+def test_mutual_information_is_the_size_weighted_kl_distance():
+    n = ref.COUNTS.sum(axis=1)
+    weighted = (n / n.sum() * kl_distance(ref.COUNTS, ref.BASELINE)).sum()
+    assert mutual_information(ref.COUNTS, ref.BASELINE) == pytest.approx(weighted, rel=1e-12)
+    assert exposure(ref.COUNTS, ref.BASELINE).sum() == pytest.approx(weighted, rel=1e-12)
+
+
+def test_released_value_with_zero_baseline_probability_is_infinite_and_unsafe():
+    p = np.array([0.5, 0.5, 0.0])
+    counts = np.array([[30, 30, 1], [30, 30, 0]])
+    assert np.isinf(kl_distance(counts, p)[0])
+    critical = CriticalValues(p, [1, 1], mode="asymptotic")
+    for name in METRICS:
+        result = evaluate(name, counts, 0.2, critical, threshold=0.5)
+        assert not result.safe, name
+        assert not result.target_safe[0], name
+
+
+def test_absent_target_is_nan_and_safe():
+    p = np.array([0.5, 0.5])
+    counts = np.array([[10, 10], [0, 0], [9, 11]])
+    assert np.isnan(kl_distance(counts, p)[1])
+    critical = CriticalValues(p, [1, 1, 1], mode="asymptotic")
+    for name in ("kld", "cst", "mis"):
+        assert evaluate(name, counts, 0.2, critical).target_safe[1]
+
+
+def test_kld_with_one_distinct_value_is_not_applicable():
+    p = np.array([0.9, 0.1])
+    counts = np.array([[0, 7], [0, 3]])  # D > 0 but N_X = 1: zero degrees of freedom
+    critical = CriticalValues(p, [1, 1], mode="asymptotic")
+    result = evaluate("kld", counts, 0.2, critical)
+    assert result.safe and np.isnan(result.critical).all()
+    assert evaluate("mis", counts, 0.2, critical).safe
+
+
+def test_kld_critical_uses_distinct_values_of_the_release():
+    p = np.full(4, 0.25)
+    counts = np.array([[10, 10, 0, 0], [5, 0, 5, 0]])  # N_X = 3
+    critical = CriticalValues(p, [1, 1], mode="asymptotic")
+    result = evaluate("kld", counts, 0.1, critical)
+    expected = chi2.ppf(0.9, 2) / (2 * np.array([20, 10]) * np.log(2))
+    np.testing.assert_allclose(result.critical, expected, rtol=1e-12)
+
+
+def test_mis_critical_degrees_of_freedom_are_distinct_values_less_one_times_targets():
+    critical = CriticalValues(ref.BASELINE, ref.COUNTS.sum(1), mode="asymptotic")
+    result = evaluate("mis", ref.COUNTS, 0.2, critical)
+    expected = chi2.ppf(0.8, 9 * 5) / (2 * 10_000 * np.log(2))
+    assert float(result.global_critical) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("counts", "groups"),
+    [
+        ([5, 5, 5], [0, 1, 2]),
+        ([1, 2, 3, 4, 1], [0, 0, 0, 1, 1]),  # 1+2+3 closes at 6; trailing 4+1 = 5 closes
+        ([1, 2, 3, 1, 1], [0, 0, 0, 0, 0]),  # trailing 1+1 < 5 joins the closed group
+        ([0, 0, 4, 0], [0, 0, 0, 0]),  # never reaches 5: one group, not applicable
+        ([6, 0, 0, 2], [0, 0, 0, 0]),
+        ([6, 0, 5, 0], [0, 1, 1, 1]),
+    ],
+)
+def test_merging_rule(counts, groups):
+    labels, n_groups = merge_groups(np.array([counts]))
+    np.testing.assert_array_equal(labels[0], groups)
+    assert n_groups[0] == max(groups) + 1
+
+
+def test_cst_with_a_single_group_is_safe():
+    p = np.array([0.25, 0.25, 0.5])
+    counts = np.array([[4, 0, 0]])
+    critical = CriticalValues(p, [1], mode="asymptotic")
+    result = evaluate("cst", counts, 0.2, critical)
+    assert result.safe and int(result.groups[0]) == 1
+
+
+def test_exposure_rule_mean_plus_population_std():
+    critical = CriticalValues(ref.BASELINE, ref.COUNTS.sum(1), mode="asymptotic")
+    result = evaluate("exposure", ref.COUNTS, 0.2, critical)
+    e = exposure(ref.COUNTS, ref.BASELINE)
+    bound = e.mean() + e.std()
+    np.testing.assert_allclose(result.critical, bound)
+    np.testing.assert_array_equal(result.target_safe, e < bound)
+    assert not result.target_safe[1]  # L2
+
+
+def test_monte_carlo_critical_values_are_seeded_and_cached():
+    p = np.array([0.5, 0.3, 0.2])
+    a = CriticalValues(p, [1, 1], mode="mc", draws=2000, seed=3)
+    b = CriticalValues(p, [1, 1], mode="mc", draws=2000, seed=3)
+    sizes = np.array([7, 40])
+    first = a.per_target("kld", kl_distance, sizes, 0.2)
+    np.testing.assert_array_equal(first, b.per_target("kld", kl_distance, sizes[::-1], 0.2)[::-1])
+    assert ("kld", 7, 0.2) in a._cache
+    # small samples have few distinct D values; at n = 500 another seed moves the quantile
+    other_seed = CriticalValues(p, [1, 1], mode="mc", draws=2000, seed=4)
+    big = np.array([500])
+    assert a.per_target("kld", kl_distance, big, 0.2) != other_seed.per_target(
+        "kld", kl_distance, big, 0.2
+    )
+
+
+def test_monte_carlo_kld_quantile_approaches_chi_square_for_large_samples():
+    critical = CriticalValues(ref.BASELINE, ref.COUNTS.sum(1), mode="mc", draws=4000)
+    simulated = critical.per_target("kld", kl_distance, np.array([5000]), 0.2)[0]
+    asymptotic = chi2.ppf(0.8, 9) / (2 * 5000 * np.log(2))
+    assert simulated == pytest.approx(asymptotic, rel=0.06)
+
+
+def test_auto_mode_switches_at_twice_domain_times_targets():
+    critical = CriticalValues(ref.BASELINE, ref.COUNTS.sum(1), mode="auto")
+    assert critical.switch_size == 100
+    np.testing.assert_array_equal(critical.use_mc(np.array([99, 100])), [True, False])
+
+
+count_tables = arrays(
+    np.int64,
+    st.tuples(st.integers(1, 4), st.integers(2, 4), st.integers(2, 5)),
+    elements=st.integers(0, 30),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(batch=count_tables, metric=st.sampled_from(METRICS), alpha=st.sampled_from([0.05, 0.2]))
+def test_batch_evaluation_equals_a_loop_of_single_evaluations(batch, metric, alpha):
+    m = batch.shape[-1]
+    p = np.arange(1, m + 1) / np.arange(1, m + 1).sum()
+    critical = CriticalValues(p, np.ones(batch.shape[1]), mode="auto", draws=300)
+    together = evaluate(metric, batch, alpha, critical)
+    for i in range(batch.shape[0]):
+        alone = evaluate(metric, batch[i], alpha, critical)
+        assert bool(together.safe[i]) == bool(alone.safe)
+        np.testing.assert_array_equal(together.target_safe[i], alone.target_safe)
+        np.testing.assert_allclose(together.statistic[i], alone.statistic, equal_nan=True)
+        np.testing.assert_allclose(together.critical[i], alone.critical, equal_nan=True)
+        if alone.global_statistic is not None:
+            np.testing.assert_allclose(
+                together.global_statistic[i], alone.global_statistic, equal_nan=True
+            )
