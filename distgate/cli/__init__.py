@@ -22,6 +22,9 @@ app = typer.Typer(
 
 # (command name, module in distgate.cli, function) in the order `--help` lists them.
 COMMANDS: list[tuple[str, str, str]] = [
+    ("baseline", "baseline", "baseline_command"),
+    ("assess", "assess", "assess_command"),
+    ("audit", "audit", "audit_command"),
 ]
 
 for _name, _module, _function in COMMANDS:
