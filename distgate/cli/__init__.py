@@ -25,6 +25,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("baseline", "baseline", "baseline_command"),
     ("assess", "assess", "assess_command"),
     ("audit", "audit", "audit_command"),
+    ("randomize", "randomize", "randomize_command"),
 ]
 
 for _name, _module, _function in COMMANDS:

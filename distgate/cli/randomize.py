@@ -1,0 +1,128 @@
+"""``distgate randomize``: randomized response with calibrated distortion."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from distgate.cli.common import (
+    EXIT_OK,
+    EXIT_UNSAFE,
+    JsonOption,
+    QuietOption,
+    emit_json,
+    handles_bad_input,
+)
+from distgate.errors import InputError
+
+
+class Side(StrEnum):
+    qi = "qi"
+    sensitive = "sensitive"
+    both = "both"
+
+
+def _columns(values: list[str]) -> list[str]:
+    return [c.strip() for value in values for c in value.split(",") if c.strip()]
+
+
+@handles_bad_input
+def randomize_command(
+    table: Annotated[str, typer.Argument(help="CSV table with a header ('-' = stdin).")],
+    qi: Annotated[
+        list[str],
+        typer.Option("--qi", help="Quasi-identifier columns, comma-separated or repeated."),
+    ],
+    sensitive: Annotated[str, typer.Option("--sensitive", help="The sensitive column.")],
+    l_diversity: Annotated[
+        float | None,
+        typer.Option("--l", help="Calibrate to max risk <= 1/l (l >= 1)."),
+    ] = None,
+    tau: Annotated[
+        float | None, typer.Option("--tau", help="Calibrate to max risk <= tau, in (0, 1].")
+    ] = None,
+    p: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--p", help="ATTR=P: fix a retention probability in (1/d, 1] instead of calibrating."
+        ),
+    ] = None,
+    side: Annotated[
+        Side, typer.Option("--randomize", help="Which attributes to randomize.")
+    ] = Side.both,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output", "-o",
+            help="Write the randomized CSV (or, with --reconstruct, the estimated "
+            "distribution) here. Without -o it goes to stdout, unless --json is given.",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random generator.")] = 0,
+    reconstruct: Annotated[
+        bool,
+        typer.Option(
+            "--reconstruct",
+            help="TABLE is already randomized with the --p values: estimate the original "
+            "joint distribution instead.",
+        ),
+    ] = False,
+    top: Annotated[
+        int, typer.Option("--top", help="Rows of the risk table to show (0 = all).")
+    ] = 10,
+    json: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Randomize quasi-identifiers and/or a sensitive attribute per record (randomized
+    response), with retention probabilities calibrated so that no risk of attribute
+    disclosure exceeds tau; or reconstruct the joint distribution of a randomized file.
+
+    The randomized CSV keeps every row and column; only the randomized columns' values
+    change. Exit code 1 when tau is out of reach (nothing is written).
+    """
+    from distgate.randomize import parse_p, randomize_table, reconstruct_table, write_table
+    from distgate.report.common import console
+    from distgate.report.randomize import show_randomize, show_reconstruct
+
+    columns = _columns(qi)
+    fixed = parse_p(p or [])
+    if top < 0:
+        raise InputError(f"--top must be 0 or more, not {top}.")
+    if l_diversity is not None and tau is not None:
+        raise InputError("Give either --l or --tau, not both.")
+    if l_diversity is not None:
+        if not l_diversity >= 1:
+            raise InputError(f"--l must be at least 1, not {l_diversity:g}.")
+        tau = 1.0 / l_diversity
+    if tau is None and not fixed:
+        raise InputError("Give --tau, --l or --p ATTR=P for the attributes to randomize.")
+    to_stdout = output is None or output == "-"
+    report = console(stderr=to_stdout and not json)
+
+    if reconstruct:
+        if tau is not None:
+            raise InputError(
+                "--reconstruct takes the retention probabilities with --p, not --tau or --l."
+            )
+        estimate = reconstruct_table(table, columns, sensitive, fixed)
+        if not (to_stdout and json):
+            write_table(estimate.cells(), None if to_stdout else output)
+        if json:
+            emit_json(estimate.to_dict(top))
+        elif not (to_stdout and quiet):
+            show_reconstruct(estimate, report, top, None if to_stdout else output)
+        raise typer.Exit(EXIT_OK)
+
+    result = randomize_table(
+        table, columns, sensitive, randomize=side.value, p=fixed, tau=tau, seed=seed
+    )
+    if result.table is not None and not (to_stdout and json):
+        write_table(result.table, None if to_stdout else output)
+    if json:
+        emit_json(result.to_dict(top))
+    elif not (to_stdout and quiet) or result.feasible is False:
+        show_randomize(result, report, top, None if to_stdout else output)
+    raise typer.Exit(EXIT_UNSAFE if result.feasible is False else EXIT_OK)
+
