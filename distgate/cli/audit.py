@@ -116,12 +116,15 @@ def audit_command(
 ) -> None:
     """Bound every unpublished cell of a published contingency table and flag disclosures.
 
-    All row and column totals are taken as published, plus the cells of --released. For
-    each unpublished cell the exact lower and upper bounds over all consistent
-    non-negative integer tables are computed, and the cell is flagged for existence
-    (lower > 0), upward (lower > tau), downward (upper < tau) and approximation
-    (upper - lower < tau) disclosure. Exit code 0 when no disclosure of the chosen types
-    remains, 1 when one does, 2 for bad input.
+    Row and column totals count as published, plus the cells of --released.
+
+    Each unpublished cell gets its exact bounds over all consistent tables.
+
+    Flags: existence (lower > 0), upward (lower > tau), downward (upper < tau),
+    approximation (upper - lower < tau).
+
+    Exit code 0 when no disclosure of the chosen types remains, 1 when one does, 2 for bad
+    input.
     """
     import numpy as np
 
