@@ -123,8 +123,7 @@ def audit_command(
     Flags: existence (lower > 0), upward (lower > tau), downward (upper < tau),
     approximation (upper - lower < tau).
 
-    Exit code 0 when no disclosure of the chosen types remains, 1 when one does, 2 for bad
-    input.
+    Exit code: 0 no disclosure of the chosen types, 1 a disclosure remains, 2 bad input.
     """
     import numpy as np
 
