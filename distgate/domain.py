@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from distgate.errors import InputError
-from distgate.io.tables import display_name, numeric_column, read_columns, require_values
+from distgate.io.tables import dictionary_column, display_name, read_columns, require_values
 
 JOINT_SEPARATOR = "|"
 
@@ -88,46 +88,66 @@ def _sort_key(values: list[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class _Column:
-    """One column encoded: a code per record and the label of each code, in domain order."""
+    """One column encoded: ``lookup[indices[i]]`` is the code of record i, ``labels`` the
+    label of each code in domain order. Work on ``lookup`` (one entry per distinct text)
+    is cheap; ``indices`` is touched once per record."""
 
-    codes: np.ndarray
+    lookup: np.ndarray
+    indices: np.ndarray
     labels: list[str]
+
+    @property
+    def codes(self) -> np.ndarray:
+        return self.lookup[self.indices]
 
 
 def _encode_column(table: pa.Table, column: str, name: str, edges: list | None) -> _Column:
+    """Codes of a dictionary-encoded column: binning, validation and ordering are done on
+    the (small) dictionary, then looked up per record."""
+    values, indices = dictionary_column(table, column, name)
     if edges is not None:
-        values = numeric_column(table, column, name)
-        codes = np.searchsorted(np.asarray(edges, dtype=float), values, side="right")
-        return _Column(codes.astype(np.int64), bin_labels(edges))
-    encoded = table.column(column).combine_chunks().dictionary_encode()
-    dictionary = encoded.dictionary.to_pylist()
-    ordered = _sort_key(dictionary)
-    rank = np.empty(len(dictionary), dtype=np.int64)
-    where = {value: i for i, value in enumerate(dictionary)}
+        numbers = np.empty(len(values))
+        for i, value in enumerate(values):
+            try:
+                numbers[i] = float(value)
+            except ValueError:
+                line = int(np.flatnonzero(indices == i)[0]) + 2
+                raise InputError(
+                    f"The {name}, line {line}: column '{column}' has the non-numeric "
+                    f"value '{value}'."
+                ) from None
+        lookup = np.searchsorted(np.asarray(edges, dtype=float), numbers, side="right")
+        return _Column(lookup, indices, bin_labels(edges))
+    ordered = _sort_key(values)
+    where = {value: i for i, value in enumerate(values)}
+    rank = np.empty(len(values), dtype=np.int64)
     rank[[where[v] for v in ordered]] = np.arange(len(ordered))
-    codes = rank[encoded.indices.to_numpy(zero_copy_only=False)]
-    return _Column(codes, ordered)
+    return _Column(rank, indices, ordered)
 
 
 def _combine(columns: list[_Column]) -> tuple[np.ndarray, list[str]]:
     """Joint codes over the combinations present, in the order of the parts' domains."""
     if len(columns) == 1:
-        present = np.bincount(columns[0].codes, minlength=len(columns[0].labels)) > 0
+        # every dictionary entry occurs in the data, so presence is read off the lookup
+        column = columns[0]
+        present = np.zeros(len(column.labels), dtype=bool)
+        present[column.lookup] = True
         remap = np.cumsum(present) - 1
-        labels = [label for label, keep in zip(columns[0].labels, present, strict=True) if keep]
-        return remap[columns[0].codes], labels
+        labels = [label for label, keep in zip(column.labels, present, strict=True) if keep]
+        return remap[column.lookup].astype(np.int32)[column.indices], labels
     radix = np.ones(len(columns), dtype=np.int64)
     for i in range(len(columns) - 2, -1, -1):
         radix[i] = radix[i + 1] * len(columns[i + 1].labels)
     joint = sum(c.codes * r for c, r in zip(columns, radix, strict=True))
     present, codes = np.unique(joint, return_inverse=True)
+    codes = codes.reshape(-1)
     labels = []
     for value in present:
         parts = []
         for column, r in zip(columns, radix, strict=True):
             parts.append(column.labels[(value // r) % len(column.labels)])
         labels.append(JOINT_SEPARATOR.join(parts))
-    return codes.astype(np.int64), labels
+    return codes.astype(np.int32), labels
 
 
 @dataclass(frozen=True)
@@ -162,7 +182,8 @@ class EncodedTable:
         t = self.target_codes if rows is None else self.target_codes[rows]
         v = self.value_codes if rows is None else self.value_codes[rows]
         shape = (len(self.target_labels), len(self.value_labels))
-        flat = np.bincount(t * shape[1] + v, minlength=shape[0] * shape[1])
+        cell = t.astype(np.int64) * shape[1] + v
+        flat = np.bincount(cell, minlength=shape[0] * shape[1])
         return CountTable(flat.reshape(shape), self.target_labels, self.value_labels)
 
 
@@ -193,9 +214,11 @@ def encode_table(
     if unknown_bins:
         raise InputError(f"Bins are given for '{unknown_bins[0]}', which is not an attribute.")
     name = f"table {display_name(source)}"
-    wanted = list(attributes) + list(targets) + ([id_column] if id_column else [])
-    table = read_columns(source, wanted, what="table")
-    require_values(table, wanted, name)
+    encoded_columns = list(attributes) + list(targets)
+    wanted = encoded_columns + ([id_column] if id_column else [])
+    table = read_columns(source, wanted, what="table", dictionary=encoded_columns)
+    if id_column:
+        require_values(table, [id_column], name)
 
     value_columns = [_encode_column(table, c, name, bins.get(c)) for c in attributes]
     value_codes, value_labels = _combine(value_columns)
@@ -228,7 +251,7 @@ def _map_to_domain(codes, labels, domain, name) -> tuple[np.ndarray, list[str]]:
             f"The {name}, line {line}: value '{labels[missing[0]]}' is not in the baseline "
             "domain (list it in the baseline file, with probability 0 if it never occurs)."
         )
-    remap = np.array([position[label] for label in labels], dtype=np.int64)
+    remap = np.array([position[label] for label in labels], dtype=np.int32)
     return remap[codes], list(domain)
 
 

@@ -17,6 +17,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help text: rendering it with rich doubles start-up time
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 

@@ -74,37 +74,56 @@ def emit_json(document: Any) -> None:
 
 
 # Options naming the table's columns, shared by baseline, assess, replay and simulate.
-TableArgument = Annotated[str, typer.Argument(help="CSV table with a header ('-' = stdin).")]
+TableArgument = Annotated[
+    str, typer.Argument(metavar="TABLE", help="CSV table with a header ('-' = stdin).")
+]
 AttrOption = Annotated[
     list[str] | None,
-    typer.Option("--attr", "-x", help="Attribute column(s) X; repeat or comma-separate."),
+    typer.Option(
+        "--attr", "-x", metavar="COLUMN", help="Attribute column(s) X; repeat or comma-separate."
+    ),
 ]
 TargetOption = Annotated[
     list[str] | None,
-    typer.Option("--target", "-y", help="Target column(s) Y; repeat or comma-separate."),
+    typer.Option(
+        "--target", "-y", metavar="COLUMN", help="Target column(s) Y; repeat or comma-separate."
+    ),
 ]
 IdOption = Annotated[
-    str | None, typer.Option("--id", help="Record key column (default: the row number from 0).")
+    str | None,
+    typer.Option(
+        "--id", metavar="COLUMN", help="Record key column (default: the row number from 0)."
+    ),
 ]
 BinsOption = Annotated[
     list[str] | None,
-    typer.Option("--bins", help="Cut a numeric attribute into ranges, e.g. age=18,20,25,30."),
+    typer.Option(
+        "--bins",
+        metavar="COLUMN=EDGES",
+        help="Cut a numeric attribute into ranges, e.g. age=18,20,25,30.",
+    ),
 ]
 BaselineOption = Annotated[
     str | None,
     typer.Option(
-        "--baseline", "-b", help="Baseline file (default: the table's own X distribution)."
+        "--baseline",
+        "-b",
+        metavar="FILE",
+        help="Baseline file (default: the table's own X distribution).",
     ),
 ]
 ConfigOption = Annotated[
     str | None,
-    typer.Option("--config", help="Settings file (default: ./distgate.toml if present)."),
+    typer.Option(
+        "--config", metavar="FILE", help="Settings file (default: ./distgate.toml if present)."
+    ),
 ]
 MetricOption = Annotated[
     str | None,
     typer.Option(
         "--metric",
         "-m",
+        metavar="M[,M...]",
         help="Metric(s), comma-separated: mis, kld, cst, dqt, exposure, dleak, eleak, emd "
         "[default: kld].",
     ),
@@ -112,21 +131,32 @@ MetricOption = Annotated[
 AlphaOption = Annotated[
     float | None,
     typer.Option(
-        "--alpha", "-a", help="Significance level; higher is more protective [default: 0.2]."
+        "--alpha",
+        "-a",
+        metavar="A",
+        help="Significance level; higher is more protective [default: 0.2].",
     ),
 ]
 CriticalOption = Annotated[
     str | None,
-    typer.Option("--critical", help="Critical values: auto, asymptotic or mc [default: auto]."),
+    typer.Option(
+        "--critical",
+        metavar="MODE",
+        help="Critical values: auto, asymptotic or mc [default: auto].",
+    ),
 ]
 SeedOption = Annotated[
-    int | None, typer.Option("--seed", help="Seed of the Monte Carlo draws [default: 0].")
+    int | None,
+    typer.Option("--seed", metavar="S", help="Seed of the Monte Carlo draws [default: 0]."),
 ]
-DrawsOption = Annotated[int, typer.Option("--draws", help="Monte Carlo draws per sample size.")]
+DrawsOption = Annotated[
+    int, typer.Option("--draws", metavar="N", help="Monte Carlo draws per sample size.")
+]
 ThresholdOption = Annotated[
     float | None,
     typer.Option(
         "--threshold",
+        metavar="T",
         help="Fixed critical value T for dleak, eleak and emd (default: Monte Carlo at alpha).",
     ),
 ]

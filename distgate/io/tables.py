@@ -70,12 +70,14 @@ def read_columns(
     *,
     what: str = "file",
     allow_empty: bool = False,
+    dictionary: Sequence[str] = (),
 ) -> pa.Table:
     """Read ``columns`` (all when None) of a CSV file as text.
 
-    Raises InputError for a missing or empty file, a header without records (unless
-    ``allow_empty``), a missing column or a malformed row. ``what`` names the file's role
-    in messages ("table", "baseline file", ...).
+    Columns named in ``dictionary`` are read dictionary-encoded (one shared dictionary per
+    column), so per-record work on them is an integer lookup. Raises InputError for a
+    missing or empty file, a header without records (unless ``allow_empty``), a missing
+    column or a malformed row. ``what`` names the file's role in messages.
     """
     handle = _open(source)
     name = f"{what} {display_name(source)}"
@@ -93,7 +95,10 @@ def read_columns(
         raise InputError(f"The {name} has the column '{dup}' twice in its header.")
     convert = pacsv.ConvertOptions(
         include_columns=wanted,
-        column_types={c: pa.string() for c in wanted},
+        column_types={
+            c: pa.dictionary(pa.int32(), pa.string()) if c in dictionary else pa.string()
+            for c in wanted
+        },
         strings_can_be_null=False,
         quoted_strings_can_be_null=False,
     )
@@ -104,7 +109,7 @@ def read_columns(
         raise InputError(f"The {name} is not a well-formed CSV file: {detail}.") from None
     if table.num_rows == 0 and not allow_empty:
         raise InputError(f"The {name} has a header but no records.")
-    return table
+    return table.unify_dictionaries() if dictionary else table
 
 
 def require_values(table: pa.Table, columns: Sequence[str], name: str) -> None:
@@ -133,3 +138,20 @@ def numeric_column(table: pa.Table, column: str, name: str) -> np.ndarray:
                     f"value '{value}'."
                 ) from None
         raise
+
+
+def dictionary_column(table: pa.Table, column: str, name: str) -> tuple[list[str], np.ndarray]:
+    """The distinct values of a dictionary-encoded column and each record's index into
+    them; InputError naming the first line where the column has no value."""
+    chunks = table.column(column).chunks
+    values = chunks[0].dictionary.to_pylist() if chunks else []
+    indices = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])
+    blank = [i for i, v in enumerate(values) if v is None or not v.strip()]
+    nulls = table.column(column).null_count
+    if blank or nulls:
+        bad = np.isin(indices, blank)
+        if nulls:
+            bad |= np.concatenate([c.is_null().to_numpy(zero_copy_only=False) for c in chunks])
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(f"The {name}, line {row + 2}: column '{column}' has no value.")
+    return values, indices
