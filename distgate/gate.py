@@ -1,0 +1,531 @@
+"""The online release gate (SPEC 4): requests in, decisions out, state kept incrementally.
+
+For each request of record t with target y and value x, in arrival order:
+
+1. t already released -> ``duplicate``; t still queued -> ``queued`` again (it keeps its
+   first place); record position -1 (a key the table does not have) -> ``unknown``.
+2. If T_r + {t} is safe under every chosen metric -> ``released``.
+3. Otherwise ``queued`` (``denied`` without a queue).
+4. After every release the queue is re-examined in arrival order: a pass walks the queued
+   records and releases each that is safe at that moment; passes repeat until one
+   releases nothing. Records of one (target, value) cell are interchangeable, so a pass
+   step looks, per cell, for the earliest queued record after the current position and
+   releases the earliest such record among the cells that are safe now.
+
+The gate keeps the counts C[y, x], the column totals and, per target, the sums
+S_y = sum_x C log2 C and L_y = sum_x C log2 p(x), so that
+
+    D(y) = (S_y - L_y) / n_y - log2 n_y,    I = sum_y (S_y - L_y - n_y log2 n_y) / N
+
+cost O(1) for a candidate release; ``cst`` and the leakage metrics look at one target's
+row, O(|X|); ``dqt`` and ``exposure`` at every target, O(|Y|). After a release only the
+released target's row is summed again (O(|X| + |Y|)), so the statistics never drift with
+the number of releases and are a function of the counts alone (a gate restored from its
+released records decides exactly as the gate that never stopped).
+
+Per-target metrics (kld, cst, dleak, eleak, emd) check the candidate's own target; the
+others are unchanged and were safe, except that the number of distinct values N_X or the
+critical-value regime (``auto``: Monte Carlo below 2 |X| |Y| released tuples) can change
+with the candidate, in which case every other target is checked too. Global metrics
+(mis, dqt, exposure) are recomputed for the candidate release as a whole. Without grace
+the decision is therefore exactly ``registry.evaluate(...).safe`` on T_r + {t}.
+
+Grace (SPEC 3.4). A target is *exempt* until it has K released tuples (``releases:K``) or
+until its released exposure E_r(y) = (n_y/N) D(y) first comes within EPS of its exposure
+in the full table (``accuracy:EPS``; N is all released tuples). A request for a record of
+an exempt target is released without any test. The tests are computed on the *checked
+release*: the released tuples of the targets that are no longer exempt. For global
+metrics (mis, dqt, exposure) this means an exempt target is left out of N, N_X, N_Y, I,
+Dixon's Q and the exposure mean and spread until it leaves its grace, and then its tuples
+count like every other. For per-target metrics a candidate is judged on its own target,
+plus every other checked target when N_X or the regime changes.
+
+The compiled kernel (:mod:`distgate.gate_kernel`) runs kld, mis, cst and dqt with
+``auto`` or ``asymptotic`` critical values and any grace policy; exposure, the leakage
+metrics and ``--critical mc`` use the Python loop here. Both make the same decisions.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from distgate.critical import LN2, CriticalValues, check_alpha, chi2_quantile
+from distgate.errors import InputError
+from distgate.metrics.registry import parse_metrics
+
+RELEASED, QUEUED, DENIED, DUPLICATE, UNKNOWN = 0, 1, 2, 3, 4
+DECISION_NAMES = ("released", "queued", "denied", "duplicate", "unknown")
+
+# |D| below this is taken as exactly 0: the incremental sums carry rounding noise of the
+# order of 1e-15 where the from-scratch sum gives an exact 0 (a target matching p exactly).
+_ZERO = 1e-12
+
+
+@dataclass
+class GateRun:
+    """What one :meth:`Gate.run` decided, one entry per request of that run.
+
+    ``request`` is the global 0-based arrival index (it continues across runs);
+    ``released_at`` the request index at which the record was released (its own for
+    ``released``, a later one for a ``queued`` record that left the queue, -1 if not).
+    ``statistic``/``critical`` are the values that decided the request (NaN for
+    duplicate, unknown and grace releases). ``released_total`` is |T_r| after the request.
+    ``earlier_request``/``earlier_released_at``: requests of earlier runs whose queued
+    record was released during this run.
+    """
+
+    request: np.ndarray
+    record: np.ndarray
+    decision: np.ndarray
+    released_at: np.ndarray
+    statistic: np.ndarray
+    critical: np.ndarray
+    released_total: np.ndarray
+    earlier_request: np.ndarray
+    earlier_released_at: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.record)
+
+
+@dataclass
+class GateState:
+    """Everything a gate needs to continue: the released records (with the request index
+    that released them), the queue (arrival index, record), the next request index and
+    which targets have left their grace."""
+
+    released_records: np.ndarray
+    released_at: np.ndarray
+    queue_requests: np.ndarray
+    queue_records: np.ndarray
+    next_request: int
+    checked: np.ndarray
+
+
+def parse_grace(grace: str) -> tuple[str, float]:
+    """``"none"``, ``"releases:K"`` (K >= 0 integer) or ``"accuracy:EPS"`` (EPS >= 0)."""
+    text = (grace or "none").strip().lower()
+    if text == "none":
+        return "none", 0.0
+    kind, sep, value = text.partition(":")
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if kind == "releases" and sep and number >= 0 and number == int(number):
+        return "releases", float(int(number))
+    if kind == "accuracy" and sep and number >= 0 and math.isfinite(number):
+        return "accuracy", number
+    raise InputError(
+        f"Unknown grace policy '{grace}' (use none, releases:K with K a whole number, "
+        "or accuracy:EPS with EPS >= 0)."
+    )
+
+
+def _xlogx(c: float) -> float:
+    return c * math.log2(c) if c > 0 else 0.0
+
+
+class Gate:
+    """The release gate over one table's records (see the module docstring).
+
+    ``target_codes``/``value_codes`` give each record's (y, x); ``run(records)`` feeds
+    record positions in arrival order and may be called again to continue.
+    """
+
+    def __init__(
+        self,
+        target_codes: np.ndarray,
+        value_codes: np.ndarray,
+        n_targets: int,
+        n_values: int,
+        metrics: Sequence[str],
+        alpha: float,
+        critical: CriticalValues,
+        *,
+        queue: bool = True,
+        grace: str = "none",
+        threshold: float | None = None,
+    ) -> None:
+        self.target_codes = np.ascontiguousarray(target_codes, dtype=np.int64)
+        self.value_codes = np.ascontiguousarray(value_codes, dtype=np.int64)
+        if self.target_codes.shape != self.value_codes.shape:
+            raise ValueError("target_codes and value_codes must have the same length")
+        self.n_targets, self.n_values = int(n_targets), int(n_values)
+        self.metrics = parse_metrics(metrics)
+        self.alpha = check_alpha(alpha)
+        self.critical_values = critical
+        self.queue_enabled = bool(queue)
+        self.grace = grace
+        self.grace_kind, self.grace_value = parse_grace(grace)
+        self.threshold = threshold
+        self.p = np.asarray(critical.p, dtype=float)
+        if len(self.p) != self.n_values:
+            raise ValueError("the baseline has a different number of values than n_values")
+        with np.errstate(divide="ignore"):
+            self.logp = np.log2(self.p)
+        degrees = np.arange((self.n_values + 1) * (self.n_targets + 1))
+        self._chi2 = chi2_quantile(self.alpha, degrees)
+        self._full_exposure = self._table_exposure() if self.grace_kind == "accuracy" else None
+        self._reset()
+
+    # ----------------------------------------------------------------- state
+    def _reset(self) -> None:
+        Y, X = self.n_targets, self.n_values
+        self._C = np.zeros((Y, X), dtype=np.int64)
+        self._n = np.zeros(Y, dtype=np.int64)
+        self._S = np.zeros(Y)
+        self._L = np.zeros(Y)
+        self._D = np.full(Y, np.nan)
+        self._term = np.zeros(Y)  # n_y D(y) = S - L - n log2 n
+        self._col = np.zeros(X, dtype=np.int64)  # column totals of the checked release
+        self._checked = np.ones(Y, dtype=bool) if self.grace_kind == "none" else np.zeros(Y, bool)
+        self._released = np.zeros(len(self.target_codes), dtype=bool)
+        self._released_at = np.full(len(self.target_codes), -1, dtype=np.int64)
+        self._queue: dict[int, list[int]] = {}  # cell -> sorted arrival indices
+        self._queued_record: dict[int, int] = {}  # arrival index -> record
+        self._queued_at: dict[int, int] = {}  # record -> arrival index
+        self._next = 0
+        self._refresh_aggregates()
+
+    def _refresh_aggregates(self) -> None:
+        checked = self._checked
+        self._N = int(self._n[checked].sum())
+        self._N_all = int(self._n.sum())
+        self._col = self._C[checked].sum(axis=0)
+        self._NX = int((self._col > 0).sum())
+        self._NY = int(((self._n > 0) & checked).sum())
+        self._A = float(self._term[checked & (self._n > 0)].sum())
+
+    def _refresh_target(self, y: int) -> None:
+        row = self._C[y]
+        n = int(row.sum())
+        self._n[y] = n
+        present = row > 0
+        self._S[y] = float((row[present] * np.log2(row[present])).sum())
+        self._L[y] = float((row[present] * self.logp[present]).sum())
+        if n > 0:
+            d = (self._S[y] - self._L[y]) / n - math.log2(n)
+            self._D[y] = 0.0 if abs(d) < _ZERO else d
+            self._term[y] = n * self._D[y]
+        else:
+            self._D[y] = np.nan
+            self._term[y] = 0.0
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Current released counts C[y, x], shape (n_targets, n_values)."""
+        return self._C.copy()
+
+    @property
+    def released(self) -> np.ndarray:
+        """Whether each record has been released so far."""
+        return self._released.copy()
+
+    @property
+    def next_request(self) -> int:
+        return self._next
+
+    def queued_records(self) -> np.ndarray:
+        """Records waiting in the queue, in arrival order."""
+        arrivals = sorted(self._queued_record)
+        return np.array([self._queued_record[a] for a in arrivals], dtype=np.int64)
+
+    def state(self) -> GateState:
+        order = np.flatnonzero(self._released)
+        arrivals = np.array(sorted(self._queued_record), dtype=np.int64)
+        return GateState(
+            released_records=order.astype(np.int64),
+            released_at=self._released_at[order].copy(),
+            queue_requests=arrivals,
+            queue_records=np.array([self._queued_record[a] for a in arrivals], dtype=np.int64),
+            next_request=self._next,
+            checked=self._checked.copy(),
+        )
+
+    def restore(self, state: GateState) -> None:
+        """Put the gate in ``state`` (as returned by :meth:`state`)."""
+        self._reset()
+        records = np.asarray(state.released_records, dtype=np.int64)
+        self._released[records] = True
+        self._released_at[records] = state.released_at
+        np.add.at(self._C, (self.target_codes[records], self.value_codes[records]), 1)
+        for y in range(self.n_targets):
+            self._refresh_target(y)
+        self._checked = np.asarray(state.checked, dtype=bool).copy()
+        for arrival, record in zip(state.queue_requests, state.queue_records, strict=True):
+            self._enqueue(int(arrival), int(record))
+        self._next = int(state.next_request)
+        self._refresh_aggregates()
+
+    # ------------------------------------------------------------ critical values
+    def _mc(self, total: int) -> bool:
+        mode = self.critical_values.mode
+        return mode == "mc" or (mode == "auto" and total < self.critical_values.switch_size)
+
+    def _kld_critical(self, n: int, nx: int, mc: bool) -> float:
+        if nx <= 1 or n <= 0:
+            return math.nan
+        if mc:
+            from distgate.metrics.information import kl_distance
+
+            sizes = np.array([n])
+            return float(self.critical_values.per_target("kld", kl_distance, sizes, self.alpha)[0])
+        return float(self._chi2[nx - 1] / (2.0 * n * LN2))
+
+    def _leak_critical(self, name: str, n: int) -> float:
+        if self.threshold is not None:
+            return float(self.threshold)
+        from distgate.metrics.registry import _leakage_statistic
+
+        statistic = _leakage_statistic(name, self.critical_values.ordered)
+        return float(self.critical_values.per_target(name, statistic, np.array([n]), self.alpha)[0])
+
+    # -------------------------------------------------------------- the test
+    def _check(self, y: int, x: int) -> tuple[bool, float, float]:
+        """Is the checked release plus one tuple (y, x) safe? With the statistic and
+        critical value that decided (first blocking metric, else the first metric)."""
+        c = int(self._C[y, x])
+        n1 = int(self._n[y]) + 1
+        N1 = self._N + 1
+        NX1 = self._NX + (1 if self._col[x] == 0 else 0)
+        NY1 = self._NY + (1 if self._n[y] == 0 else 0)
+        mc1 = self._mc(N1)
+        changed = NX1 != self._NX or mc1 != self._mc(self._N)
+        possible = math.isfinite(self.logp[x])
+        if possible:
+            S1 = self._S[y] - _xlogx(c) + _xlogx(c + 1)
+            L1 = self._L[y] + self.logp[x]
+            D1 = (S1 - L1) / n1 - math.log2(n1)
+            D1 = 0.0 if abs(D1) < _ZERO else D1
+        else:
+            D1 = math.inf
+        first: tuple[bool, float, float] | None = None
+        for name in self.metrics:
+            ok, stat, crit = self._metric(name, y, x, n1, N1, NX1, NY1, mc1, changed, D1)
+            ok = ok and possible
+            if not ok:
+                return False, stat, crit
+            if first is None:
+                first = (True, stat, crit)
+        assert first is not None
+        return first
+
+    def _row_with(self, y: int, x: int) -> np.ndarray:
+        row = self._C[y].astype(float)
+        row[x] += 1
+        return row[None, :]
+
+    def _metric(self, name, y, x, n1, N1, NX1, NY1, mc1, changed, D1):
+        if name == "kld":
+            crit = self._kld_critical(n1, NX1, mc1)
+            ok = math.isnan(crit) or D1 < crit
+            if ok and changed:
+                ok = self._others_kld_safe(y, NX1, mc1)
+            return ok, D1, crit
+        if name == "mis":
+            if math.isinf(D1):
+                return False, math.inf, math.nan
+            info = (self._A - (self._term[y] if self._n[y] > 0 else 0.0) + n1 * D1) / N1
+            df = (NX1 - 1) * NY1
+            if df <= 0:
+                return True, info, math.nan
+            if mc1:
+                crit = float(self.critical_values.mutual_information(np.array([N1]), self.alpha)[0])
+            else:
+                crit = float(self._chi2[df] / (2.0 * N1 * LN2))
+            return info < crit, info, crit
+        if name == "cst":
+            from distgate.metrics.pearson import pearson_statistic
+
+            result = pearson_statistic(self._row_with(y, x), self.p)
+            stat, groups = float(result.statistic[0]), int(result.groups[0])
+            if groups <= 1:
+                return True, stat, math.nan
+            crit = float(self._chi2[groups - 1])
+            return stat < crit, stat, crit
+        if name in ("dleak", "eleak", "emd"):
+            from distgate.metrics.registry import _leakage_statistic
+
+            statistic = _leakage_statistic(name, self.critical_values.ordered)
+            stat = float(statistic(self._row_with(y, x), self.p)[0])
+            crit = self._leak_critical(name, n1)
+            return stat < crit, stat, crit
+        d, n = self._candidate_distances(y, n1, D1)
+        if name == "dqt":
+            from distgate.metrics.dixon import dixon_critical, dixon_q
+
+            q, count = dixon_q(d)
+            q, count = float(q), int(count)
+            if self.critical_values.mode == "mc":
+                crit = self.critical_values.dixon(n, self.alpha) if count >= 3 else math.nan
+            else:
+                crit = dixon_critical(count, self.alpha) if count >= 3 else math.nan
+            return math.isnan(q) or q < crit, q, crit
+        if name == "exposure":
+            present = ~np.isnan(d)
+            e = np.where(present, n / N1 * d, np.nan)
+            values = e[present]
+            bound = float(values.mean() + values.std())
+            ok = bool(np.all((values < bound) | (values == 0)))
+            return ok, float(e[y]), bound
+        raise ValueError(f"unknown metric {name}")
+
+    def _candidate_distances(self, y: int, n1: int, D1: float) -> tuple[np.ndarray, np.ndarray]:
+        """D(t) and n_t of the checked targets with the candidate added (NaN = absent)."""
+        d = np.where(self._checked & (self._n > 0), self._D, np.nan)
+        n = np.where(self._checked, self._n, 0).astype(float)
+        d[y] = D1
+        n[y] = n1
+        return d, n
+
+    def _others_kld_safe(self, y: int, nx: int, mc: bool) -> bool:
+        for t in range(self.n_targets):
+            if t == y or not self._checked[t] or self._n[t] == 0:
+                continue
+            crit = self._kld_critical(int(self._n[t]), nx, mc)
+            if not (math.isnan(crit) or self._D[t] < crit):
+                return False
+        return True
+
+    # ------------------------------------------------------------- releasing
+    def _exempt(self, y: int) -> bool:
+        return not self._checked[y]
+
+    def _release(self, record: int, at: int) -> None:
+        y, x = int(self.target_codes[record]), int(self.value_codes[record])
+        self._released[record] = True
+        self._released_at[record] = at
+        self._C[y, x] += 1
+        self._refresh_target(y)
+        if self.grace_kind != "none":
+            self._update_grace()
+        self._refresh_aggregates()
+
+    def _update_grace(self) -> None:
+        if self.grace_kind == "releases":
+            self._checked |= self._n >= self.grace_value
+            return
+        total = int(self._n.sum())
+        for y in np.flatnonzero(~self._checked):
+            if self._n[y] > 0:
+                released_exposure = self._n[y] / total * self._D[y]
+                if abs(released_exposure - self._full_exposure[y]) <= self.grace_value:
+                    self._checked[y] = True
+
+    def _table_exposure(self) -> np.ndarray:
+        from distgate.metrics.information import exposure
+
+        flat = np.bincount(
+            self.target_codes * self.n_values + self.value_codes,
+            minlength=self.n_targets * self.n_values,
+        )
+        return exposure(flat.reshape(self.n_targets, self.n_values), self.p)
+
+    def _cell(self, record: int) -> int:
+        return int(self.target_codes[record]) * self.n_values + int(self.value_codes[record])
+
+    def _enqueue(self, arrival: int, record: int) -> None:
+        self._queue.setdefault(self._cell(record), []).append(arrival)
+        self._queued_record[arrival] = record
+        self._queued_at[record] = arrival
+
+    def _settle(self, at: int, late: list[tuple[int, int]], row_of: dict[int, int],
+                released_at: np.ndarray) -> None:
+        """Queue passes after a release at request ``at`` (SPEC 4, step 4)."""
+        pos = -1
+        while self._queue:
+            heads = []
+            for cell, arrivals in self._queue.items():
+                i = bisect.bisect_right(arrivals, pos)
+                if i < len(arrivals):
+                    heads.append((arrivals[i], cell, i))
+            heads.sort()
+            chosen = None
+            for arrival, cell, i in heads:
+                y, x = divmod(cell, self.n_values)
+                if self._exempt(y) or self._check(y, x)[0]:
+                    chosen = (arrival, cell, i)
+                    break
+            if chosen is None:
+                if pos == -1:
+                    return
+                pos = -1
+                continue
+            arrival, cell, i = chosen
+            arrivals = self._queue[cell]
+            del arrivals[i]
+            if not arrivals:
+                del self._queue[cell]
+            record = self._queued_record.pop(arrival)
+            del self._queued_at[record]
+            self._release(record, at)
+            if arrival in row_of:
+                released_at[row_of[arrival]] = at
+            else:
+                late.append((arrival, at))
+            pos = arrival
+
+    # ------------------------------------------------------------------ run
+    def run(self, records: np.ndarray) -> GateRun:
+        """Decide requests for ``records`` (positions in the table, -1 = unknown key)."""
+        records = np.ascontiguousarray(records, dtype=np.int64)
+        if len(records) and records.max(initial=-1) >= len(self.target_codes):
+            raise ValueError("record position out of range")
+        return self._run_python(records)
+
+    def _run_python(self, records: np.ndarray) -> GateRun:
+        k = len(records)
+        first = self._next
+        decision = np.empty(k, dtype=np.int8)
+        released_at = np.full(k, -1, dtype=np.int64)
+        statistic = np.full(k, np.nan)
+        critical = np.full(k, np.nan)
+        total = np.empty(k, dtype=np.int64)
+        row_of: dict[int, int] = {}
+        late: list[tuple[int, int]] = []
+        for j in range(k):
+            r = int(records[j])
+            at = first + j
+            if r < 0:
+                decision[j] = UNKNOWN
+            elif self._released[r]:
+                decision[j] = DUPLICATE
+            else:
+                y, x = int(self.target_codes[r]), int(self.value_codes[r])
+                if self._exempt(y):
+                    ok = True
+                else:
+                    ok, statistic[j], critical[j] = self._check(y, x)
+                if r in self._queued_at:
+                    decision[j] = QUEUED
+                elif ok:
+                    decision[j] = RELEASED
+                    released_at[j] = at
+                    self._release(r, at)
+                    self._settle(at, late, row_of, released_at)
+                elif self.queue_enabled:
+                    decision[j] = QUEUED
+                    row_of[at] = j
+                    self._enqueue(at, r)
+                else:
+                    decision[j] = DENIED
+            total[j] = self._N_all
+        self._next = first + k
+        late_arr = np.array(late, dtype=np.int64).reshape(-1, 2)
+        return GateRun(
+            request=np.arange(first, first + k, dtype=np.int64),
+            record=records.copy(),
+            decision=decision,
+            released_at=released_at,
+            statistic=statistic,
+            critical=critical,
+            released_total=total,
+            earlier_request=late_arr[:, 0].copy(),
+            earlier_released_at=late_arr[:, 1].copy(),
+        )
