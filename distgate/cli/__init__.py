@@ -27,6 +27,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("assess", "assess", "assess_command"),
     ("audit", "audit", "audit_command"),
     ("randomize", "randomize", "randomize_command"),
+    ("simulate", "simulate", "simulate_command"),
 ]
 
 for _name, _module, _function in COMMANDS:

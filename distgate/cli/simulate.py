@@ -1,0 +1,125 @@
+"""``distgate simulate``: the gate over many random request orders."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from distgate.cli.common import (
+    AttrOption,
+    BaselineOption,
+    BinsOption,
+    ConfigOption,
+    CriticalOption,
+    DrawsOption,
+    IdOption,
+    JsonOption,
+    QuietOption,
+    SeedOption,
+    TableArgument,
+    TargetOption,
+    emit_json,
+    handles_bad_input,
+)
+
+
+@handles_bad_input
+def simulate_command(
+    table: TableArgument,
+    attr: AttrOption = None,
+    target: TargetOption = None,
+    id: IdOption = None,
+    bins: BinsOption = None,
+    baseline: BaselineOption = None,
+    metric: Annotated[
+        str, typer.Option("--metric", "-m", metavar="M[,M...]", help="Metrics to compare.")
+    ] = "mis,kld,cst,dqt",
+    alpha: Annotated[
+        str, typer.Option("--alpha", "-a", metavar="A[,A...]", help="Significance levels.")
+    ] = "0.2,0.05",
+    sequences: Annotated[
+        int, typer.Option("--sequences", metavar="K", help="Random request orders.")
+    ] = 20,
+    requests: Annotated[
+        int,
+        typer.Option(
+            "--requests", metavar="N", help="Records requested per order (at most the table)."
+        ),
+    ] = 10_000,
+    seed: SeedOption = None,
+    critical: CriticalOption = None,
+    draws: DrawsOption = 10_000,
+    grace: Annotated[
+        str, typer.Option("--grace", metavar="POLICY", help="none, releases:K or accuracy:EPS.")
+    ] = "none",
+    no_queue: Annotated[
+        bool, typer.Option("--no-queue", help="Deny blocked requests instead of queueing them.")
+    ] = False,
+    plot: Annotated[
+        str | None,
+        typer.Option("--plot", metavar="DIR", help="Write evolution and chi-square fit plots."),
+    ] = None,
+    config: ConfigOption = None,
+    json: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Repeat the gate over random request orders and compare metrics and significance
+    levels: percent released per target, the fit-the-baseline bound and the cross-safety
+    matrix.
+
+    Example: distgate simulate soldiers.csv --metric mis,kld,cst,dqt --alpha 0.2,0.05
+    """
+    from distgate.config import load_config, setting, table_options
+    from distgate.critical import check_alpha
+    from distgate.errors import InputError
+    from distgate.inputs import load_inputs
+    from distgate.metrics.registry import parse_metrics
+    from distgate.report.common import progress
+    from distgate.simulate import chi_square_fit_sample, simulate
+
+    settings = load_config(config)
+    metrics = parse_metrics(metric)
+    try:
+        alphas = [check_alpha(float(a)) for a in alpha.split(",") if a.strip()]
+    except ValueError:
+        raise InputError(f"--alpha must be numbers separated by commas, not '{alpha}'.") from None
+    options = table_options(
+        table, settings, attributes=attr, targets=target, id_column=id, bins=bins, baseline=baseline
+    )
+    inputs = load_inputs(options)
+    seed_value = setting(seed, settings, "seed", 0)
+    values = inputs.critical_values(
+        setting(critical, settings, "critical", "auto"), seed=seed_value, draws=draws
+    )
+    with progress(quiet) as bar:
+        task = bar.add_task("simulate", total=len(metrics) * len(alphas) * sequences)
+        result = simulate(
+            inputs.table.target_codes,
+            inputs.table.value_codes,
+            inputs.table.target_labels,
+            values,
+            metrics=metrics,
+            alphas=alphas,
+            sequences=sequences,
+            requests=requests,
+            seed=seed_value,
+            queue=not no_queue,
+            grace=grace,
+            keep_evolution=plot is not None,
+            progress=lambda: bar.advance(task),
+        )
+    written = []
+    if plot:
+        from distgate.report.simulate import write_plots
+
+        sample = chi_square_fit_sample(values, result.requests, draws, seed_value)
+        written = write_plots(result, plot, sample)
+    if json:
+        emit_json(result.to_dict())
+    else:
+        from distgate.report.simulate import print_simulation
+
+        print_simulation(result)
+        for path in written:
+            typer.echo(f"wrote {path}", err=True)

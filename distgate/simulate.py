@@ -1,0 +1,253 @@
+"""Experiments over random request orders (SPEC 5, ``simulate``): how much each metric and
+significance level lets the gate release, compared with what a naive "make every target
+look exactly like the baseline" policy could release, and whether the final releases of
+one metric are also safe under the others.
+
+Every sequence is a random sample without replacement of ``requests`` records, seeded by
+(seed, sequence number), so results do not depend on which metric runs first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from distgate.critical import CriticalValues, check_alpha
+from distgate.errors import InputError
+from distgate.gate import Gate
+from distgate.metrics.registry import evaluate, parse_metrics
+
+DEFAULT_METRICS = ("mis", "kld", "cst", "dqt")
+DEFAULT_ALPHAS = (0.2, 0.05)
+
+
+@dataclass
+class Evolution:
+    """One gate run kept for plotting: per request, the request's target, the statistic and
+    critical value that decided it and |T_r| after it."""
+
+    metric: str
+    alpha: float
+    target: np.ndarray
+    statistic: np.ndarray
+    critical: np.ndarray
+    released_total: np.ndarray
+
+
+@dataclass
+class Simulation:
+    """Results of :func:`simulate`.
+
+    ``released[k, s, y]``: records of target y released by configuration k (a (metric,
+    alpha) pair, in ``configs`` order) in sequence s; ``requested[s, y]``: records of y
+    requested in sequence s; ``final_counts[k, s]``: the released count table C[y, x];
+    ``fit_baseline[y]``: min_x C[y,x] / p(x) of the full table, rounded.
+    """
+
+    metrics: list[str]
+    alphas: list[float]
+    sequences: int
+    requests: int
+    target_labels: list[str]
+    configs: list[tuple[str, float]]
+    released: np.ndarray
+    requested: np.ndarray
+    final_counts: np.ndarray
+    table_sizes: np.ndarray
+    fit_baseline: np.ndarray
+    cross_safety: dict[float, dict[str, dict[str, int]]]
+    evolutions: list[Evolution] = field(default_factory=list)
+
+    def mean_released(self) -> np.ndarray:
+        """(configs, targets): mean released records per target."""
+        return self.released.mean(axis=1)
+
+    def percent_released(self) -> np.ndarray:
+        """(configs, targets + 1): percent of the requested records released, per target
+        and (last column) in total, averaged over sequences as a ratio of means."""
+        released = self.released.mean(axis=1)
+        requested = self.requested.mean(axis=0)
+        per_target = 100.0 * released / np.maximum(requested, 1e-300)
+        total = 100.0 * released.sum(axis=1) / requested.sum()
+        return np.column_stack([per_target, total])
+
+    def to_dict(self) -> dict:
+        release = []
+        percents = self.percent_released()
+        means = self.mean_released()
+        for k, (metric, alpha) in enumerate(self.configs):
+            for y, label in enumerate(self.target_labels):
+                release.append(
+                    {
+                        "metric": metric,
+                        "alpha": alpha,
+                        "target": label,
+                        "mean_released": round(float(means[k, y]), 4),
+                        "percent": round(float(percents[k, y]), 4),
+                    }
+                )
+        first = self.alphas[0]
+        return {
+            "sequences": self.sequences,
+            "requests": self.requests,
+            "release": release,
+            "total": [
+                {
+                    "metric": metric,
+                    "alpha": alpha,
+                    "mean_released": round(float(means[k].sum()), 4),
+                    "percent": round(float(percents[k, -1]), 4),
+                }
+                for k, (metric, alpha) in enumerate(self.configs)
+            ],
+            "fit_baseline": {
+                label: int(v)
+                for label, v in zip(self.target_labels, self.fit_baseline, strict=True)
+            },
+            "cross_safety": self.cross_safety[first],
+            "cross_safety_by_alpha": {f"{a:g}": self.cross_safety[a] for a in self.alphas},
+        }
+
+
+def fit_baseline_bound(counts: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Per target, the largest n with n p(x) <= C[y, x] for every x: min_x C[y,x] / p(x),
+    rounded (values with p(x) = 0 impose no bound)."""
+    counts = np.asarray(counts, dtype=float)
+    with np.errstate(divide="ignore"):
+        ratio = np.where(p > 0, counts / np.where(p > 0, p, 1.0), np.inf)
+    return np.rint(ratio.min(axis=-1)).astype(np.int64)
+
+
+def request_orders(size: int, requests: int, sequences: int, seed: int) -> list[np.ndarray]:
+    """The random request orders: sequence s samples ``requests`` records without
+    replacement with the generator seeded by (seed, s)."""
+    return [
+        np.random.default_rng([seed, s]).choice(size, size=requests, replace=False)
+        for s in range(sequences)
+    ]
+
+
+def simulate(
+    target_codes: np.ndarray,
+    value_codes: np.ndarray,
+    target_labels: Sequence[str],
+    critical: CriticalValues,
+    *,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    alphas: Sequence[float] = DEFAULT_ALPHAS,
+    sequences: int = 20,
+    requests: int = 10_000,
+    seed: int = 0,
+    queue: bool = True,
+    grace: str = "none",
+    keep_evolution: bool = False,
+    progress: Callable[[], None] | None = None,
+) -> Simulation:
+    """Run the gate for every (metric, alpha) over ``sequences`` random request orders.
+
+    ``requests`` larger than the table is reduced to the table's size. ``progress`` is
+    called once per gate run. With ``keep_evolution`` the first sequence's run of every
+    configuration is kept for plotting.
+    """
+    metrics = parse_metrics(metrics)
+    alphas = [check_alpha(a) for a in alphas]
+    if not alphas:
+        raise InputError("No significance level given: name one or more with --alpha.")
+    if sequences < 1:
+        raise InputError(f"The number of sequences must be at least 1, not {sequences}.")
+    if requests < 1:
+        raise InputError(f"The number of requests must be at least 1, not {requests}.")
+    target_codes = np.asarray(target_codes)
+    value_codes = np.asarray(value_codes)
+    n_targets, n_values = len(target_labels), len(critical.p)
+    size = len(target_codes)
+    requests = min(requests, size)
+    orders = request_orders(size, requests, sequences, seed)
+    configs = [(m, a) for a in alphas for m in metrics]
+
+    released = np.zeros((len(configs), sequences, n_targets), dtype=np.int64)
+    final = np.zeros((len(configs), sequences, n_targets, n_values), dtype=np.int64)
+    evolutions: list[Evolution] = []
+    for k, (metric, alpha) in enumerate(configs):
+        for s, order in enumerate(orders):
+            gate = Gate(
+                target_codes,
+                value_codes,
+                n_targets,
+                n_values,
+                [metric],
+                alpha,
+                critical,
+                queue=queue,
+                grace=grace,
+            )
+            run = gate.run(order)
+            final[k, s] = gate.counts
+            released[k, s] = gate.counts.sum(axis=1)
+            if keep_evolution and s == 0:
+                evolutions.append(
+                    Evolution(
+                        metric,
+                        alpha,
+                        target_codes[run.record],
+                        run.statistic,
+                        run.critical,
+                        run.released_total,
+                    )
+                )
+            if progress is not None:
+                progress()
+
+    requested = np.stack([np.bincount(target_codes[o], minlength=n_targets) for o in orders])
+    table_sizes = np.bincount(target_codes, minlength=n_targets)
+    full = np.zeros((n_targets, n_values), dtype=np.int64)
+    np.add.at(full, (target_codes, value_codes), 1)
+    cross = {alpha: _cross_safety(final, configs, metrics, alpha, critical) for alpha in alphas}
+    return Simulation(
+        metrics=metrics,
+        alphas=alphas,
+        sequences=sequences,
+        requests=requests,
+        target_labels=list(target_labels),
+        configs=configs,
+        released=released,
+        requested=requested,
+        final_counts=final,
+        table_sizes=table_sizes,
+        fit_baseline=fit_baseline_bound(full, critical.p),
+        cross_safety=cross,
+        evolutions=evolutions,
+    )
+
+
+def _cross_safety(final, configs, metrics, alpha, critical) -> dict[str, dict[str, int]]:
+    """For each metric (row) at ``alpha``: over the sequences, how many of its final
+    releases are safe under each metric (column) at the same alpha. One batched
+    evaluation per cell of the matrix."""
+    matrix: dict[str, dict[str, int]] = {}
+    for row in metrics:
+        k = configs.index((row, alpha))
+        matrix[row] = {
+            column: int(np.sum(evaluate(column, final[k], alpha, critical).safe))
+            for column in metrics
+        }
+    return matrix
+
+
+def chi_square_fit_sample(
+    critical: CriticalValues, total: int, draws: int, seed: int
+) -> tuple[np.ndarray, int]:
+    """Monte Carlo sample of the G statistic 2 N ln2 I under independence (X ~ baseline,
+    Y ~ the full table's target frequencies) for a release of ``total`` tuples, and the
+    chi-square degrees of freedom (m - 1)|Y| it should follow."""
+    from distgate.critical import LN2
+    from distgate.metrics.information import mutual_information
+
+    rng = np.random.default_rng([seed, 7, total])
+    joint = np.outer(critical.target_weights, critical.p).ravel()
+    shape = (critical.full_targets, len(critical.p))
+    sample = rng.multinomial(total, joint, size=draws).reshape(-1, *shape)
+    g = 2.0 * total * LN2 * mutual_information(sample, critical.p)
+    return g, (len(critical.p) - 1) * critical.full_targets
