@@ -76,7 +76,8 @@ class GateRun:
     ``statistic``/``critical`` are the values that decided the request (NaN for
     duplicate, unknown and grace releases). ``released_total`` is |T_r| after the request.
     ``earlier_request``/``earlier_released_at``: requests of earlier runs whose queued
-    record was released during this run.
+    record was released during this run. ``enqueued``: the request put its record in the
+    queue (its first place; a repeated request of a queued record does not).
     """
 
     request: np.ndarray
@@ -88,6 +89,7 @@ class GateRun:
     released_total: np.ndarray
     earlier_request: np.ndarray
     earlier_released_at: np.ndarray
+    enqueued: np.ndarray  # bool: the request put its record in the queue
 
     def __len__(self) -> int:
         return len(self.record)
@@ -487,6 +489,7 @@ class Gate:
         statistic = np.full(k, np.nan)
         critical = np.full(k, np.nan)
         total = np.empty(k, dtype=np.int64)
+        enqueued = np.zeros(k, dtype=bool)
         row_of: dict[int, int] = {}
         late: list[tuple[int, int]] = []
         for j in range(k):
@@ -511,6 +514,7 @@ class Gate:
                     self._settle(at, late, row_of, released_at)
                 elif self.queue_enabled:
                     decision[j] = QUEUED
+                    enqueued[j] = True
                     row_of[at] = j
                     self._enqueue(at, r)
                 else:
@@ -528,4 +532,5 @@ class Gate:
             released_total=total,
             earlier_request=late_arr[:, 0].copy(),
             earlier_released_at=late_arr[:, 1].copy(),
+            enqueued=enqueued,
         )

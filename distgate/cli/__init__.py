@@ -27,6 +27,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("assess", "assess", "assess_command"),
     ("audit", "audit", "audit_command"),
     ("randomize", "randomize", "randomize_command"),
+    ("replay", "replay", "replay_command"),
     ("simulate", "simulate", "simulate_command"),
 ]
 

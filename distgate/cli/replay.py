@@ -1,0 +1,115 @@
+"""``distgate replay``: run the online gate over a request log."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from distgate.cli.common import (
+    DEFAULT_ALPHA,
+    DEFAULT_CRITICAL,
+    AlphaOption,
+    AttrOption,
+    BaselineOption,
+    BinsOption,
+    ConfigOption,
+    CriticalOption,
+    DrawsOption,
+    IdOption,
+    JsonOption,
+    MetricOption,
+    QuietOption,
+    SeedOption,
+    TableArgument,
+    TargetOption,
+    ThresholdOption,
+    emit_json,
+    handles_bad_input,
+    metric_setting,
+)
+
+
+@handles_bad_input
+def replay_command(
+    table: TableArgument,
+    requests: Annotated[str, typer.Argument(help="Request log CSV, rows in arrival order.")],
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", help="Write the decisions CSV here.")
+    ] = None,
+    state: Annotated[
+        str | None,
+        typer.Option("--state", help="SQLite file keeping the gate's state between replays."),
+    ] = None,
+    key: Annotated[str, typer.Option("--key", help="Key column of the request log.")] = "id",
+    no_queue: Annotated[
+        bool, typer.Option("--no-queue", help="Deny unsafe requests instead of queueing them.")
+    ] = False,
+    grace: Annotated[
+        str, typer.Option("--grace", help="Grace policy: none, releases:K or accuracy:EPS.")
+    ] = "none",
+    skip_unknown: Annotated[
+        bool,
+        typer.Option("--skip-unknown", help="Mark keys the table lacks as unknown and go on."),
+    ] = False,
+    plot: Annotated[
+        str | None,
+        typer.Option("--plot", help="PNG: statistic and critical value against released tuples."),
+    ] = None,
+    attr: AttrOption = None,
+    target: TargetOption = None,
+    id: IdOption = None,
+    bins: BinsOption = None,
+    baseline: BaselineOption = None,
+    metric: MetricOption = None,
+    alpha: AlphaOption = None,
+    critical: CriticalOption = None,
+    seed: SeedOption = None,
+    draws: DrawsOption = 10_000,
+    threshold: ThresholdOption = None,
+    config: ConfigOption = None,
+    json: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Replay REQUESTS through the release gate and summarise the decisions per target.
+
+    Example: distgate replay soldiers.csv requests.csv -o decisions.csv --state gate.db
+    """
+    from distgate.config import load_config, setting, table_options
+    from distgate.inputs import load_inputs
+    from distgate.replay import ReplaySettings, replay
+    from distgate.report.common import progress
+
+    settings = load_config(config)
+    options = table_options(
+        table, settings, attributes=attr, targets=target, id_column=id, bins=bins, baseline=baseline
+    )
+    replay_settings = ReplaySettings(
+        metrics=metric_setting(metric, settings).split(","),
+        alpha=setting(alpha, settings, "alpha", DEFAULT_ALPHA),
+        critical=setting(critical, settings, "critical", DEFAULT_CRITICAL),
+        seed=setting(seed, settings, "seed", 0),
+        draws=draws,
+        threshold=threshold,
+        queue=not no_queue,
+        grace=grace,
+        key=key,
+        skip_unknown=skip_unknown,
+    )
+    inputs = load_inputs(options, need_keys=True)
+    with progress(quiet or json) as bar:
+        task = bar.add_task("replay", total=None)
+        result = replay(
+            inputs, requests, replay_settings, decisions=output, state=state,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
+    if plot:
+        from distgate.report.replay import plot_evolution
+
+        plot_evolution(result, plot)
+    if json:
+        emit_json(result.to_dict(output, state))
+    else:
+        from distgate.report.replay import print_summary
+
+        print_summary(result, output)

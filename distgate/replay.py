@@ -1,0 +1,291 @@
+"""``replay``: run the gate over a request log, write the decisions, summarise per target.
+
+Python equivalent of ``distgate replay TABLE REQUESTS -o decisions.csv --state gate.db``::
+
+    from distgate.config import TableOptions
+    from distgate.inputs import load_inputs
+    from distgate.replay import ReplaySettings, replay
+
+    inputs = load_inputs(TableOptions("soldiers.csv", ("age",), ("location",), "id",
+                                      (("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),)),
+                         need_keys=True)
+    result = replay(inputs, "requests.csv", ReplaySettings(metrics=["kld"], alpha=0.2),
+                    decisions="decisions.csv", state="gate.db")
+    result.summary  # per target: requested, released at once / from the queue, queued
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from distgate.critical import DEFAULT_DRAWS, check_alpha
+from distgate.gate import DECISION_NAMES, QUEUED, RELEASED, UNKNOWN, Gate, GateRun, parse_grace
+from distgate.inputs import Inputs
+from distgate.io.atomic import atomic_path
+from distgate.io.requests import map_keys, read_requests
+from distgate.io.tables import display_name
+from distgate.metrics.registry import parse_metrics
+
+COLUMNS = ("request", "key", "target", "value", "decision", "released_at", "statistic", "critical")
+BATCH = 20_000
+
+
+@dataclass
+class ReplaySettings:
+    metrics: list[str] = field(default_factory=lambda: ["kld"])
+    alpha: float = 0.2
+    critical: str = "auto"
+    seed: int = 0
+    draws: int = DEFAULT_DRAWS
+    threshold: float | None = None
+    queue: bool = True
+    grace: str = "none"
+    key: str = "id"
+    skip_unknown: bool = False
+
+    def __post_init__(self) -> None:
+        self.metrics = parse_metrics(self.metrics)
+        self.alpha = check_alpha(self.alpha)
+        parse_grace(self.grace)
+
+
+@dataclass
+class TargetSummary:
+    target: str
+    requested: int
+    released_at_once: int
+    released_from_queue: int
+    still_queued: int
+
+    @property
+    def percent_released(self) -> float:
+        released = self.released_at_once + self.released_from_queue
+        return 100.0 * released / self.requested if self.requested else 0.0
+
+    def to_dict(self) -> dict:
+        return {**dataclasses.asdict(self), "percent_released": round(self.percent_released, 2)}
+
+
+@dataclass
+class ReplayResult:
+    """The decisions of one log (the rows of its decisions file) and the summary."""
+
+    rows: dict[str, np.ndarray]
+    target_labels: list[str]
+    value_labels: list[str]
+    target_codes: np.ndarray
+    value_codes: np.ndarray
+    summary: list[TargetSummary]
+    first_request: int
+    settings: ReplaySettings
+    resumed: int = 0  # requests of this log found already decided in the state
+
+    def counts(self) -> dict[str, int]:
+        names = [DECISION_NAMES[d] for d in self.rows["decision"]]
+        return {name: names.count(name) for name in DECISION_NAMES}
+
+    def to_dict(self, decisions: str | None, state: str | None) -> dict:
+        own = self.rows["request"] >= self.first_request
+        decision = self.rows["decision"][own]
+        return {
+            "requests": int(own.sum()),
+            "first_request": self.first_request,
+            "resumed": self.resumed,
+            "decisions": {
+                name: int((decision == i).sum()) for i, name in enumerate(DECISION_NAMES)
+            },
+            "released_from_earlier_runs": int((~own).sum()),
+            "metrics": self.settings.metrics,
+            "alpha": self.settings.alpha,
+            "queue": self.settings.queue,
+            "grace": self.settings.grace,
+            "decisions_file": decisions,
+            "state": state,
+            "targets": [s.to_dict() for s in self.summary],
+        }
+
+
+def _settings_record(inputs: Inputs, s: ReplaySettings) -> dict:
+    options = inputs.options
+    return {
+        "attributes": list(options.attributes),
+        "targets": list(options.targets),
+        "id": options.id_column,
+        "bins": {c: list(e) for c, e in options.bins},
+        "baseline": inputs.baseline.fingerprint(),
+        "records": int(inputs.table.size),
+        "metric": ",".join(s.metrics),
+        "alpha": s.alpha,
+        "critical": s.critical,
+        "seed": int(s.seed),
+        "draws": int(s.draws),
+        "threshold": s.threshold,
+        "queue": bool(s.queue),
+        "grace": s.grace,
+    }
+
+
+def make_gate(inputs: Inputs, s: ReplaySettings) -> Gate:
+    table = inputs.table
+    return Gate(
+        table.target_codes, table.value_codes, len(table.target_labels), len(table.value_labels),
+        s.metrics, s.alpha, inputs.critical_values(s.critical, seed=s.seed, draws=s.draws),
+        queue=s.queue, grace=s.grace, threshold=s.threshold,
+    )
+
+
+def replay(
+    inputs: Inputs,
+    requests: str,
+    settings: ReplaySettings,
+    *,
+    decisions: str | None = None,
+    state: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ReplayResult:
+    """Run the gate over the request log ``requests`` (see the module docstring).
+
+    With ``state`` the gate starts from (and commits every batch to) the SQLite state;
+    a log already partly recorded there continues after its last committed request.
+    ``progress(done, total)`` is called after every batch.
+    """
+    log = read_requests(requests, settings.key)
+    records = map_keys(
+        log, inputs.table.keys, inputs.table.size, f"table {display_name(inputs.table.source)}",
+        skip_unknown=settings.skip_unknown,
+    )
+    keys = log.keys.to_pylist() if state else None
+    gate = make_gate(inputs, settings)
+    size = len(records)
+    if state is None:
+        run = gate.run(records)
+        rows = _rows_of_run(run, log.keys)
+        first, resumed = 0, 0
+        if progress:
+            progress(size, size)
+    else:
+        from distgate.state import StateStore
+
+        with StateStore(state, _settings_record(inputs, settings)) as store:
+            saved = store.gate_state(len(inputs.table.target_labels))
+            if saved is not None:
+                gate.restore(saved)
+            position = store.log_position(log.fingerprint, size)
+            first, resumed = position.first, position.done
+            done = position.done
+            while done < size:
+                stop = min(done + BATCH, size)
+                run = gate.run(records[done:stop])
+                store.commit(log.fingerprint, stop, keys[done:stop], run,
+                             gate.state().checked, gate.next_request)
+                done = stop
+                if progress:
+                    progress(done, size)
+            rows = store.rows(first, first + size)
+    summary = _summary(rows, first, inputs, gate)
+    result = ReplayResult(
+        rows, inputs.table.target_labels, inputs.table.value_labels, inputs.table.target_codes,
+        inputs.table.value_codes, summary, first, settings, resumed,
+    )
+    if decisions:
+        write_decisions(result, decisions)
+    return result
+
+
+def _rows_of_run(run: GateRun, keys: pa.Array) -> dict[str, np.ndarray]:
+    released_at = run.released_at.copy()
+    return {
+        "request": run.request,
+        "key": keys,
+        "record": run.record,
+        "decision": run.decision,
+        "released_at": released_at,
+        "statistic": run.statistic,
+        "critical": run.critical,
+        "released_total": run.released_total,
+    }
+
+
+def _summary(rows: dict, first: int, inputs: Inputs, gate: Gate) -> list[TargetSummary]:
+    labels = inputs.table.target_labels
+    known = rows["record"] >= 0
+    target = np.full(len(rows["record"]), -1, dtype=np.int64)
+    target[known] = inputs.table.target_codes[rows["record"][known]]
+    own = rows["request"] >= first
+    decision = rows["decision"]
+    from_queue = (decision == QUEUED) & (rows["released_at"] >= 0)
+    queued = gate.queued_records()
+    still = np.bincount(inputs.table.target_codes[queued], minlength=len(labels))
+    out = []
+    for y, label in enumerate(labels):
+        mine = target == y
+        out.append(TargetSummary(
+            target=label,
+            requested=int((mine & own & (decision != UNKNOWN)).sum()),
+            released_at_once=int((mine & (decision == RELEASED)).sum()),
+            released_from_queue=int((mine & from_queue).sum()),
+            still_queued=int(still[y]),
+        ))
+    return out
+
+
+def _text_numbers(values: np.ndarray) -> pa.Array:
+    """Shortest round-trip text of each float; empty for NaN."""
+    array = pa.array(values, type=pa.float64())
+    text = pc.cast(array, pa.string())
+    return pc.if_else(pc.is_nan(array), pa.scalar(None, pa.string()), text)
+
+
+def write_decisions(result: ReplayResult, path: str) -> None:
+    """The decisions CSV (columns ``request,key,target,value,decision,released_at,
+    statistic,critical``), written atomically."""
+    rows = result.rows
+    record = rows["record"]
+    known = record >= 0
+    safe_record = np.where(known, record, 0)
+    target_labels = pa.array(result.target_labels + [""], type=pa.string())
+    value_labels = pa.array(result.value_labels + [""], type=pa.string())
+    target = np.where(known, result.target_codes[safe_record], len(result.target_labels))
+    value = np.where(known, result.value_codes[safe_record], len(result.value_labels))
+    released_at = pa.array(rows["released_at"], type=pa.int64())
+    released_at = pc.if_else(pc.less(released_at, 0), pa.scalar(None, pa.int64()), released_at)
+    keys = rows["key"]
+    if not isinstance(keys, pa.Array):
+        keys = pa.array(list(keys), type=pa.string())
+    table = pa.table({
+        "request": pa.array(rows["request"], type=pa.int64()),
+        "key": keys,
+        "target": target_labels.take(pa.array(target)),
+        "value": value_labels.take(pa.array(value)),
+        "decision": pa.array(DECISION_NAMES, type=pa.string()).take(
+            pa.array(rows["decision"].astype(np.int64))
+        ),
+        "released_at": released_at,
+        "statistic": _text_numbers(rows["statistic"]),
+        "critical": _text_numbers(rows["critical"]),
+    })
+    text = [table.column(c) for c in ("key", "target", "value")]
+    special = any(pc.any(pc.match_substring_regex(c, r'[",\r\n]')).as_py() for c in text)
+    with atomic_path(path) as tmp:
+        if special:  # some text needs CSV quoting: the standard writer quotes only those
+            import csv
+
+            with open(tmp, "w", newline="", encoding="utf-8") as handle:
+                writer = csv.writer(handle, lineterminator="\n")
+                writer.writerow(COLUMNS)
+                columns = [table.column(c).to_pylist() for c in COLUMNS]
+                writer.writerows(
+                    ["" if v is None else v for v in row] for row in zip(*columns, strict=True)
+                )
+        else:
+            options = pacsv.WriteOptions(quoting_style="none", include_header=False)
+            with open(tmp, "wb") as handle:
+                handle.write((",".join(COLUMNS) + "\n").encode())
+                pacsv.write_csv(table, handle, write_options=options)

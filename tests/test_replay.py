@@ -1,0 +1,245 @@
+"""``distgate replay``: decisions file, summary, JSON, state and resume, bad input."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from distgate.cli import app
+from tests.conftest import REPO, SAMPLE
+
+runner = CliRunner()
+TABLE_FLAGS = ["-x", "age", "-y", "location", "--id", "id",
+               "--bins", "age=18,20,25,30,35,40,45,50,55"]
+
+
+def replay(*args):
+    return runner.invoke(app, ["replay", *args, *TABLE_FLAGS, "-q"])
+
+
+def read(path):
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture
+def small_log(write_csv):
+    """The first 1,500 requests of the sample log."""
+    with open(SAMPLE / "requests.csv") as handle:
+        lines = handle.read().splitlines()[:1501]
+    return write_csv("small.csv", None, text="\n".join(lines) + "\n")
+
+
+def test_decisions_file_lists_every_request_with_its_decision(tmp_path, small_log):
+    out = tmp_path / "d.csv"
+    result = replay(str(SAMPLE / "soldiers.csv"), small_log, "-o", str(out), "--json")
+    assert result.exit_code == 0, result.output
+    rows = read(out)
+    assert list(rows[0]) == ["request", "key", "target", "value", "decision", "released_at",
+                             "statistic", "critical"]
+    assert len(rows) == 1500
+    assert [r["request"] for r in rows[:3]] == ["0", "1", "2"]
+    assert rows[0]["key"] == "S05173" and rows[0]["target"] == "L1"
+    assert rows[0]["value"] == "20-24" and rows[0]["decision"] == "released"
+    # the first release has a single value: kld is not applicable, no critical value
+    assert rows[0]["critical"] == "" and float(rows[0]["statistic"]) > 0
+    document = json.loads(result.stdout)
+    assert document["requests"] == 1500
+    counts = {k: sum(r["decision"] == k for r in rows) for k in document["decisions"]}
+    assert counts == document["decisions"]
+    late = [r for r in rows if r["decision"] == "queued" and r["released_at"]]
+    assert late and all(int(r["released_at"]) > int(r["request"]) for r in late)
+    per_target = {t["target"]: t for t in document["targets"]}
+    assert set(per_target) == {"L1", "L2", "L3", "L4", "L5"}
+    l2 = per_target["L2"]
+    assert l2["released_at_once"] == sum(
+        r["target"] == "L2" and r["decision"] == "released" for r in rows
+    )
+    assert l2["released_from_queue"] == sum(r["target"] == "L2" for r in late)
+
+
+def test_final_release_is_safe_by_assess(tmp_path, small_log):
+    from distgate.config import TableOptions
+    from distgate.inputs import load_inputs
+    from distgate.metrics.registry import evaluate
+    from distgate.replay import ReplaySettings
+    from distgate.replay import replay as run_replay
+
+    options = TableOptions(str(SAMPLE / "soldiers.csv"), ("age",), ("location",), "id",
+                           (("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),))
+    inputs = load_inputs(options, need_keys=True)
+    for metrics in (["kld"], ["mis", "cst"], ["dqt", "kld"]):
+        settings = ReplaySettings(metrics=metrics, alpha=0.05, critical="asymptotic")
+        result = run_replay(inputs, small_log, settings)
+        rows = result.rows
+        released = rows["record"][rows["released_at"] >= 0]
+        counts = inputs.table.count_table(released).counts
+        assert counts.sum() > 100
+        cv = inputs.critical_values("asymptotic")
+        for m in metrics:
+            assert bool(evaluate(m, counts, 0.05, cv).safe), m
+
+
+def test_no_queue_denies_and_two_identical_replays_write_identical_files(tmp_path, small_log):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    for out in (a, b):
+        assert replay(str(SAMPLE / "soldiers.csv"), small_log, "-o", str(out),
+                      "--no-queue", "-m", "kld,cst").exit_code == 0
+    assert a.read_bytes() == b.read_bytes()
+    decisions = {r["decision"] for r in read(a)}
+    assert "denied" in decisions and "queued" not in decisions
+
+
+def test_two_halves_through_the_state_equal_one_go(tmp_path, write_csv):
+    with open(SAMPLE / "requests.csv") as handle:
+        lines = handle.read().splitlines()[:2001]
+    first = write_csv("first.csv", None, text="\n".join(lines[:1001]) + "\n")
+    second = write_csv("second.csv", None, text="\n".join([lines[0]] + lines[1001:]) + "\n")
+    whole = write_csv("whole.csv", None, text="\n".join(lines) + "\n")
+    table = str(SAMPLE / "soldiers.csv")
+    state = str(tmp_path / "s.db")
+    assert replay(table, first, "--state", state, "-o", str(tmp_path / "1.csv")).exit_code == 0
+    result = replay(table, second, "--state", state, "-o", str(tmp_path / "2.csv"), "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["first_request"] == 1000
+    assert replay(table, whole, "-o", str(tmp_path / "w.csv")).exit_code == 0
+    one_go = {r["request"]: r for r in read(tmp_path / "w.csv")}
+    halves = read(tmp_path / "2.csv")
+    # the second file: its own 1,000 rows plus earlier rows released during it
+    own = [r for r in halves if int(r["request"]) >= 1000]
+    assert len(own) == 1000
+    assert all(r == one_go[r["request"]] for r in own)
+    for r in halves:
+        if int(r["request"]) < 1000:
+            assert r == one_go[r["request"]]
+            assert 1000 <= int(r["released_at"]) < 2000
+    expected_earlier = [r for r in one_go.values()
+                        if int(r["request"]) < 1000 and r["released_at"]
+                        and int(r["released_at"]) >= 1000]
+    assert len(halves) - len(own) == len(expected_earlier) > 0
+
+
+def test_state_refuses_other_options_and_resumes_a_finished_log(tmp_path, small_log):
+    table = str(SAMPLE / "soldiers.csv")
+    state = str(tmp_path / "s.db")
+    out = tmp_path / "a.csv"
+    assert replay(table, small_log, "--state", state, "-o", str(out)).exit_code == 0
+    for flags, word in ((["--alpha", "0.1"], "alpha"), (["-m", "mis"], "metric"),
+                        (["--no-queue"], "queue")):
+        result = replay(table, small_log, "--state", state, *flags)
+        assert result.exit_code == 2
+        assert word in result.stderr and "Traceback" not in result.output
+    again = tmp_path / "b.csv"
+    result = replay(table, small_log, "--state", state, "-o", str(again), "--json")
+    assert json.loads(result.stdout)["resumed"] == 1500
+    assert out.read_bytes() == again.read_bytes()
+
+
+def test_unknown_keys_are_listed_or_skipped(tmp_path, write_csv):
+    log = write_csv("log.csv", [["id"], ["S00001"], ["nobody"], ["S00002"], *[[f"x{i}"] for i in
+                                                                         range(7)]])
+    table = str(SAMPLE / "soldiers.csv")
+    result = replay(table, log)
+    assert result.exit_code == 2
+    assert "8 keys that are not in the table" in result.stderr
+    assert "'nobody' (line 3)" in result.stderr and "and 3 more" in result.stderr
+    assert "Traceback" not in result.output
+    out = tmp_path / "d.csv"
+    assert replay(table, log, "--skip-unknown", "-o", str(out)).exit_code == 0
+    rows = read(out)
+    assert [r["decision"] for r in rows[:3]] == ["released", "unknown", "released"]
+    assert rows[1]["target"] == "" and rows[1]["key"] == "nobody"
+
+
+@pytest.mark.parametrize(
+    "case, words",
+    [
+        ("missing_key", "has no column 'id'"),
+        ("missing_file", "does not exist"),
+        ("empty", "is empty"),
+        ("header_only", "has a header but no records"),
+        ("bad_grace", "Unknown grace policy"),
+    ],
+)
+def test_bad_input_exits_2_with_one_sentence(tmp_path, write_csv, case, words):
+    table = str(SAMPLE / "soldiers.csv")
+    logs = {
+        "missing_key": write_csv("k.csv", [["request", "who"], ["R1", "S00001"]]),
+        "missing_file": str(tmp_path / "nope.csv"),
+        "empty": write_csv("e.csv", None, text=""),
+        "header_only": write_csv("h.csv", [["id"]]),
+        "bad_grace": write_csv("g.csv", [["id"], ["S00001"]]),
+    }
+    extra = ["--grace", "sometimes"] if case == "bad_grace" else []
+    out = tmp_path / "never.csv"
+    result = replay(table, logs[case], "-o", str(out), *extra)
+    assert result.exit_code == 2
+    assert words in result.stderr
+    assert "Traceback" not in result.output
+    assert not out.exists()
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_plot_is_written(tmp_path, small_log):
+    png = tmp_path / "evolution.png"
+    assert replay(str(SAMPLE / "soldiers.csv"), small_log, "--plot", str(png)).exit_code == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_killed_replay_resumes_to_the_state_of_an_uninterrupted_run(tmp_path):
+    rng = np.random.default_rng(5)
+    n = 4000
+    ages = rng.integers(17, 60, n)
+    places = rng.choice(["A", "B", "C", "D"], n, p=[0.4, 0.3, 0.2, 0.1])
+    places[(ages > 45) & (rng.random(n) < 0.6)] = "D"
+    table = tmp_path / "t.csv"
+    table.write_text("id,age,location\n" + "".join(
+        f"r{i},{a},{p}\n" for i, (a, p) in enumerate(zip(ages, places, strict=True))))
+    requests = rng.integers(0, n, 60_000)
+    log = tmp_path / "log.csv"
+    log.write_text("id\n" + "".join(f"r{i}\n" for i in requests))
+    flags = ["-x", "age", "-y", "location", "--id", "id", "--bins", "age=20,30,40,50",
+             "-m", "kld,mis", "--critical", "asymptotic", "-q"]
+    command = [sys.executable, "-m", "distgate", "replay", str(table), str(log), *flags]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    straight = subprocess.run(
+        [*command, "--state", str(tmp_path / "a.db"), "-o", str(tmp_path / "a.csv")],
+        env=env, capture_output=True, timeout=300,
+    )
+    assert straight.returncode == 0, straight.stderr
+    killed_state = tmp_path / "b.db"
+    kills = 0
+    for delay in (2.5, 1.5):
+        process = subprocess.Popen(
+            [*command, "--state", str(killed_state), "-o", str(tmp_path / "b.csv")], env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        time.sleep(delay)
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            kills += 1
+        process.wait()
+    assert kills >= 1
+    resumed = subprocess.run(
+        [*command, "--state", str(killed_state), "-o", str(tmp_path / "b.csv")],
+        env=env, capture_output=True, timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    import sqlite3
+
+    def dump(path):
+        db = sqlite3.connect(path)
+        tables = {name: db.execute(f"SELECT * FROM {name} ORDER BY 1").fetchall()
+                  for name in ("requests", "released", "queue", "logs")}
+        db.close()
+        return tables
+
+    assert dump(tmp_path / "a.db") == dump(killed_state)
