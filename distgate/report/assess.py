@@ -12,8 +12,8 @@ from distgate.report.common import console, number, verdict
 def print_assessment(assessment: Assessment) -> None:
     out = console()
     for r in assessment.results:
-        title = f"{r.metric} at alpha {r.alpha:g}: {DESCRIPTIONS[r.metric]}"
-        table = Table(title=title, title_justify="left")
+        out.print(f"[bold]{r.metric}[/bold] at alpha {r.alpha:g}: {DESCRIPTIONS[r.metric]}")
+        table = Table()
         table.add_column("target")
         table.add_column("count", justify="right")
         label = {"mis": "D(y)", "dqt": "D(y)", "exposure": "E(y)"}.get(r.metric, "statistic")
@@ -22,14 +22,16 @@ def print_assessment(assessment: Assessment) -> None:
             table.add_column("critical", justify="right")
         if r.groups is not None:
             table.add_column("groups", justify="right")
-        table.add_column("decision")
+        if r.metric not in ("mis", "dqt"):
+            table.add_column("decision")
         for i, target in enumerate(assessment.target_labels):
             row = [target, str(int(assessment.sizes[i])), number(float(r.statistic[i]))]
             if r.metric not in ("mis", "dqt"):
                 row.append(number(float(r.critical[i])))
             if r.groups is not None:
                 row.append(str(int(r.groups[i])))
-            row.append(verdict(bool(r.target_safe[i])) if r.metric not in ("mis", "dqt") else "")
+            if r.metric not in ("mis", "dqt"):
+                row.append(verdict(bool(r.target_safe[i])))
             table.add_row(*row)
         out.print(table)
         if r.global_statistic is not None:
