@@ -129,6 +129,18 @@ def parse_grace(grace: str) -> tuple[str, float]:
     )
 
 
+def _row_distance(row: list[int], extra: int, n: int, logp: np.ndarray) -> float:
+    """D(y) summed over q = c/n in domain order (``extra``: one more tuple at that value);
+    the compiled kernel sums the same way."""
+    d = 0.0
+    for i, c in enumerate(row):
+        c = c + (1 if i == extra else 0)
+        if c > 0:
+            q = c / n
+            d += q * (math.log2(q) - float(logp[i]))
+    return 0.0 if abs(d) < _ZERO else d
+
+
 def _xlogx(c: float) -> float:
     return c * math.log2(c) if c > 0 else 0.0
 
@@ -186,7 +198,9 @@ class Gate:
         self._D = np.full(Y, np.nan)
         self._term = np.zeros(Y)  # n_y D(y) = S - L - n log2 n
         self._col = np.zeros(X, dtype=np.int64)  # column totals of the checked release
-        self._checked = np.ones(Y, dtype=bool) if self.grace_kind == "none" else np.zeros(Y, bool)
+        self._checked = np.full(Y, self.grace_kind == "none" or (
+            self.grace_kind == "releases" and self.grace_value <= 0
+        ))
         self._released = np.zeros(len(self.target_codes), dtype=bool)
         self._released_at = np.full(len(self.target_codes), -1, dtype=np.int64)
         self._queue: dict[int, list[int]] = {}  # cell -> sorted arrival indices
@@ -205,15 +219,19 @@ class Gate:
         self._A = float(self._term[checked & (self._n > 0)].sum())
 
     def _refresh_target(self, y: int) -> None:
-        row = self._C[y]
-        n = int(row.sum())
+        # summed in domain order with math.log2, exactly as the compiled kernel does
+        s = total_l = 0.0
+        n = 0
+        for i, c in enumerate(self._C[y].tolist()):
+            if c > 0:
+                n += c
+                s += c * math.log2(c)
+                total_l += c * float(self.logp[i])
         self._n[y] = n
-        present = row > 0
-        self._S[y] = float((row[present] * np.log2(row[present])).sum())
-        self._L[y] = float((row[present] * self.logp[present]).sum())
+        self._S[y] = s
+        self._L[y] = total_l
         if n > 0:
-            d = (self._S[y] - self._L[y]) / n - math.log2(n)
-            self._D[y] = 0.0 if abs(d) < _ZERO else d
+            self._D[y] = _row_distance(self._C[y].tolist(), -1, n, self.logp)
             self._term[y] = n * self._D[y]
         else:
             self._D[y] = np.nan
@@ -293,6 +311,7 @@ class Gate:
         """Is the checked release plus one tuple (y, x) safe? With the statistic and
         critical value that decided (first blocking metric, else the first metric)."""
         c = int(self._C[y, x])
+        self._x = x
         n1 = int(self._n[y]) + 1
         N1 = self._N + 1
         NX1 = self._NX + (1 if self._col[x] == 0 else 0)
@@ -331,8 +350,6 @@ class Gate:
                 ok = self._others_kld_safe(y, NX1, mc1)
             return ok, D1, crit
         if name == "mis":
-            if math.isinf(D1):
-                return False, math.inf, math.nan
             info = (self._A - (self._term[y] if self._n[y] > 0 else 0.0) + n1 * D1) / N1
             df = (NX1 - 1) * NY1
             if df <= 0:
@@ -379,10 +396,12 @@ class Gate:
         raise ValueError(f"unknown metric {name}")
 
     def _candidate_distances(self, y: int, n1: int, D1: float) -> tuple[np.ndarray, np.ndarray]:
-        """D(t) and n_t of the checked targets with the candidate added (NaN = absent)."""
+        """D(t) and n_t of the checked targets with the candidate added (NaN = absent).
+        The candidate's D is summed over q(.|y) here (O(|X|)), like every stored D, so
+        that targets with the same distribution tie exactly, as in the metric core."""
         d = np.where(self._checked & (self._n > 0), self._D, np.nan)
         n = np.where(self._checked, self._n, 0).astype(float)
-        d[y] = D1
+        d[y] = D1 if math.isinf(D1) else _row_distance(self._C[y].tolist(), self._x, n1, self.logp)
         n[y] = n1
         return d, n
 
@@ -479,7 +498,132 @@ class Gate:
         records = np.ascontiguousarray(records, dtype=np.int64)
         if len(records) and records.max(initial=-1) >= len(self.target_codes):
             raise ValueError("record position out of range")
+        if self.compiled:
+            return self._run_kernel(records)
         return self._run_python(records)
+
+    @property
+    def compiled(self) -> bool:
+        """Whether runs use the compiled kernel (kld, mis, cst, dqt; auto or asymptotic
+        critical values; grace none or releases:K)."""
+        from distgate.gate_kernel import KERNEL_METRICS
+
+        return (
+            self.use_kernel
+            and all(m in KERNEL_METRICS for m in self.metrics)
+            and self.critical_values.mode in ("auto", "asymptotic")
+            and self.grace_kind in ("none", "releases")
+        )
+
+    use_kernel = True
+
+    def _tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Critical values the kernel looks up: Monte Carlo kld per n_y and mis per N
+        below the ``auto`` switch, Dixon per number of targets."""
+        if not hasattr(self, "_kernel_tables"):
+            from distgate.metrics.dixon import dixon_critical
+            from distgate.metrics.information import kl_distance
+
+            cv = self.critical_values
+            kld_mc = np.full(1, np.nan)
+            mis_mc = np.full(1, np.nan)
+            if cv.mode == "auto":
+                sizes = np.arange(cv.switch_size)
+                if "kld" in self.metrics:
+                    kld_mc = cv.per_target("kld", kl_distance, sizes, self.alpha)
+                if "mis" in self.metrics:
+                    mis_mc = cv.mutual_information(sizes, self.alpha)
+            dixon = np.full(self.n_targets + 1, np.nan)
+            if "dqt" in self.metrics:
+                for count in range(3, self.n_targets + 1):
+                    dixon[count] = dixon_critical(count, self.alpha)
+            self._kernel_tables = (kld_mc, mis_mc, dixon)
+        return self._kernel_tables
+
+    def _run_kernel(self, records: np.ndarray) -> GateRun:
+        from distgate.gate_kernel import KERNEL_METRICS, run_kernel
+
+        k = len(records)
+        first = self._next
+        X = self.n_values
+        n_cells = self.n_targets * X
+        # the queue laid out per cell: queued entries, then room for this run's requests
+        old = sorted(self._queued_record)
+        old_records = np.array([self._queued_record[a] for a in old], dtype=np.int64)
+        old_cells = (self.target_codes[old_records] * X + self.value_codes[old_records]
+                     if len(old) else np.zeros(0, np.int64))
+        known = records[records >= 0]
+        new_cells = self.target_codes[known] * X + self.value_codes[known]
+        capacity = np.bincount(old_cells, minlength=n_cells) + np.bincount(new_cells,
+                                                                           minlength=n_cells)
+        seg_start = np.zeros(n_cells, dtype=np.int64)
+        seg_start[1:] = np.cumsum(capacity)[:-1]
+        size = int(capacity.sum()) + 1
+        q_arrival = np.zeros(size, dtype=np.int64)
+        q_record = np.zeros(size, dtype=np.int64)
+        q_dead = np.ones(size, dtype=bool)
+        q_next = np.arange(1, size + 1, dtype=np.int64)
+        seg_fill = np.zeros(n_cells, dtype=np.int64)
+        order = np.argsort(old_cells, kind="stable")  # arrival order within each cell
+        for cell, arrival, record in zip(old_cells[order], np.array(old, np.int64)[order],
+                                         old_records[order], strict=True):
+            slot = seg_start[cell] + seg_fill[cell]
+            q_arrival[slot], q_record[slot], q_dead[slot] = arrival, record, False
+            seg_fill[cell] += 1
+        alive = seg_fill.copy()
+        queued_flag = np.zeros(len(self.target_codes), dtype=bool)
+        queued_flag[old_records] = True
+
+        decision = np.empty(k, dtype=np.int8)
+        released_at = np.full(k, -1, dtype=np.int64)
+        statistic = np.full(k, np.nan)
+        critical = np.full(k, np.nan)
+        total = np.empty(k, dtype=np.int64)
+        enqueued = np.zeros(k, dtype=bool)
+        late_request = np.zeros(len(old) + 1, dtype=np.int64)
+        late_at = np.zeros(len(old) + 1, dtype=np.int64)
+        ints = np.array([self._N, self._N_all, self._NX, self._NY], dtype=np.int64)
+        floats = np.array([self._A])
+        col = np.ascontiguousarray(self._col, dtype=np.int64)
+        kld_mc, mis_mc, dixon = self._tables()
+        metric_ids = np.array([KERNEL_METRICS[m] for m in self.metrics], dtype=np.int64)
+        grace_k = int(self.grace_value) if self.grace_kind == "releases" else 0
+        cv = self.critical_values
+        n_late = run_kernel(
+            records, first, self.target_codes, self.value_codes, metric_ids,
+            self.queue_enabled, grace_k,
+            self._C, self._n, self._S, self._L, self._D, self._term, col, self._checked,
+            self._released, self._released_at, ints, floats,
+            self.logp, self.p, self._chi2, kld_mc, mis_mc, dixon,
+            cv.mode == "auto", cv.switch_size,
+            seg_start, seg_fill, q_arrival, q_record, q_dead, q_next, alive,
+            decision, released_at, statistic, critical, total, enqueued,
+            late_request, late_at, queued_flag,
+        )
+        # back to the Python representation of the queue
+        live = np.flatnonzero(~q_dead[:-1])
+        arrivals = q_arrival[live]
+        in_order = np.argsort(arrivals, kind="stable")
+        self._queue = {}
+        self._queued_record = {}
+        self._queued_at = {}
+        for a, r in zip(arrivals[in_order].tolist(), q_record[live][in_order].tolist(),
+                        strict=True):
+            self._enqueue(a, r)
+        self._next = first + k
+        self._refresh_aggregates()
+        return GateRun(
+            request=np.arange(first, first + k, dtype=np.int64),
+            record=records.copy(),
+            decision=decision,
+            released_at=released_at,
+            statistic=statistic,
+            critical=critical,
+            released_total=total,
+            earlier_request=late_request[:n_late].copy(),
+            earlier_released_at=late_at[:n_late].copy(),
+            enqueued=enqueued,
+        )
 
     def _run_python(self, records: np.ndarray) -> GateRun:
         k = len(records)

@@ -315,3 +315,25 @@ def test_decision_codes_and_grace_parsing():
     for bad in ("releases:-1", "releases:2.5", "accuracy:x", "sometimes"):
         with pytest.raises(InputError):
             parse_grace(bad)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    scenarios(metrics=("kld", "mis", "cst", "dqt"), modes=("asymptotic", "auto"), whole=True),
+    st.sampled_from(["none", "releases:3"]),
+)
+def test_the_compiled_kernel_decides_exactly_like_the_python_loop(s, grace):
+    compiled = make_gate(s, grace=grace)
+    plain = make_gate(s, grace=grace)
+    plain.use_kernel = False
+    assert compiled.compiled and not plain.compiled
+    a1, a2 = run_in_two(compiled, s)
+    b1, b2 = run_in_two(plain, s)
+    for a, b in ((a1, b1), (a2, b2)):
+        for name in ("decision", "released_at", "released_total", "enqueued",
+                     "earlier_request", "earlier_released_at"):
+            assert np.array_equal(getattr(a, name), getattr(b, name)), name
+        assert np.allclose(a.statistic, b.statistic, rtol=1e-12, equal_nan=True)
+        assert np.allclose(a.critical, b.critical, rtol=1e-12, equal_nan=True)
+    assert np.array_equal(compiled.counts, plain.counts)
+    assert np.array_equal(compiled.queued_records(), plain.queued_records())

@@ -206,7 +206,7 @@ def test_a_killed_replay_resumes_to_the_state_of_an_uninterrupted_run(tmp_path):
     log = tmp_path / "log.csv"
     log.write_text("id\n" + "".join(f"r{i}\n" for i in requests))
     flags = ["-x", "age", "-y", "location", "--id", "id", "--bins", "age=20,30,40,50",
-             "-m", "kld,mis", "--critical", "asymptotic", "-q"]
+             "-m", "kld,dleak", "--threshold", "0.3", "--critical", "asymptotic", "-q"]
     command = [sys.executable, "-m", "distgate", "replay", str(table), str(log), *flags]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     straight = subprocess.run(
