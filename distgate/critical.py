@@ -5,13 +5,15 @@ simulates; ``auto`` simulates while the release is small, N < 2 m |Y| (m = basel
 size, |Y| = targets of the full table; Cochran's rule of thumb of about two expected counts
 per cell), and uses chi-square from then on.
 
-Monte Carlo quantiles are seeded per (statistic, size), so they do not depend on the order
-in which sizes are asked for, and cached per (statistic, size, alpha) so that repeated
-decisions cost nothing.
+Monte Carlo tables of size n are the first n tuples of seeded sequences (see
+:class:`_GrowingNull`), so a quantile does not depend on the order in which sizes are
+asked for, and the next size costs one more tuple per table; quantiles are cached per
+(statistic, size, alpha) so that repeated decisions cost nothing.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -22,6 +24,8 @@ from distgate.errors import InputError
 MODES = ("auto", "asymptotic", "mc")
 DEFAULT_DRAWS = 10_000
 LN2 = float(np.log(2.0))
+
+SAMPLES_KEPT = 512  # null samples kept for reuse by other alphas (80 KB each)
 
 # stable small integers mixed into the seed so each statistic gets its own stream
 _STREAM = {"kld": 1, "mis": 2, "dqt": 3, "dleak": 4, "eleak": 5, "emd": 6}
@@ -38,6 +42,71 @@ def chi2_quantile(alpha: float, df) -> np.ndarray:
     df = np.asarray(df, dtype=float)
     with np.errstate(invalid="ignore"):
         return np.where(df > 0, chdtri(np.maximum(df, 1), alpha), np.nan)
+
+
+class _GrowingNull:
+    """``draws`` Monte Carlo tables under independence, grown one tuple at a time.
+
+    The table of size n holds the first n tuples of ``draws`` seeded sequences (tuple j of
+    every sequence comes from its own generator, seeded by (seed, stream, j)), so asking for
+    the next size costs O(draws) and no size depends on which sizes were asked first. The
+    sum T = sum_y (S_y - L_y - n_y log2 n_y), with S_y = sum_x C log2 C and
+    L_y = sum_x C log2 p(x), is kept up to date, so that I = T / n (and, with one row,
+    D = T / n) costs nothing.
+    """
+
+    def __init__(self, rng: Callable[[int], np.random.Generator], probs, rows: int, p, draws: int):
+        self.rng, self.rows, self.draws = rng, rows, draws
+        self.cdf = np.cumsum(probs) / np.sum(probs)
+        with np.errstate(divide="ignore"):
+            self.log_p = np.log2(np.asarray(p, dtype=float))
+        self.cells = len(self.cdf)
+        self.values = self.cells // rows
+        self._restart()
+
+    def _restart(self) -> None:
+        self.size = 0
+        self.counts = np.zeros((self.draws, self.cells), dtype=np.int64)
+        self.row_sizes = np.zeros((self.draws, self.rows), dtype=np.int64)
+        self.total = np.zeros(self.draws)
+
+    def grow_to(self, n: int) -> None:
+        if n < self.size:
+            self._restart()
+        index = np.arange(self.draws)
+        for j in range(self.size, n):
+            cell = np.searchsorted(self.cdf, self.rng(j).random(self.draws), side="right")
+            cell = np.minimum(cell, self.cells - 1)
+            row, value = np.divmod(cell, self.values)
+            c = self.counts[index, cell]
+            m = self.row_sizes[index, row]
+            self.total += _xlog2x_step(c) - self.log_p[value] - _xlog2x_step(m)
+            self.counts[index, cell] = c + 1
+            self.row_sizes[index, row] = m + 1
+        self.size = n
+
+    def information(self) -> np.ndarray:
+        """I (or D with one row) of every table at the current size."""
+        return self.total / self.size
+
+
+def _xlog2x_step(c: np.ndarray) -> np.ndarray:
+    """(c+1) log2(c+1) - c log2 c."""
+    c = c.astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (c + 1) * np.log2(c + 1) - np.where(c > 0, c * np.log2(np.maximum(c, 1)), 0.0)
+
+
+TIE_RELATIVE = 1e-9
+TIE_ABSOLUTE = 1e-12
+
+
+def below(statistic, critical):
+    """statistic < critical, counting values within rounding of the critical value as equal
+    (so not below). Incremental and from-scratch sums differ in the last bits, and a Monte
+    Carlo critical value is itself an attainable value of the statistic: without this a
+    decision at such a tie would depend on the order of floating-point additions."""
+    return statistic < critical - (TIE_RELATIVE * np.abs(critical) + TIE_ABSOLUTE)
 
 
 def check_alpha(alpha: float) -> float:
@@ -63,6 +132,8 @@ class CriticalValues:
     seed: int = 0
     ordered: bool = True
     _cache: dict = field(default_factory=dict, repr=False)
+    _samples: OrderedDict = field(default_factory=OrderedDict, repr=False)
+    _growers: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -99,37 +170,63 @@ class CriticalValues:
     def per_target(self, name: str, statistic: Callable, sizes, alpha: float) -> np.ndarray:
         """(1 - alpha) quantile of ``statistic`` over draws of n_y values from the baseline,
         for every size in ``sizes`` (NaN where n_y = 0)."""
-        sizes = np.asarray(sizes)
-        out = np.full(sizes.shape, np.nan)
-        for n in np.unique(sizes[sizes > 0]).astype(np.int64):
-            out[sizes == n] = self._per_target_one(name, statistic, int(n), alpha)
-        return out
+        grower = self._grower(name, self.p, 1)
 
-    def _per_target_one(self, name: str, statistic: Callable, n: int, alpha: float) -> float:
-        key = (name, n, alpha)
-        if key not in self._cache:
-            sample = self._rng(name, n).multinomial(n, self.p, size=self.draws)
-            values = statistic(sample[:, None, :], self.p)[:, 0]
-            self._cache[key] = float(np.quantile(values, 1.0 - alpha))
-        return self._cache[key]
+        def null(n: int) -> np.ndarray:
+            grower.grow_to(n)
+            if name == "kld":
+                return grower.information()
+            return statistic(grower.counts[:, None, :], self.p)[:, 0]
+
+        return self._quantiles(name, sizes, alpha, null)
 
     def mutual_information(self, totals, alpha: float) -> np.ndarray:
         """(1 - alpha) quantile of I over draws of N tuples with X ~ baseline and
         Y ~ the full table's target frequencies, independent."""
-        from distgate.metrics.information import mutual_information
-
-        totals = np.asarray(totals)
-        out = np.full(totals.shape, np.nan)
         joint = np.outer(self.target_weights, self.p).ravel()
-        shape = (self.full_targets, len(self.p))
-        for n in np.unique(totals[totals > 0]).astype(np.int64):
-            key = ("mis", int(n), alpha)
+        grower = self._grower("mis", joint, self.full_targets)
+
+        def null(n: int) -> np.ndarray:
+            grower.grow_to(n)
+            return grower.information()
+
+        return self._quantiles("mis", totals, alpha, null)
+
+    def _grower(self, name: str, probs: np.ndarray, rows: int) -> _GrowingNull:
+        if name not in self._growers:
+            stream = _STREAM[name]
+            self._growers[name] = _GrowingNull(
+                lambda j: np.random.default_rng([self.seed, stream, j]),
+                probs,
+                rows,
+                self.p,
+                self.draws,
+            )
+        return self._growers[name]
+
+    def _quantiles(self, name: str, sizes, alpha: float, null: Callable) -> np.ndarray:
+        """Quantiles per size, cached per (name, size, alpha); the simulated null sample of
+        a size is kept (least recently used first out) so that other alphas reuse it."""
+        sizes = np.asarray(sizes)
+        out = np.full(sizes.shape, np.nan)
+        for n in np.unique(sizes[sizes > 0]).astype(np.int64):
+            key = (name, int(n), alpha)
             if key not in self._cache:
-                sample = self._rng("mis", int(n)).multinomial(int(n), joint, size=self.draws)
-                values = mutual_information(sample.reshape(-1, *shape), self.p)
-                self._cache[key] = float(np.quantile(values, 1.0 - alpha))
-            out[totals == n] = self._cache[key]
+                self._cache[key] = float(
+                    np.quantile(self._null_sample(name, int(n), null), 1 - alpha)
+                )
+            out[sizes == n] = self._cache[key]
         return out
+
+    def _null_sample(self, name: str, n: int, null: Callable) -> np.ndarray:
+        key = (name, n)
+        if key in self._samples:
+            self._samples.move_to_end(key)
+        else:
+            self._samples[key] = null(n)
+            if len(self._samples) > SAMPLES_KEPT:
+                self._samples.popitem(last=False)
+        return self._samples[key]
 
     def dixon(self, sizes: np.ndarray, alpha: float) -> float:
         """(1 - alpha) quantile of Dixon's Q under independence, given the targets' sizes
@@ -138,6 +235,8 @@ class CriticalValues:
         from distgate.metrics.information import kl_distance
 
         sizes = tuple(int(s) for s in np.asarray(sizes) if s > 0)
+        if len(sizes) < 3:
+            return float("nan")  # Q needs three targets: not applicable
         key = ("dqt", sizes, alpha)
         if key not in self._cache:
             rng = self._rng("dqt", len(sizes), sum(sizes))

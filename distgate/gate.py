@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from distgate.critical import LN2, CriticalValues, check_alpha, chi2_quantile
+from distgate.critical import LN2, CriticalValues, below, check_alpha, chi2_quantile
 from distgate.errors import InputError
 from distgate.metrics.registry import parse_metrics
 
@@ -198,9 +198,10 @@ class Gate:
         self._D = np.full(Y, np.nan)
         self._term = np.zeros(Y)  # n_y D(y) = S - L - n log2 n
         self._col = np.zeros(X, dtype=np.int64)  # column totals of the checked release
-        self._checked = np.full(Y, self.grace_kind == "none" or (
-            self.grace_kind == "releases" and self.grace_value <= 0
-        ))
+        self._checked = np.full(
+            Y,
+            self.grace_kind == "none" or (self.grace_kind == "releases" and self.grace_value <= 0),
+        )
         self._released = np.zeros(len(self.target_codes), dtype=bool)
         self._released_at = np.full(len(self.target_codes), -1, dtype=np.int64)
         self._queue: dict[int, list[int]] = {}  # cell -> sorted arrival indices
@@ -345,7 +346,7 @@ class Gate:
     def _metric(self, name, y, x, n1, N1, NX1, NY1, mc1, changed, D1):
         if name == "kld":
             crit = self._kld_critical(n1, NX1, mc1)
-            ok = math.isnan(crit) or D1 < crit
+            ok = math.isnan(crit) or below(D1, crit)
             if ok and changed:
                 ok = self._others_kld_safe(y, NX1, mc1)
             return ok, D1, crit
@@ -358,7 +359,7 @@ class Gate:
                 crit = float(self.critical_values.mutual_information(np.array([N1]), self.alpha)[0])
             else:
                 crit = float(self._chi2[df] / (2.0 * N1 * LN2))
-            return info < crit, info, crit
+            return below(info, crit), info, crit
         if name == "cst":
             from distgate.metrics.pearson import pearson_statistic
 
@@ -367,14 +368,14 @@ class Gate:
             if groups <= 1:
                 return True, stat, math.nan
             crit = float(self._chi2[groups - 1])
-            return stat < crit, stat, crit
+            return below(stat, crit), stat, crit
         if name in ("dleak", "eleak", "emd"):
             from distgate.metrics.registry import _leakage_statistic
 
             statistic = _leakage_statistic(name, self.critical_values.ordered)
             stat = float(statistic(self._row_with(y, x), self.p)[0])
             crit = self._leak_critical(name, n1)
-            return stat < crit, stat, crit
+            return below(stat, crit), stat, crit
         d, n = self._candidate_distances(y, n1, D1)
         if name == "dqt":
             from distgate.metrics.dixon import dixon_critical, dixon_q
@@ -385,7 +386,7 @@ class Gate:
                 crit = self.critical_values.dixon(n, self.alpha) if count >= 3 else math.nan
             else:
                 crit = dixon_critical(count, self.alpha) if count >= 3 else math.nan
-            return math.isnan(q) or q < crit, q, crit
+            return math.isnan(q) or below(q, crit), q, crit
         if name == "exposure":
             present = ~np.isnan(d)
             e = np.where(present, n / N1 * d, np.nan)
@@ -410,7 +411,7 @@ class Gate:
             if t == y or not self._checked[t] or self._n[t] == 0:
                 continue
             crit = self._kld_critical(int(self._n[t]), nx, mc)
-            if not (math.isnan(crit) or self._D[t] < crit):
+            if not (math.isnan(crit) or below(self._D[t], crit)):
                 return False
         return True
 
@@ -456,8 +457,9 @@ class Gate:
         self._queued_record[arrival] = record
         self._queued_at[record] = arrival
 
-    def _settle(self, at: int, late: list[tuple[int, int]], row_of: dict[int, int],
-                released_at: np.ndarray) -> None:
+    def _settle(
+        self, at: int, late: list[tuple[int, int]], row_of: dict[int, int], released_at: np.ndarray
+    ) -> None:
         """Queue passes after a release at request ``at`` (SPEC 4, step 4)."""
         pos = -1
         while self._queue:
@@ -550,12 +552,16 @@ class Gate:
         # the queue laid out per cell: queued entries, then room for this run's requests
         old = sorted(self._queued_record)
         old_records = np.array([self._queued_record[a] for a in old], dtype=np.int64)
-        old_cells = (self.target_codes[old_records] * X + self.value_codes[old_records]
-                     if len(old) else np.zeros(0, np.int64))
+        old_cells = (
+            self.target_codes[old_records] * X + self.value_codes[old_records]
+            if len(old)
+            else np.zeros(0, np.int64)
+        )
         known = records[records >= 0]
         new_cells = self.target_codes[known] * X + self.value_codes[known]
-        capacity = np.bincount(old_cells, minlength=n_cells) + np.bincount(new_cells,
-                                                                           minlength=n_cells)
+        capacity = np.bincount(old_cells, minlength=n_cells) + np.bincount(
+            new_cells, minlength=n_cells
+        )
         seg_start = np.zeros(n_cells, dtype=np.int64)
         seg_start[1:] = np.cumsum(capacity)[:-1]
         size = int(capacity.sum()) + 1
@@ -565,8 +571,9 @@ class Gate:
         q_next = np.arange(1, size + 1, dtype=np.int64)
         seg_fill = np.zeros(n_cells, dtype=np.int64)
         order = np.argsort(old_cells, kind="stable")  # arrival order within each cell
-        for cell, arrival, record in zip(old_cells[order], np.array(old, np.int64)[order],
-                                         old_records[order], strict=True):
+        for cell, arrival, record in zip(
+            old_cells[order], np.array(old, np.int64)[order], old_records[order], strict=True
+        ):
             slot = seg_start[cell] + seg_fill[cell]
             q_arrival[slot], q_record[slot], q_dead[slot] = arrival, record, False
             seg_fill[cell] += 1
@@ -590,15 +597,49 @@ class Gate:
         grace_k = int(self.grace_value) if self.grace_kind == "releases" else 0
         cv = self.critical_values
         n_late = run_kernel(
-            records, first, self.target_codes, self.value_codes, metric_ids,
-            self.queue_enabled, grace_k,
-            self._C, self._n, self._S, self._L, self._D, self._term, col, self._checked,
-            self._released, self._released_at, ints, floats,
-            self.logp, self.p, self._chi2, kld_mc, mis_mc, dixon,
-            cv.mode == "auto", cv.switch_size,
-            seg_start, seg_fill, q_arrival, q_record, q_dead, q_next, alive,
-            decision, released_at, statistic, critical, total, enqueued,
-            late_request, late_at, queued_flag,
+            records,
+            first,
+            self.target_codes,
+            self.value_codes,
+            metric_ids,
+            self.queue_enabled,
+            grace_k,
+            self._C,
+            self._n,
+            self._S,
+            self._L,
+            self._D,
+            self._term,
+            col,
+            self._checked,
+            self._released,
+            self._released_at,
+            ints,
+            floats,
+            self.logp,
+            self.p,
+            self._chi2,
+            kld_mc,
+            mis_mc,
+            dixon,
+            cv.mode == "auto",
+            cv.switch_size,
+            seg_start,
+            seg_fill,
+            q_arrival,
+            q_record,
+            q_dead,
+            q_next,
+            alive,
+            decision,
+            released_at,
+            statistic,
+            critical,
+            total,
+            enqueued,
+            late_request,
+            late_at,
+            queued_flag,
         )
         # back to the Python representation of the queue
         live = np.flatnonzero(~q_dead[:-1])
@@ -607,8 +648,9 @@ class Gate:
         self._queue = {}
         self._queued_record = {}
         self._queued_at = {}
-        for a, r in zip(arrivals[in_order].tolist(), q_record[live][in_order].tolist(),
-                        strict=True):
+        for a, r in zip(
+            arrivals[in_order].tolist(), q_record[live][in_order].tolist(), strict=True
+        ):
             self._enqueue(a, r)
         self._next = first + k
         self._refresh_aggregates()

@@ -21,6 +21,8 @@ import math
 import numpy as np
 from numba import njit
 
+from distgate.critical import TIE_ABSOLUTE, TIE_RELATIVE
+
 KLD, MIS, CST, DQT = 0, 1, 2, 3
 KERNEL_METRICS = {"kld": KLD, "mis": MIS, "cst": CST, "dqt": DQT}
 ZERO = 1e-12
@@ -29,6 +31,12 @@ NOT_FOUND = -1
 
 # scalars: 0 N (checked), 1 N_all, 2 NX, 3 NY
 # floats:  0 A = sum of n_y D(y) over checked targets
+
+
+@njit(cache=True)
+def _below(stat, crit):
+    """:func:`distgate.critical.below` for the kernel."""
+    return stat < crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)
 
 
 @njit(cache=True)
@@ -126,8 +134,30 @@ def _dixon(d, count_out):
 
 
 @njit(cache=True)
-def _check(y, x, metrics, C, n, S, L, D, term, col, checked, ints, floats, logp, p,
-           chi2, kld_mc, mis_mc, dixon_table, auto, switch, out):
+def _check(
+    y,
+    x,
+    metrics,
+    C,
+    n,
+    S,
+    L,
+    D,
+    term,
+    col,
+    checked,
+    ints,
+    floats,
+    logp,
+    p,
+    chi2,
+    kld_mc,
+    mis_mc,
+    dixon_table,
+    auto,
+    switch,
+    out,
+):
     """Is the checked release plus (y, x) safe? out[0], out[1] = statistic, critical."""
     c = C[y, x]
     n1 = n[y] + 1
@@ -159,13 +189,13 @@ def _check(y, x, metrics, C, n, S, L, D, term, col, checked, ints, floats, logp,
         if m == KLD:
             stat = D1
             crit = _kld_crit(n1, NX1, mc1, chi2, kld_mc)
-            ok = math.isnan(crit) or D1 < crit
+            ok = math.isnan(crit) or _below(D1, crit)
             if ok and changed:
                 for t in range(n.shape[0]):
                     if t == y or not checked[t] or n[t] == 0:
                         continue
                     ct = _kld_crit(n[t], NX1, mc1, chi2, kld_mc)
-                    if not (math.isnan(ct) or D[t] < ct):
+                    if not (math.isnan(ct) or _below(D[t], ct)):
                         ok = False
                         break
         elif m == MIS:
@@ -177,12 +207,12 @@ def _check(y, x, metrics, C, n, S, L, D, term, col, checked, ints, floats, logp,
                     crit = mis_mc[N1]
                 else:
                     crit = chi2[df] / (2.0 * N1 * 0.6931471805599453)
-                ok = stat < crit
+                ok = _below(stat, crit)
         elif m == CST:
             stat, groups = _cst(C[y].astype(np.float64), x, p)
             if groups > 1:
                 crit = chi2[groups - 1]
-                ok = stat < crit
+                ok = _below(stat, crit)
         else:  # DQT
             d = np.empty(n.shape[0])
             for t in range(n.shape[0]):
@@ -191,7 +221,7 @@ def _check(y, x, metrics, C, n, S, L, D, term, col, checked, ints, floats, logp,
             stat = _dixon(d, count)
             if count[0] >= 3:
                 crit = dixon_table[count[0]]
-            ok = math.isnan(stat) or stat < crit
+            ok = math.isnan(stat) or _below(stat, crit)
         ok = ok and possible
         if not ok:
             out[0] = stat
@@ -273,12 +303,49 @@ def _find(k, dead, nxt, end):
 
 @njit(cache=True)
 def run_kernel(
-    records, first_request, tcodes, vcodes, metrics, queue_on, grace_k,
-    C, n, S, L, D, term, col, checked, released, released_at, ints, floats,
-    logp, p, chi2, kld_mc, mis_mc, dixon_table, auto, switch,
-    seg_start, seg_fill, q_arrival, q_record, q_dead, q_next, alive,
-    decision, row_released_at, statistic, critical, released_total, enqueued,
-    late_request, late_at, queued_flag,
+    records,
+    first_request,
+    tcodes,
+    vcodes,
+    metrics,
+    queue_on,
+    grace_k,
+    C,
+    n,
+    S,
+    L,
+    D,
+    term,
+    col,
+    checked,
+    released,
+    released_at,
+    ints,
+    floats,
+    logp,
+    p,
+    chi2,
+    kld_mc,
+    mis_mc,
+    dixon_table,
+    auto,
+    switch,
+    seg_start,
+    seg_fill,
+    q_arrival,
+    q_record,
+    q_dead,
+    q_next,
+    alive,
+    decision,
+    row_released_at,
+    statistic,
+    critical,
+    released_total,
+    enqueued,
+    late_request,
+    late_at,
+    queued_flag,
 ):
     """Decide ``records``; returns the number of earlier-run requests released."""
     Y, X = C.shape
@@ -305,8 +372,30 @@ def run_kernel(
             x = vcodes[r]
             ok = True
             if checked[y]:
-                ok = _check(y, x, metrics, C, n, S, L, D, term, col, checked, ints, floats,
-                            logp, p, chi2, kld_mc, mis_mc, dixon_table, auto, switch, out)
+                ok = _check(
+                    y,
+                    x,
+                    metrics,
+                    C,
+                    n,
+                    S,
+                    L,
+                    D,
+                    term,
+                    col,
+                    checked,
+                    ints,
+                    floats,
+                    logp,
+                    p,
+                    chi2,
+                    kld_mc,
+                    mis_mc,
+                    dixon_table,
+                    auto,
+                    switch,
+                    out,
+                )
                 statistic[j] = out[0]
                 critical[j] = out[1]
             if queued_flag[r]:
@@ -364,9 +453,30 @@ def run_kernel(
                             k = _find(lo, q_dead, q_next, end)
                             if k >= end or q_arrival[k] >= best_arrival:
                                 continue
-                            if _check(cy, cx, metrics, C, n, S, L, D, term, col, checked, ints,
-                                      floats, logp, p, chi2, kld_mc, mis_mc, dixon_table, auto,
-                                      switch, out):
+                            if _check(
+                                cy,
+                                cx,
+                                metrics,
+                                C,
+                                n,
+                                S,
+                                L,
+                                D,
+                                term,
+                                col,
+                                checked,
+                                ints,
+                                floats,
+                                logp,
+                                p,
+                                chi2,
+                                kld_mc,
+                                mis_mc,
+                                dixon_table,
+                                auto,
+                                switch,
+                                out,
+                            ):
                                 best = k
                                 best_arrival = q_arrival[k]
                         if best != NOT_FOUND:

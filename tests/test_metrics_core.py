@@ -171,3 +171,37 @@ def test_batch_evaluation_equals_a_loop_of_single_evaluations(batch, metric, alp
             np.testing.assert_allclose(
                 together.global_statistic[i], alone.global_statistic, equal_nan=True
             )
+
+
+def test_dixon_monte_carlo_on_an_empty_or_small_release_is_not_applicable():
+    critical = CriticalValues(np.array([0.5, 0.5]), [1, 1, 1], mode="mc", draws=200)
+    for counts in (np.zeros((3, 2)), np.array([[3, 1], [0, 0], [2, 2]])):
+        result = evaluate("dqt", counts, 0.2, critical)
+        assert result.safe and np.isnan(result.global_critical)
+
+
+def test_a_statistic_at_its_critical_value_up_to_rounding_is_not_below_it():
+    from distgate.critical import below
+
+    assert not below(1.9693332193034170, 1.9693332193034165)
+    assert not below(1.9693332193034160, 1.9693332193034165)  # a tie, not a pass
+    assert below(1.96933, 1.9693332193034165)
+    assert not below(0.1, np.nan)
+    np.testing.assert_array_equal(below(np.array([0.0, 1.0]), np.array([1.0, 1.0])), [True, False])
+
+
+def test_grown_monte_carlo_tables_match_a_from_scratch_evaluation():
+    critical = CriticalValues(ref.BASELINE, ref.COUNTS.sum(1), mode="mc", draws=500, seed=2)
+    critical.mutual_information(np.array([37]), 0.2)
+    grower = critical._growers["mis"]
+    tables = grower.counts.reshape(-1, 5, 10)
+    assert (tables.sum(axis=(1, 2)) == 37).all()
+    np.testing.assert_allclose(
+        grower.information(), mutual_information(tables, ref.BASELINE), atol=1e-12
+    )
+    # the same size asked for again after a larger one gives the same quantile
+    first = critical.mutual_information(np.array([37]), 0.1)
+    critical.mutual_information(np.array([90]), 0.3)
+    critical._cache.clear()
+    critical._samples.clear()
+    assert critical.mutual_information(np.array([37]), 0.1) == first

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from distgate.critical import LN2, CriticalValues, chi2_quantile
+from distgate.critical import LN2, CriticalValues, below, chi2_quantile
 from distgate.errors import InputError
 from distgate.metrics.dixon import dixon_critical_array, dixon_q
 from distgate.metrics.information import (
@@ -121,7 +121,7 @@ def _kld(c, p, n, total, d, alpha, critical, threshold):
         crit = np.where(mc[..., None], simulated, asymptotic)
     applicable = (df > 0)[..., None] & (n > 0)
     crit = np.where(applicable, crit, np.nan)
-    safe_t = ~applicable | (d < crit)
+    safe_t = ~applicable | below(d, crit)
     return MetricResult("kld", alpha, d, crit, safe_t, np.ones(total.shape, bool), monte_carlo=mc)
 
 
@@ -135,7 +135,7 @@ def _mis(c, p, n, total, d, alpha, critical, threshold):
         crit = np.where(mc, critical.mutual_information(total, alpha), crit)
     applicable = df > 0
     crit = np.where(applicable, crit, np.nan)
-    safe = ~applicable | (info < crit)
+    safe = ~applicable | below(info, crit)
     return MetricResult(
         "mis",
         alpha,
@@ -154,7 +154,7 @@ def _cst(c, p, n, total, d, alpha, critical, threshold):
     crit = chi2_quantile(alpha, pearson.groups - 1)
     applicable = (pearson.groups > 1) & (n > 0)
     crit = np.where(applicable, crit, np.nan)
-    safe_t = ~applicable | (pearson.statistic < crit)
+    safe_t = ~applicable | below(pearson.statistic, crit)
     return MetricResult(
         "cst",
         alpha,
@@ -174,7 +174,7 @@ def _dqt(c, p, n, total, d, alpha, critical, threshold):
         crit = np.where(count >= 3, crit, np.nan)
     else:
         crit = dixon_critical_array(count, alpha)
-    safe = np.isnan(q) | (q < crit)
+    safe = np.isnan(q) | below(q, crit)
     return MetricResult(
         "dqt",
         alpha,
@@ -196,7 +196,7 @@ def _exposure(c, p, n, total, d, alpha, critical, threshold):
         std = np.nanstd(np.where(present, e, np.nan), axis=-1)
     bound = np.broadcast_to((mean + std)[..., None], e.shape)
     # a target that does not deviate at all (E = 0) reveals nothing, even when all do so
-    safe_t = (e < bound) | (e == 0)
+    safe_t = below(e, bound) | (e == 0)
     return MetricResult("exposure", alpha, e, np.array(bound), safe_t, np.ones(total.shape, bool))
 
 
@@ -216,7 +216,7 @@ def _leakage(name):
         else:
             crit = critical.per_target(name, statistic, n, alpha)
             mc = np.ones(total.shape, bool)
-        safe_t = value < crit
+        safe_t = below(value, crit)
         return MetricResult(
             name, alpha, value, crit, safe_t, np.ones(total.shape, bool), monte_carlo=mc
         )
