@@ -117,7 +117,8 @@ def _kld(c, p, n, total, d, alpha, critical, threshold):
         asymptotic = chi2_quantile(alpha, df)[..., None] / (2.0 * n * LN2)
     crit = asymptotic
     if mc.any():
-        simulated = critical.per_target("kld", kl_distance, n, alpha)
+        # simulate only where the Monte Carlo regime applies (size 0 is skipped)
+        simulated = critical.per_target("kld", kl_distance, np.where(mc[..., None], n, 0), alpha)
         crit = np.where(mc[..., None], simulated, asymptotic)
     applicable = (df > 0)[..., None] & (n > 0)
     crit = np.where(applicable, crit, np.nan)
@@ -132,7 +133,7 @@ def _mis(c, p, n, total, d, alpha, critical, threshold):
     with np.errstate(divide="ignore", invalid="ignore"):
         crit = chi2_quantile(alpha, df) / (2.0 * total * LN2)
     if mc.any():
-        crit = np.where(mc, critical.mutual_information(total, alpha), crit)
+        crit = np.where(mc, critical.mutual_information(np.where(mc, total, 0), alpha), crit)
     applicable = df > 0
     crit = np.where(applicable, crit, np.nan)
     safe = ~applicable | below(info, crit)
