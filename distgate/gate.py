@@ -23,12 +23,17 @@ released target's row is summed again (O(|X| + |Y|)), so the statistics never dr
 the number of releases and are a function of the counts alone (a gate restored from its
 released records decides exactly as the gate that never stopped).
 
-Per-target metrics (kld, cst, dleak, eleak, emd) check the candidate's own target; the
-others are unchanged and were safe, except that the number of distinct values N_X or the
-critical-value regime (``auto``: Monte Carlo below 2 |X| |Y| released tuples) can change
-with the candidate, in which case every other target is checked too. Global metrics
-(mis, dqt, exposure) are recomputed for the candidate release as a whole. Without grace
-the decision is therefore exactly ``registry.evaluate(...).safe`` on T_r + {t}.
+Per-target metrics (kld, cst, dleak, eleak, emd) check the candidate's own target (SPEC
+4); the others are unchanged. One exception: when the candidate changes the number of
+distinct values N_X, kld's other targets are checked too, because at N_X = 1 -> 2 targets
+whose test did not apply (zero degrees of freedom) start to be tested. (A larger N_X only
+raises the other targets' chi-square critical values.) The switch of ``auto`` from Monte
+Carlo to chi-square critical values at 2 |X| |Y| released tuples does *not* recheck the
+other targets: requiring every small target to pass the new values at once would block
+the switch, and with it the gate, for good. Global metrics (mis, dqt, exposure) are
+recomputed for the candidate release as a whole. Without grace, in ``asymptotic`` and
+``mc`` mode the decision is therefore exactly ``registry.evaluate(...).safe`` on T_r + {t};
+in ``auto`` mode, for per-target metrics, it is that target's verdict.
 
 Grace (SPEC 3.4). A target is *exempt* until it has K released tuples (``releases:K``) or
 until its released exposure E_r(y) = (n_y/N) D(y) first comes within EPS of its exposure
@@ -38,7 +43,7 @@ release*: the released tuples of the targets that are no longer exempt. For glob
 metrics (mis, dqt, exposure) this means an exempt target is left out of N, N_X, N_Y, I,
 Dixon's Q and the exposure mean and spread until it leaves its grace, and then its tuples
 count like every other. For per-target metrics a candidate is judged on its own target,
-plus every other checked target when N_X or the regime changes.
+plus every other checked target when N_X changes (kld).
 
 The compiled kernel (:mod:`distgate.gate_kernel`) runs kld, mis, cst and dqt with
 ``auto`` or ``asymptotic`` critical values and any grace policy; exposure, the leakage
@@ -204,9 +209,9 @@ class Gate:
         )
         self._released = np.zeros(len(self.target_codes), dtype=bool)
         self._released_at = np.full(len(self.target_codes), -1, dtype=np.int64)
-        self._queue: dict[int, list[int]] = {}  # cell -> sorted arrival indices
-        self._queued_record: dict[int, int] = {}  # arrival index -> record
-        self._queued_at: dict[int, int] = {}  # record -> arrival index
+        # The queue is kept as arrays (arrival order) for the kernel, or as dicts for the
+        # Python loop; each form is built from the other only when that path needs it.
+        self._set_queue(np.zeros(0, np.int64), np.zeros(0, np.int64))
         self._next = 0
         self._refresh_aggregates()
 
@@ -254,17 +259,16 @@ class Gate:
 
     def queued_records(self) -> np.ndarray:
         """Records waiting in the queue, in arrival order."""
-        arrivals = sorted(self._queued_record)
-        return np.array([self._queued_record[a] for a in arrivals], dtype=np.int64)
+        return self._queue_arrays()[1].copy()
 
     def state(self) -> GateState:
         order = np.flatnonzero(self._released)
-        arrivals = np.array(sorted(self._queued_record), dtype=np.int64)
+        arrivals, queued = self._queue_arrays()
         return GateState(
             released_records=order.astype(np.int64),
             released_at=self._released_at[order].copy(),
-            queue_requests=arrivals,
-            queue_records=np.array([self._queued_record[a] for a in arrivals], dtype=np.int64),
+            queue_requests=arrivals.copy(),
+            queue_records=queued.copy(),
             next_request=self._next,
             checked=self._checked.copy(),
         )
@@ -279,8 +283,10 @@ class Gate:
         for y in range(self.n_targets):
             self._refresh_target(y)
         self._checked = np.asarray(state.checked, dtype=bool).copy()
-        for arrival, record in zip(state.queue_requests, state.queue_records, strict=True):
-            self._enqueue(int(arrival), int(record))
+        self._set_queue(
+            np.asarray(state.queue_requests, dtype=np.int64),
+            np.asarray(state.queue_records, dtype=np.int64),
+        )
         self._next = int(state.next_request)
         self._refresh_aggregates()
 
@@ -318,7 +324,7 @@ class Gate:
         NX1 = self._NX + (1 if self._col[x] == 0 else 0)
         NY1 = self._NY + (1 if self._n[y] == 0 else 0)
         mc1 = self._mc(N1)
-        changed = NX1 != self._NX or mc1 != self._mc(self._N)
+        changed = NX1 != self._NX
         possible = math.isfinite(self.logp[x])
         if possible:
             S1 = self._S[y] - _xlogx(c) + _xlogx(c + 1)
@@ -452,6 +458,53 @@ class Gate:
     def _cell(self, record: int) -> int:
         return int(self.target_codes[record]) * self.n_values + int(self.value_codes[record])
 
+    def _queue_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The queue as (arrival indices, records), in arrival order."""
+        if self._q_arrays is None:
+            by_arrival = self._q_dicts[1]
+            count = len(by_arrival)
+            arrivals = np.fromiter(by_arrival.keys(), dtype=np.int64, count=count)
+            records = np.fromiter(by_arrival.values(), dtype=np.int64, count=count)
+            order = np.argsort(arrivals, kind="stable")
+            self._q_arrays = (arrivals[order], records[order])
+        return self._q_arrays
+
+    def _set_queue(self, arrivals: np.ndarray, records: np.ndarray) -> None:
+        """Replace the queue by (arrival, record) pairs."""
+        order = np.argsort(arrivals, kind="stable")
+        self._q_arrays = (arrivals[order], records[order])
+        self._q_dicts = None
+
+    def _queue_dicts(self) -> tuple[dict, dict, dict]:
+        """The queue as dicts for the Python loop, which changes them in place: cell ->
+        sorted arrival indices, arrival -> record, record -> arrival."""
+        if self._q_dicts is None:
+            arrivals, records = self._q_arrays
+            cells = self.target_codes[records] * self.n_values + self.value_codes[records]
+            by_cell = np.argsort(cells, kind="stable")  # keeps arrival order within a cell
+            keys, starts = np.unique(cells[by_cell], return_index=True)
+            groups = np.split(arrivals[by_cell], starts[1:]) if len(keys) else []
+            arrival_list, record_list = arrivals.tolist(), records.tolist()
+            self._q_dicts = (
+                {int(c): g.tolist() for c, g in zip(keys, groups, strict=True)},
+                dict(zip(arrival_list, record_list, strict=True)),
+                dict(zip(record_list, arrival_list, strict=True)),
+            )
+        self._q_arrays = None  # the caller may change the dicts
+        return self._q_dicts
+
+    @property
+    def _queue(self) -> dict[int, list[int]]:
+        return self._queue_dicts()[0]
+
+    @property
+    def _queued_record(self) -> dict[int, int]:
+        return self._queue_dicts()[1]
+
+    @property
+    def _queued_at(self) -> dict[int, int]:
+        return self._queue_dicts()[2]
+
     def _enqueue(self, arrival: int, record: int) -> None:
         self._queue.setdefault(self._cell(record), []).append(arrival)
         self._queued_record[arrival] = record
@@ -550,13 +603,8 @@ class Gate:
         X = self.n_values
         n_cells = self.n_targets * X
         # the queue laid out per cell: queued entries, then room for this run's requests
-        old = sorted(self._queued_record)
-        old_records = np.array([self._queued_record[a] for a in old], dtype=np.int64)
-        old_cells = (
-            self.target_codes[old_records] * X + self.value_codes[old_records]
-            if len(old)
-            else np.zeros(0, np.int64)
-        )
+        old, old_records = self._queue_arrays()
+        old_cells = self.target_codes[old_records] * X + self.value_codes[old_records]
         known = records[records >= 0]
         new_cells = self.target_codes[known] * X + self.value_codes[known]
         capacity = np.bincount(old_cells, minlength=n_cells) + np.bincount(
@@ -569,14 +617,13 @@ class Gate:
         q_record = np.zeros(size, dtype=np.int64)
         q_dead = np.ones(size, dtype=bool)
         q_next = np.arange(1, size + 1, dtype=np.int64)
-        seg_fill = np.zeros(n_cells, dtype=np.int64)
-        order = np.argsort(old_cells, kind="stable")  # arrival order within each cell
-        for cell, arrival, record in zip(
-            old_cells[order], np.array(old, np.int64)[order], old_records[order], strict=True
-        ):
-            slot = seg_start[cell] + seg_fill[cell]
-            q_arrival[slot], q_record[slot], q_dead[slot] = arrival, record, False
-            seg_fill[cell] += 1
+        # each cell's queued entries, in arrival order, at the start of its segment
+        order = np.argsort(old_cells, kind="stable")
+        cells = old_cells[order]
+        rank = np.arange(len(cells)) - np.searchsorted(cells, cells, side="left")
+        slots = seg_start[cells] + rank
+        q_arrival[slots], q_record[slots], q_dead[slots] = old[order], old_records[order], False
+        seg_fill = np.bincount(old_cells, minlength=n_cells).astype(np.int64)
         alive = seg_fill.copy()
         queued_flag = np.zeros(len(self.target_codes), dtype=bool)
         queued_flag[old_records] = True
@@ -643,15 +690,7 @@ class Gate:
         )
         # back to the Python representation of the queue
         live = np.flatnonzero(~q_dead[:-1])
-        arrivals = q_arrival[live]
-        in_order = np.argsort(arrivals, kind="stable")
-        self._queue = {}
-        self._queued_record = {}
-        self._queued_at = {}
-        for a, r in zip(
-            arrivals[in_order].tolist(), q_record[live][in_order].tolist(), strict=True
-        ):
-            self._enqueue(a, r)
+        self._set_queue(q_arrival[live], q_record[live])
         self._next = first + k
         self._refresh_aggregates()
         return GateRun(

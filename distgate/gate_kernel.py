@@ -33,13 +33,13 @@ NOT_FOUND = -1
 # floats:  0 A = sum of n_y D(y) over checked targets
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _below(stat, crit):
     """:func:`distgate.critical.below` for the kernel."""
     return stat < crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _xlogx(c):
     return c * math.log2(c) if c > 0 else 0.0
 
@@ -58,12 +58,12 @@ def _row_distance(C, y, extra, n, logp):
     return d
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _use_mc(total, auto, switch):
     return auto and total < switch
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _kld_crit(n, nx, mc, chi2, kld_mc):
     if nx <= 1 or n <= 0:
         return np.nan
@@ -133,7 +133,7 @@ def _dixon(d, count_out):
     return (last - second) / (last - first)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _check(
     y,
     x,
@@ -167,7 +167,7 @@ def _check(
     NX1 = NX + (1 if col[x] == 0 else 0)
     NY1 = ints[3] + (1 if n[y] == 0 else 0)
     mc1 = _use_mc(N1, auto, switch)
-    changed = NX1 != NX or mc1 != _use_mc(N, auto, switch)
+    changed = NX1 != NX  # see distgate.gate: the regime switch rechecks no other target
     possible = not math.isinf(logp[x])
     if possible:
         S1 = S[y] - _xlogx(c) + _xlogx(c + 1)
@@ -180,7 +180,6 @@ def _check(
     have_first = False
     first_stat = np.nan
     first_crit = np.nan
-    count = np.zeros(1, np.int64)
     for k in range(metrics.shape[0]):
         m = metrics[k]
         ok = True
@@ -214,6 +213,7 @@ def _check(
                 crit = chi2[groups - 1]
                 ok = _below(stat, crit)
         else:  # DQT
+            count = np.zeros(1, np.int64)
             d = np.empty(n.shape[0])
             for t in range(n.shape[0]):
                 d[t] = D[t] if (checked[t] and n[t] > 0) else np.nan
@@ -288,7 +288,27 @@ def _aggregates(C, n, term, checked, col, ints, floats):
     floats[0] = A
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def _add_release(y, x, was_empty, n, term, checked, col, ints, floats):
+    """:func:`_aggregates` after one more tuple at (y, x): the counts in O(1), the sum
+    of n_y D(y) over the targets again in O(|Y|) (no drift from running updates)."""
+    ints[1] += 1
+    if not checked[y]:
+        return
+    ints[0] += 1
+    if col[x] == 0:
+        ints[2] += 1
+    col[x] += 1
+    if was_empty:
+        ints[3] += 1
+    total = 0.0
+    for t in range(n.shape[0]):
+        if checked[t] and n[t] > 0:
+            total += term[t]
+    floats[0] = total
+
+
+@njit(cache=True, inline="always")
 def _find(k, dead, nxt, end):
     """First alive entry at or after k in a segment ending at ``end`` (path compression)."""
     root = k
@@ -412,14 +432,18 @@ def run_kernel(
                     old_nx = ints[2]
                     old_mc = _use_mc(ints[0], auto, switch)
                     ty = tcodes[rel]
+                    vx = vcodes[rel]
                     released[rel] = True
                     released_at[rel] = at
-                    C[ty, vcodes[rel]] += 1
+                    was_empty = n[ty] == 0
+                    C[ty, vx] += 1
                     _refresh_target(ty, C, n, S, L, D, term, logp)
                     if grace_k > 0 and not checked[ty] and n[ty] >= grace_k:
                         checked[ty] = True
                         all_dirty = True
-                    _aggregates(C, n, term, checked, col, ints, floats)
+                        _aggregates(C, n, term, checked, col, ints, floats)
+                    else:
+                        _add_release(ty, vx, was_empty, n, term, checked, col, ints, floats)
                     if ints[2] != old_nx or _use_mc(ints[0], auto, switch) != old_mc:
                         all_dirty = True
                     if _use_mc(ints[0] + 1, auto, switch) != _use_mc(ints[0], auto, switch):
@@ -443,7 +467,7 @@ def run_kernel(
                             start = seg_start[cell]
                             end = start + seg_fill[cell]
                             lo = start
-                            hi = end
+                            hi = end if pos >= 0 else start
                             while lo < hi:
                                 mid = (lo + hi) // 2
                                 if q_arrival[mid] <= pos:

@@ -2,6 +2,7 @@
 literal record-by-record reading of SPEC 4."""
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -22,8 +23,11 @@ from distgate.gate import (
 )
 from distgate.metrics.registry import METRICS, evaluate
 
+# GATE_EXAMPLES=400 make test runs a longer search than CI's default
 SETTINGS = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=int(os.environ.get("GATE_EXAMPLES", 40)),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 
 
@@ -47,9 +51,18 @@ def scenarios(draw, metrics=METRICS, modes=("asymptotic", "auto", "mc"), whole=F
     threshold = draw(st.sampled_from([None, 0.3]))
     split = draw(st.integers(0, len(requests)))
     return dict(
-        targets=np.array(targets), values=np.array(values), n_targets=n_targets,
-        n_values=n_values, p=np.array(weights) / sum(weights), requests=np.array(requests),
-        metrics=chosen, mode=mode, alpha=alpha, queue=queue, threshold=threshold, split=split,
+        targets=np.array(targets),
+        values=np.array(values),
+        n_targets=n_targets,
+        n_values=n_values,
+        p=np.array(weights) / sum(weights),
+        requests=np.array(requests),
+        metrics=chosen,
+        mode=mode,
+        alpha=alpha,
+        queue=queue,
+        threshold=threshold,
+        split=split,
     )
 
 
@@ -59,8 +72,14 @@ def make_gate(s, **overrides):
     options = dict(queue=s["queue"], threshold=s["threshold"])
     options.update(overrides)
     return Gate(
-        s["targets"], s["values"], s["n_targets"], s["n_values"], s["metrics"], s["alpha"],
-        values, **options,
+        s["targets"],
+        s["values"],
+        s["n_targets"],
+        s["n_values"],
+        s["metrics"],
+        s["alpha"],
+        values,
+        **options,
     )
 
 
@@ -79,17 +98,33 @@ def oracle(gate, counts):
     return results
 
 
-def deciding(results, y):
+def deciding(results, y, nx_changed):
+    """SPEC 4's verdict on a candidate of target y from from-scratch results: global
+    metrics judge the whole release; per-target metrics the candidate's target, and kld
+    every target when the candidate changes N_X."""
     first = None
     for r in results:
         if r.metric in ("mis", "dqt"):
             value = (bool(r.safe), float(r.global_statistic), float(r.global_critical))
-        else:
+        elif r.metric == "exposure" or (r.metric == "kld" and nx_changed):
             value = (bool(r.safe), float(r.statistic[y]), float(r.critical[y]))
+        else:
+            value = (bool(r.target_safe[y]), float(r.statistic[y]), float(r.critical[y]))
         if not value[0]:
             return value
         first = first or value
     return first
+
+
+def verdict(gate, s, before, record):
+    """(safe, statistic, critical) of releasing ``record`` after the records ``before``."""
+    y, x = s["targets"][record], s["values"][record]
+    counts = counts_of(s, np.asarray(before, dtype=np.int64))
+    candidate = counts.copy()
+    candidate[y, x] += 1
+    nx_changed = (candidate.sum(axis=0) > 0).sum() != (counts.sum(axis=0) > 0).sum()
+    results = oracle(gate, candidate)
+    return deciding(results, y, nx_changed), results
 
 
 def near_tie(results, y):
@@ -141,11 +176,8 @@ def test_every_decision_equals_a_from_scratch_evaluation(s):
         if at[record] < j:
             assert decision[j] == DUPLICATE
             continue
-        y, x = s["targets"][record], s["values"][record]
-        candidate = counts_of(s, before)
-        candidate[y, x] += 1
-        results = oracle(gate, candidate)
-        safe, stat, crit = deciding(results, y)
+        y = s["targets"][record]
+        (safe, stat, crit), results = verdict(gate, s, before, record)
         assert same(statistic[j], stat), (j, statistic[j], stat, s["metrics"])
         assert same(critical[j], crit), (j, critical[j], crit, s["metrics"])
         if not near_tie(results, y):
@@ -154,10 +186,11 @@ def test_every_decision_equals_a_from_scratch_evaluation(s):
             else:
                 assert not safe
                 assert decision[j] == (QUEUED if s["queue"] else DENIED)
-        # after the request: the release is safe, and no queued record could be released
+        # after the request the release is safe (in auto mode a target judged under Monte
+        # Carlo values need not pass the chi-square ones after the switch: SPEC 4)
         after = np.flatnonzero(at <= j)
         assert total[j] == len(after)
-        if len(after):
+        if len(after) and s["mode"] != "auto":
             final = oracle(gate, counts_of(s, after))
             assert all(bool(r.safe) for r in final) or near_tie(final, 0)
     assert np.array_equal(gate.counts, counts_of(s, released_records))
@@ -171,8 +204,7 @@ def reference_gate(s, gate):
     decisions, released_at = [], []
 
     def safe_with(record):
-        records = list(released) + [record]
-        return all(bool(r.safe) for r in oracle(gate, counts_of(s, np.array(records))))
+        return verdict(gate, s, list(released), record)[0][0]
 
     for j, record in enumerate(s["requests"]):
         released_at.append(-1)
@@ -330,8 +362,14 @@ def test_the_compiled_kernel_decides_exactly_like_the_python_loop(s, grace):
     a1, a2 = run_in_two(compiled, s)
     b1, b2 = run_in_two(plain, s)
     for a, b in ((a1, b1), (a2, b2)):
-        for name in ("decision", "released_at", "released_total", "enqueued",
-                     "earlier_request", "earlier_released_at"):
+        for name in (
+            "decision",
+            "released_at",
+            "released_total",
+            "enqueued",
+            "earlier_request",
+            "earlier_released_at",
+        ):
             assert np.array_equal(getattr(a, name), getattr(b, name)), name
         assert np.allclose(a.statistic, b.statistic, rtol=1e-12, equal_nan=True)
         assert np.allclose(a.critical, b.critical, rtol=1e-12, equal_nan=True)
