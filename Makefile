@@ -11,11 +11,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $(STAMP)
 
-# The main job on the sample data: the baseline, then an assessment of releasing the
-# whole table (exit 1 = "unsafe", which is the expected verdict here, so it is accepted).
+# The main job on the sample data: the baseline, an assessment of releasing the whole
+# table (exit 1 = "unsafe" is the expected verdict here, so it is accepted), then the
+# online gate over the request log. Outputs go to demo_out/.
+DEMO_OUT := ../demo_out
 demo: $(STAMP)
-	cd sample_data && ../$(BIN)/distgate baseline soldiers.csv
+	rm -rf demo_out && mkdir demo_out
+	cd sample_data && ../$(BIN)/distgate baseline soldiers.csv -o $(DEMO_OUT)/baseline.csv
 	cd sample_data && { ../$(BIN)/distgate assess soldiers.csv --metric kld,mis,cst,dqt --alpha 0.05; test $$? -le 1; }
+	cd sample_data && ../$(BIN)/distgate replay soldiers.csv requests.csv \
+		-o $(DEMO_OUT)/decisions.csv --plot $(DEMO_OUT)/replay.png
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2
@@ -27,4 +32,4 @@ lint: $(STAMP)
 	$(BIN)/ruff check distgate tests bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache build *.egg-info demo_out
