@@ -102,8 +102,11 @@ class _Column:
 
 
 def _encode_column(table: pa.Table, column: str, name: str, edges: list | None) -> _Column:
-    """Codes of a dictionary-encoded column: binning, validation and ordering are done on
-    the (small) dictionary, then looked up per record."""
+    """Codes of a column: binning, validation and ordering are done on the (small)
+    dictionary, then looked up per record; a binned column read as numbers is binned
+    through a lookup over its integer range (or per record for fractional values)."""
+    if edges is not None and not pa.types.is_dictionary(table.schema.field(column).type):
+        return _bin_numbers(table, column, name, edges)
     values, indices = dictionary_column(table, column, name)
     if edges is not None:
         numbers = np.empty(len(values))
@@ -125,7 +128,47 @@ def _encode_column(table: pa.Table, column: str, name: str, edges: list | None) 
     return _Column(rank, indices, ordered)
 
 
-def _combine(columns: list[_Column]) -> tuple[np.ndarray, list[str]]:
+_INTEGER_LOOKUP_LIMIT = 1 << 24  # widest integer range binned through a lookup table
+
+
+def _bin_numbers(table: pa.Table, column: str, name: str, edges: list) -> _Column:
+    values = table.column(column)
+    if values.null_count:
+        row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
+        raise InputError(f"The {name}, line {row + 2}: column '{column}' has no value.")
+    numbers = values.to_numpy()
+    labels = bin_labels(edges)
+    cut = np.asarray(edges, dtype=float)
+    if numbers.dtype.kind in "iu" and len(numbers):
+        low, high = int(numbers.min()), int(numbers.max())
+        if high - low < _INTEGER_LOOKUP_LIMIT:
+            lookup = np.searchsorted(cut, np.arange(low, high + 1, dtype=float), side="right")
+            offsets = np.subtract(numbers, low, dtype=np.int32, casting="unsafe")
+            return _Column(lookup, offsets, labels)
+    numbers = numbers.astype(float)
+    bad = ~np.isfinite(numbers)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"The {name}, line {row + 2}: column '{column}' has the non-numeric value "
+            f"'{values[row].as_py()}'."
+        )
+    codes = np.searchsorted(cut, numbers, side="right")
+    return _Column(np.arange(len(labels)), codes, labels)
+
+
+@dataclass(frozen=True)
+class _Codes:
+    """One side (values or targets) of a table: record i has code
+    ``lookup[indices[i]]``. With one column, ``indices`` are pyarrow's dictionary indices
+    and ``lookup`` maps each distinct text to its code, so counting never needs the
+    per-record codes; with several columns the codes are built per record."""
+
+    lookup: np.ndarray
+    indices: np.ndarray
+
+
+def _combine(columns: list[_Column]) -> tuple[_Codes, list[str]]:
     """Joint codes over the combinations present, in the order of the parts' domains."""
     if len(columns) == 1:
         # every dictionary entry occurs in the data, so presence is read off the lookup
@@ -134,20 +177,19 @@ def _combine(columns: list[_Column]) -> tuple[np.ndarray, list[str]]:
         present[column.lookup] = True
         remap = np.cumsum(present) - 1
         labels = [label for label, keep in zip(column.labels, present, strict=True) if keep]
-        return remap[column.lookup].astype(np.int32)[column.indices], labels
+        return _Codes(remap[column.lookup].astype(np.int32), column.indices), labels
     radix = np.ones(len(columns), dtype=np.int64)
     for i in range(len(columns) - 2, -1, -1):
         radix[i] = radix[i + 1] * len(columns[i + 1].labels)
     joint = sum(c.codes * r for c, r in zip(columns, radix, strict=True))
     present, codes = np.unique(joint, return_inverse=True)
-    codes = codes.reshape(-1)
     labels = []
     for value in present:
         parts = []
         for column, r in zip(columns, radix, strict=True):
             parts.append(column.labels[(value // r) % len(column.labels)])
         labels.append(JOINT_SEPARATOR.join(parts))
-    return codes.astype(np.int32), labels
+    return _Codes(np.arange(len(present), dtype=np.int32), codes.reshape(-1)), labels
 
 
 @dataclass(frozen=True)
@@ -159,29 +201,64 @@ class CountTable:
     value_labels: list[str]
 
 
-@dataclass(frozen=True)
+# Counting through the dictionaries needs a grid of |dictionary of Y| x |dictionary of X|
+# cells; above this size the per-record codes are counted instead.
+_DICTIONARY_GRID_LIMIT = 1 << 22
+
+
 class EncodedTable:
     """A table's records as codes: ``target_codes[i]`` and ``value_codes[i]`` of record i,
-    the labels of both, and the record keys (None when records are keyed by row number)."""
+    the labels of both, and the record keys (None when records are keyed by row number).
+    The per-record codes are built on first use; counting does not need them."""
 
-    target_codes: np.ndarray
-    value_codes: np.ndarray
-    target_labels: list[str]
-    value_labels: list[str]
-    keys: np.ndarray | None
-    attributes: tuple[str, ...]
-    targets: tuple[str, ...]
-    source: str
+    def __init__(
+        self,
+        targets_side: _Codes,
+        values_side: _Codes,
+        target_labels: list[str],
+        value_labels: list[str],
+        keys: np.ndarray | None,
+        attributes: tuple[str, ...],
+        targets: tuple[str, ...],
+        source: str,
+    ) -> None:
+        self._targets_side, self._values_side = targets_side, values_side
+        self.target_labels, self.value_labels = target_labels, value_labels
+        self.keys, self.attributes, self.targets, self.source = keys, attributes, targets, source
+        self._codes: dict[str, np.ndarray] = {}
 
     @property
     def size(self) -> int:
-        return len(self.target_codes)
+        return len(self._targets_side.indices)
+
+    @property
+    def target_codes(self) -> np.ndarray:
+        if "target" not in self._codes:
+            side = self._targets_side
+            self._codes["target"] = side.lookup[side.indices]
+        return self._codes["target"]
+
+    @property
+    def value_codes(self) -> np.ndarray:
+        if "value" not in self._codes:
+            side = self._values_side
+            self._codes["value"] = side.lookup[side.indices]
+        return self._codes["value"]
 
     def count_table(self, rows: np.ndarray | None = None) -> CountTable:
         """Counts of all records, or of the records at positions ``rows``."""
+        shape = (len(self.target_labels), len(self.value_labels))
+        t_side, v_side = self._targets_side, self._values_side
+        grid = (len(t_side.lookup), len(v_side.lookup))
+        if rows is None and grid[0] * grid[1] <= _DICTIONARY_GRID_LIMIT:
+            cell = np.multiply(t_side.indices, grid[1], dtype=np.int64)
+            cell += v_side.indices
+            by_entry = np.bincount(cell, minlength=grid[0] * grid[1]).reshape(grid)
+            counts = np.zeros(shape, dtype=np.int64)
+            np.add.at(counts, (t_side.lookup[:, None], v_side.lookup[None, :]), by_entry)
+            return CountTable(counts, self.target_labels, self.value_labels)
         t = self.target_codes if rows is None else self.target_codes[rows]
         v = self.value_codes if rows is None else self.value_codes[rows]
-        shape = (len(self.target_labels), len(self.value_labels))
         cell = t.astype(np.int64) * shape[1] + v
         flat = np.bincount(cell, minlength=shape[0] * shape[1])
         return CountTable(flat.reshape(shape), self.target_labels, self.value_labels)
@@ -216,43 +293,47 @@ def encode_table(
     name = f"table {display_name(source)}"
     encoded_columns = list(attributes) + list(targets)
     wanted = encoded_columns + ([id_column] if id_column else [])
-    table = read_columns(source, wanted, what="table", dictionary=encoded_columns)
+    table = read_columns(
+        source, wanted, what="table", dictionary=encoded_columns, numeric=list(bins)
+    )
     if id_column:
         require_values(table, [id_column], name)
 
     value_columns = [_encode_column(table, c, name, bins.get(c)) for c in attributes]
-    value_codes, value_labels = _combine(value_columns)
+    values_side, value_labels = _combine(value_columns)
     if value_domain is not None:
-        value_codes, value_labels = _map_to_domain(value_codes, value_labels, value_domain, name)
-    target_codes, target_labels = _combine([_encode_column(table, c, name, None) for c in targets])
+        values_side, value_labels = _map_to_domain(values_side, value_labels, value_domain, name)
+    target_columns = [_encode_column(table, c, name, None) for c in targets]
+    targets_side, target_labels = _combine(target_columns)
 
     keys = None
     if id_column:
         keys = table.column(id_column).to_numpy(zero_copy_only=False)
         _require_unique_keys(table.column(id_column), id_column, name)
     return EncodedTable(
-        target_codes=target_codes,
-        value_codes=value_codes,
-        target_labels=target_labels,
-        value_labels=value_labels,
-        keys=keys,
-        attributes=tuple(attributes),
-        targets=tuple(targets),
-        source=str(source),
+        targets_side,
+        values_side,
+        target_labels,
+        value_labels,
+        keys,
+        tuple(attributes),
+        tuple(targets),
+        str(source),
     )
 
 
-def _map_to_domain(codes, labels, domain, name) -> tuple[np.ndarray, list[str]]:
+def _map_to_domain(side: _Codes, labels, domain, name) -> tuple[_Codes, list[str]]:
     position = {label: i for i, label in enumerate(domain)}
     missing = [i for i, label in enumerate(labels) if label not in position]
     if missing:
-        line = int(np.flatnonzero(codes == missing[0])[0]) + 2
+        entries = np.flatnonzero(side.lookup == missing[0])
+        line = int(np.flatnonzero(np.isin(side.indices, entries))[0]) + 2
         raise InputError(
             f"The {name}, line {line}: value '{labels[missing[0]]}' is not in the baseline "
             "domain (list it in the baseline file, with probability 0 if it never occurs)."
         )
     remap = np.array([position[label] for label in labels], dtype=np.int32)
-    return remap[codes], list(domain)
+    return _Codes(remap[side.lookup], side.indices), list(domain)
 
 
 def _require_unique_keys(keys: pa.ChunkedArray, column: str, name: str) -> None:

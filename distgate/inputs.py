@@ -16,20 +16,19 @@ from distgate.io.baseline_file import read_baseline
 
 @dataclass(frozen=True)
 class Inputs:
+    """The encoded table, its counts C[y, x] (all records) and the baseline."""
+
     table: EncodedTable
     baseline: Baseline
     options: TableOptions
-
-    @property
-    def counts(self) -> np.ndarray:
-        return self.table.count_table().counts
+    counts: np.ndarray
 
     def critical_values(
         self, mode: str = "auto", seed: int = 0, draws: int = DEFAULT_DRAWS
     ) -> CriticalValues:
         """Critical values for releases drawn from this table: Y's Monte Carlo frequencies
         and |Y| are the full table's."""
-        weights = np.bincount(self.table.target_codes, minlength=len(self.table.target_labels))
+        weights = self.counts.sum(axis=1)
         return CriticalValues(
             self.baseline.probabilities,
             weights,
@@ -63,7 +62,7 @@ def load_inputs(options: TableOptions, *, need_keys: bool = False) -> Inputs:
         id_column=options.id_column if (need_keys or options.id_column) else None,
         value_domain=baseline.labels if baseline is not None else None,
     )
+    counts = table.count_table().counts
     if baseline is None:
-        counts = np.bincount(table.value_codes, minlength=len(table.value_labels))
         baseline = Baseline.from_counts(counts, table.value_labels, options.attributes)
-    return Inputs(table, baseline, options)
+    return Inputs(table, baseline, options, counts)
