@@ -45,18 +45,21 @@ def audit_command(
     released: Annotated[
         str | None,
         typer.Option(
-            "--released", "-r", metavar="MASK",
+            "--released",
+            "-r",
+            metavar="MASK",
             help="CSV of published cells, same shape as COUNTS (1 = published), or long "
             "x,y,released. Default: only the row and column totals are published.",
         ),
     ] = None,
     tau: Annotated[
-        float, typer.Option("--tau", "-t", help="Disclosure threshold tau (> 0).")
+        float, typer.Option("--tau", "-t", metavar="T", help="Disclosure threshold tau (> 0).")
     ] = 3,
     types: Annotated[
         str | None,
         typer.Option(
-            "--types", metavar="T[,T..]",
+            "--types",
+            metavar="T[,T..]",
             help="Disclosure types to check: existence, upward, downward, approximation "
             "(default: all four).",
         ),
@@ -85,30 +88,43 @@ def audit_command(
     ] = False,
     merge: Annotated[
         str,
-        typer.Option("--merge", help="What --fix may merge: both, rows or columns."),
+        typer.Option(
+            "--merge", metavar="WHAT", help="What --fix may merge: both, rows or columns."
+        ),
     ] = "both",
     attributes: Annotated[
         list[str] | None,
         typer.Option(
-            "--attr", "-x",
+            "--attr",
+            "-x",
+            metavar="COLUMN",
             help="COUNTS is a table of records: count it by these attribute columns "
             "(the audit's rows).",
         ),
     ] = None,
     targets: Annotated[
         list[str] | None,
-        typer.Option("--target", "-y", help="Target columns of the records (the audit's columns)."),
+        typer.Option(
+            "--target",
+            "-y",
+            metavar="COLUMN",
+            help="Target columns of the records (the audit's columns).",
+        ),
     ] = None,
     bins: Annotated[
         list[str] | None,
-        typer.Option("--bins", help="Cut a numeric attribute into ranges, e.g. age=18,20,25,30."),
+        typer.Option(
+            "--bins",
+            metavar="COLUMN=EDGES",
+            help="Cut a numeric attribute into ranges, e.g. age=18,20,25,30.",
+        ),
     ] = None,
     budget: Annotated[
         int,
         typer.Option(
             "--search-budget",
-            help="Merge plans --fix checks exhaustively before switching to a greedy "
-            "heuristic.",
+            metavar="N",
+            help="Merge plans --fix checks exhaustively before switching to a greedy heuristic.",
         ),
     ] = 3000,
     json: JsonOption = False,
@@ -146,14 +162,16 @@ def audit_command(
         from distgate.domain import count_table, parse_bins
 
         table = count_table(counts, attributes, targets, bins=parse_bins(bins))
-        data = Counts(np.asarray(table.counts).T.astype(np.int64),
-                      list(table.value_labels), list(table.target_labels))
+        data = Counts(
+            np.asarray(table.counts).T.astype(np.int64),
+            list(table.value_labels),
+            list(table.target_labels),
+        )
     else:
         data = read_counts(counts)
     mask = read_mask(released, data) if released is not None else None
 
-    result = audit(data.counts, mask, tau=tau, types=chosen, rows=data.rows,
-                   columns=data.columns)
+    result = audit(data.counts, mask, tau=tau, types=chosen, rows=data.rows, columns=data.columns)
     if fix:
         result.plan = merge_plan(
             result,

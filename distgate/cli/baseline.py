@@ -30,7 +30,9 @@ def baseline_command(
     baseline: BaselineOption = None,
     output: Annotated[
         str | None,
-        typer.Option("--output", "-o", help="Write the baseline file (probability column)."),
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="Write the baseline file (probability column)."
+        ),
     ] = None,
     config: ConfigOption = None,
     json: JsonOption = False,

@@ -33,34 +33,45 @@ def randomize_command(
     table: Annotated[str, typer.Argument(help="CSV table with a header ('-' = stdin).")],
     qi: Annotated[
         list[str],
-        typer.Option("--qi", help="Quasi-identifier columns, comma-separated or repeated."),
+        typer.Option(
+            "--qi", metavar="COLUMNS", help="Quasi-identifier columns, comma-separated or repeated."
+        ),
     ],
-    sensitive: Annotated[str, typer.Option("--sensitive", help="The sensitive column.")],
+    sensitive: Annotated[
+        str, typer.Option("--sensitive", metavar="COLUMN", help="The sensitive column.")
+    ],
     l_diversity: Annotated[
         float | None,
-        typer.Option("--l", help="Calibrate to max risk <= 1/l (l >= 1)."),
+        typer.Option("--l", metavar="L", help="Calibrate to max risk <= 1/l (l >= 1)."),
     ] = None,
     tau: Annotated[
-        float | None, typer.Option("--tau", help="Calibrate to max risk <= tau, in (0, 1].")
+        float | None,
+        typer.Option("--tau", metavar="T", help="Calibrate to max risk <= tau, in (0, 1]."),
     ] = None,
     p: Annotated[
         list[str] | None,
         typer.Option(
-            "--p", help="ATTR=P: fix a retention probability in (1/d, 1] instead of calibrating."
+            "--p",
+            metavar="ATTR=P",
+            help="ATTR=P: fix a retention probability in (1/d, 1] instead of calibrating.",
         ),
     ] = None,
     side: Annotated[
-        Side, typer.Option("--randomize", help="Which attributes to randomize.")
+        Side, typer.Option("--randomize", metavar="WHAT", help="Which attributes to randomize.")
     ] = Side.both,
     output: Annotated[
         str | None,
         typer.Option(
-            "--output", "-o",
+            "--output",
+            "-o",
+            metavar="FILE",
             help="Write the randomized CSV (or, with --reconstruct, the estimated "
             "distribution) here. Without -o it goes to stdout, unless --json is given.",
         ),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random generator.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", metavar="S", help="Seed of the random generator.")
+    ] = 0,
     reconstruct: Annotated[
         bool,
         typer.Option(
@@ -70,7 +81,7 @@ def randomize_command(
         ),
     ] = False,
     top: Annotated[
-        int, typer.Option("--top", help="Rows of the risk table to show (0 = all).")
+        int, typer.Option("--top", metavar="N", help="Rows of the risk table to show (0 = all).")
     ] = 10,
     json: JsonOption = False,
     quiet: QuietOption = False,
@@ -125,4 +136,3 @@ def randomize_command(
     elif not (to_stdout and quiet) or result.feasible is False:
         show_randomize(result, report, top, None if to_stdout else output)
     raise typer.Exit(EXIT_UNSAFE if result.feasible is False else EXIT_OK)
-

@@ -35,18 +35,26 @@ def replay_command(
     table: TableArgument,
     requests: Annotated[str, typer.Argument(help="Request log CSV, rows in arrival order.")],
     output: Annotated[
-        str | None, typer.Option("--output", "-o", help="Write the decisions CSV here.")
+        str | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write the decisions CSV here."),
     ] = None,
     state: Annotated[
         str | None,
-        typer.Option("--state", help="SQLite file keeping the gate's state between replays."),
+        typer.Option(
+            "--state", metavar="FILE", help="SQLite file keeping the gate's state between replays."
+        ),
     ] = None,
-    key: Annotated[str, typer.Option("--key", help="Key column of the request log.")] = "id",
+    key: Annotated[
+        str, typer.Option("--key", metavar="COLUMN", help="Key column of the request log.")
+    ] = "id",
     no_queue: Annotated[
         bool, typer.Option("--no-queue", help="Deny unsafe requests instead of queueing them.")
     ] = False,
     grace: Annotated[
-        str, typer.Option("--grace", help="Grace policy: none, releases:K or accuracy:EPS.")
+        str,
+        typer.Option(
+            "--grace", metavar="POLICY", help="Grace policy: none, releases:K or accuracy:EPS."
+        ),
     ] = "none",
     skip_unknown: Annotated[
         bool,
@@ -54,7 +62,11 @@ def replay_command(
     ] = False,
     plot: Annotated[
         str | None,
-        typer.Option("--plot", help="PNG: statistic and critical value against released tuples."),
+        typer.Option(
+            "--plot",
+            metavar="FILE",
+            help="PNG: statistic and critical value against released tuples.",
+        ),
     ] = None,
     attr: AttrOption = None,
     target: TargetOption = None,
@@ -100,7 +112,11 @@ def replay_command(
     with progress(quiet or json) as bar:
         task = bar.add_task("replay", total=None)
         result = replay(
-            inputs, requests, replay_settings, decisions=output, state=state,
+            inputs,
+            requests,
+            replay_settings,
+            decisions=output,
+            state=state,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )
     if plot:
