@@ -688,7 +688,7 @@ class Gate:
             late_at,
             queued_flag,
         )
-        # back to the Python representation of the queue
+        # the queue as the run left it
         live = np.flatnonzero(~q_dead[:-1])
         self._set_queue(q_arrival[live], q_record[live])
         self._next = first + k

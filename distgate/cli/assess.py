@@ -27,6 +27,7 @@ from distgate.cli.common import (
     emit_json,
     handles_bad_input,
     metric_setting,
+    table_inputs,
 )
 
 
@@ -54,18 +55,16 @@ def assess_command(
     --metric kld,cst --alpha 0.05
     """
     from distgate.assess import assess_release
-    from distgate.config import load_config, setting, table_options
+    from distgate.config import load_config, setting
     from distgate.critical import check_alpha
-    from distgate.inputs import load_inputs
     from distgate.metrics.registry import parse_metrics
 
     settings = load_config(config)
     metrics = parse_metrics(metric_setting(metric, settings))
     level = check_alpha(setting(alpha, settings, "alpha", DEFAULT_ALPHA))
-    options = table_options(
-        table, settings, attributes=attr, targets=target, id_column=id, bins=bins, baseline=baseline
+    inputs = table_inputs(
+        table, settings, attr=attr, target=target, id=id, bins=bins, baseline=baseline
     )
-    inputs = load_inputs(options)
     values = inputs.critical_values(
         setting(critical, settings, "critical", DEFAULT_CRITICAL),
         seed=setting(seed, settings, "seed", 0),

@@ -17,6 +17,7 @@ from distgate.cli.common import (
     TargetOption,
     emit_json,
     handles_bad_input,
+    table_inputs,
 )
 
 
@@ -44,15 +45,13 @@ def baseline_command(
     Example: distgate baseline soldiers.csv -x age -y location --bins age=18,20,25 -o baseline.csv
     """
     from distgate.baseline import profile_table
-    from distgate.config import load_config, table_options
-    from distgate.inputs import load_inputs
+    from distgate.config import load_config
     from distgate.io.baseline_file import write_baseline
 
     settings = load_config(config)
-    options = table_options(
-        table, settings, attributes=attr, targets=target, id_column=id, bins=bins, baseline=baseline
+    inputs = table_inputs(
+        table, settings, attr=attr, target=target, id=id, bins=bins, baseline=baseline
     )
-    inputs = load_inputs(options)
     profile = profile_table(inputs.counts, inputs.baseline, inputs.table.target_labels)
     if output:
         write_baseline(output, inputs.baseline)

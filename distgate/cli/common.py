@@ -169,3 +169,24 @@ DEFAULT_CRITICAL = "auto"
 def metric_setting(flag: str | None, config: dict) -> str:
     value = flag if flag is not None else config.get("metric", DEFAULT_METRIC)
     return ",".join(value) if isinstance(value, list) else str(value)
+
+
+def table_inputs(
+    table: str,
+    settings: dict,
+    *,
+    attr: list[str] | None,
+    target: list[str] | None,
+    id: str | None,
+    bins: list[str] | None,
+    baseline: str | None,
+    need_keys: bool = False,
+):
+    """Read the table named by the shared table options (flags over ``distgate.toml``)."""
+    from distgate.config import table_options
+    from distgate.inputs import load_inputs
+
+    options = table_options(
+        table, settings, attributes=attr, targets=target, id_column=id, bins=bins, baseline=baseline
+    )
+    return load_inputs(options, need_keys=need_keys)

@@ -27,6 +27,7 @@ from distgate.cli.common import (
     emit_json,
     handles_bad_input,
     metric_setting,
+    table_inputs,
 )
 
 
@@ -87,15 +88,11 @@ def replay_command(
 
     Example: distgate replay soldiers.csv requests.csv -o decisions.csv --state gate.db
     """
-    from distgate.config import load_config, setting, table_options
-    from distgate.inputs import load_inputs
+    from distgate.config import load_config, setting
     from distgate.replay import ReplaySettings, replay
     from distgate.report.common import progress
 
     settings = load_config(config)
-    options = table_options(
-        table, settings, attributes=attr, targets=target, id_column=id, bins=bins, baseline=baseline
-    )
     replay_settings = ReplaySettings(
         metrics=metric_setting(metric, settings).split(","),
         alpha=setting(alpha, settings, "alpha", DEFAULT_ALPHA),
@@ -108,7 +105,16 @@ def replay_command(
         key=key,
         skip_unknown=skip_unknown,
     )
-    inputs = load_inputs(options, need_keys=True)
+    inputs = table_inputs(
+        table,
+        settings,
+        attr=attr,
+        target=target,
+        id=id,
+        bins=bins,
+        baseline=baseline,
+        need_keys=True,
+    )
     with progress(quiet or json) as bar:
         task = bar.add_task("replay", total=None)
         result = replay(

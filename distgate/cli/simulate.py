@@ -21,6 +21,7 @@ from distgate.cli.common import (
     TargetOption,
     emit_json,
     handles_bad_input,
+    table_inputs,
 )
 
 
@@ -70,10 +71,9 @@ def simulate_command(
 
     Example: distgate simulate soldiers.csv --metric mis,kld,cst,dqt --alpha 0.2,0.05
     """
-    from distgate.config import load_config, setting, table_options
+    from distgate.config import load_config, setting
     from distgate.critical import check_alpha
     from distgate.errors import InputError
-    from distgate.inputs import load_inputs
     from distgate.metrics.registry import parse_metrics
     from distgate.report.common import progress
     from distgate.simulate import chi_square_fit_sample, simulate
@@ -84,10 +84,9 @@ def simulate_command(
         alphas = [check_alpha(float(a)) for a in alpha.split(",") if a.strip()]
     except ValueError:
         raise InputError(f"--alpha must be numbers separated by commas, not '{alpha}'.") from None
-    options = table_options(
-        table, settings, attributes=attr, targets=target, id_column=id, bins=bins, baseline=baseline
+    inputs = table_inputs(
+        table, settings, attr=attr, target=target, id=id, bins=bins, baseline=baseline
     )
-    inputs = load_inputs(options)
     seed_value = setting(seed, settings, "seed", 0)
     values = inputs.critical_values(
         setting(critical, settings, "critical", "auto"), seed=seed_value, draws=draws
