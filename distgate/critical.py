@@ -5,10 +5,11 @@ simulates; ``auto`` simulates while the release is small, N < 2 m |Y| (m = basel
 size, |Y| = targets of the full table; Cochran's rule of thumb of about two expected counts
 per cell), and uses chi-square from then on.
 
-Monte Carlo tables of size n are the first n tuples of seeded sequences (see
-:class:`_GrowingNull`), so a quantile does not depend on the order in which sizes are
-asked for, and the next size costs one more tuple per table; quantiles are cached per
-(statistic, size, alpha) so that repeated decisions cost nothing.
+Monte Carlo tables of a small size n are the first n tuples of seeded sequences (see
+:class:`_GrowingNull`), so the next size costs one more tuple per table; larger sizes are
+drawn directly, seeded by the size. Either way a quantile does not depend on the order in
+which sizes are asked for, and quantiles are cached per (statistic, size, alpha) so that
+repeated decisions cost nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ MODES = ("auto", "asymptotic", "mc")
 DEFAULT_DRAWS = 10_000
 LN2 = float(np.log(2.0))
 
+# Sizes up to GROW_LIMIT are simulated by growing the same tables one tuple at a time
+# (a gate asks for every size in turn); a larger size is drawn directly as multinomials,
+# which costs O(cells) instead of O(n) per table. The method depends on the size alone,
+# so a critical value never depends on which sizes were asked for before.
+GROW_LIMIT = 1024
 SAMPLES_KEPT = 512  # null samples kept for reuse by other alphas (80 KB each)
 
 # stable small integers mixed into the seed so each statistic gets its own stream
@@ -173,6 +179,9 @@ class CriticalValues:
         grower = self._grower(name, self.p, 1)
 
         def null(n: int) -> np.ndarray:
+            if n > GROW_LIMIT:
+                sample = self._rng(name, n).multinomial(n, self.p, size=self.draws)
+                return statistic(sample[:, None, :], self.p)[:, 0]
             grower.grow_to(n)
             if name == "kld":
                 return grower.information()
@@ -183,10 +192,16 @@ class CriticalValues:
     def mutual_information(self, totals, alpha: float) -> np.ndarray:
         """(1 - alpha) quantile of I over draws of N tuples with X ~ baseline and
         Y ~ the full table's target frequencies, independent."""
+        from distgate.metrics.information import mutual_information
+
         joint = np.outer(self.target_weights, self.p).ravel()
+        shape = (self.full_targets, len(self.p))
         grower = self._grower("mis", joint, self.full_targets)
 
         def null(n: int) -> np.ndarray:
+            if n > GROW_LIMIT:
+                sample = self._rng("mis", n).multinomial(n, joint, size=self.draws)
+                return mutual_information(sample.reshape(-1, *shape), self.p)
             grower.grow_to(n)
             return grower.information()
 

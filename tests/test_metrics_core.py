@@ -205,3 +205,19 @@ def test_grown_monte_carlo_tables_match_a_from_scratch_evaluation():
     critical._cache.clear()
     critical._samples.clear()
     assert critical.mutual_information(np.array([37]), 0.1) == first
+
+
+def test_large_monte_carlo_sizes_are_drawn_directly_and_do_not_depend_on_earlier_sizes():
+    from distgate.critical import GROW_LIMIT
+
+    size = np.array([GROW_LIMIT + 500])
+    first = CriticalValues(ref.BASELINE, ref.COUNTS.sum(1), mode="mc", draws=400, seed=1)
+    second = CriticalValues(ref.BASELINE, ref.COUNTS.sum(1), mode="mc", draws=400, seed=1)
+    second.per_target("kld", kl_distance, np.array([10, 900]), 0.2)
+    np.testing.assert_array_equal(
+        first.per_target("kld", kl_distance, size, 0.2),
+        second.per_target("kld", kl_distance, size, 0.2),
+    )
+    assert "kld" not in first._growers or first._growers["kld"].size == 0
+    asymptotic = chi2.ppf(0.8, 9) / (2 * size[0] * np.log(2))
+    assert first.per_target("kld", kl_distance, size, 0.2)[0] == pytest.approx(asymptotic, rel=0.1)
