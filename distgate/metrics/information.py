@@ -15,11 +15,6 @@ def _as_counts(counts) -> np.ndarray:
     return np.asarray(counts, dtype=float)
 
 
-def target_sizes(counts) -> np.ndarray:
-    """n_y = sum_x C[y, x], shape (..., |Y|)."""
-    return _as_counts(counts).sum(axis=-1)
-
-
 def kl_distance(counts, p) -> np.ndarray:
     """KL distance of each target's released distribution from the baseline.
 
