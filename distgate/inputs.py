@@ -10,7 +10,7 @@ import numpy as np
 from distgate.baseline import Baseline
 from distgate.config import TableOptions
 from distgate.critical import DEFAULT_DRAWS, CriticalValues
-from distgate.domain import EncodedTable, encode_table
+from distgate.domain import JOINT_SEPARATOR, EncodedTable, encode_table
 from distgate.io.baseline_file import read_baseline
 
 
@@ -41,9 +41,22 @@ class Inputs:
     @property
     def ordered(self) -> bool:
         """The value domain is ordered for the earth mover's distance when every attribute
-        is binned (numeric ranges); text categories are compared without an order."""
+        is binned or numeric (all its values are numbers); text categories are compared
+        without an order."""
         binned = {c for c, _ in self.options.bins}
-        return all(a in binned for a in self.options.attributes)
+        parts = [label.split(JOINT_SEPARATOR) for label in self.baseline.labels]
+        for i, attribute in enumerate(self.options.attributes):
+            if attribute not in binned and not all(_is_number(p[i]) for p in parts):
+                return False
+        return True
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def load_inputs(options: TableOptions, *, need_keys: bool = False) -> Inputs:

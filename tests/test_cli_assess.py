@@ -245,3 +245,18 @@ def test_bad_config_file(tmp_path, monkeypatch):
 def test_no_attribute_given(write_csv):
     path = write_csv("t.csv", [["a", "b"], ["x", "A"]])
     assert_bad_input(run("assess", path, "-y", "b"), "-x/--attr")
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ([str(v) for v in range(1, 10)], ref.EMD),  # numbers: ordered domain
+        ([f"v{v}" for v in range(1, 10)], 2 / 3),  # text: half the L1 distance
+    ],
+)
+def test_emd_is_ordered_for_numeric_values_and_not_for_text(write_csv, values, expected):
+    rows = [["x", "y"]] + [[v, "A"] for v in values[:3]]
+    table = write_csv("t.csv", rows)
+    base = write_csv("b.csv", [["x", "count"]] + [[v, 1] for v in values])
+    result, doc = run_json("assess", table, "-x", "x", "-y", "y", "-b", base, "--metric", "emd")
+    assert doc["metrics"][0]["targets"][0]["statistic"] == pytest.approx(expected)
