@@ -185,8 +185,9 @@ def _lp_bounds(counts: np.ndarray, released: np.ndarray) -> tuple[np.ndarray, np
         return lower, upper
     k = len(free)
     fixed = np.where(released, counts, 0)
-    rhs = np.concatenate([counts.sum(axis=1) - fixed.sum(axis=1),
-                          counts.sum(axis=0) - fixed.sum(axis=0)])
+    rhs = np.concatenate(
+        [counts.sum(axis=1) - fixed.sum(axis=1), counts.sum(axis=0) - fixed.sum(axis=0)]
+    )
     rows = np.concatenate([free[:, 0], m + free[:, 1]])
     cols = np.concatenate([np.arange(k), np.arange(k)])
     a_eq = coo_matrix((np.ones(2 * k), (rows, cols)), shape=(m + n, k)).tocsr()
@@ -215,16 +216,7 @@ def cell_bounds(
     ``method``: ``"auto"`` (Fréchet bounds when nothing is published, else max-flow),
     ``"flow"`` or ``"lp"`` (two HiGHS linear programs per cell; slow, for checking).
     """
-    counts = np.asarray(counts, dtype=np.int64)
-    if counts.ndim != 2:
-        raise ValueError("counts must be a 2-D array")
-    if (counts < 0).any():
-        raise ValueError("counts must be non-negative")
-    released = (
-        np.zeros(counts.shape, dtype=bool) if released is None else np.asarray(released, bool)
-    )
-    if released.shape != counts.shape:
-        raise ValueError("released must have the shape of counts")
+    counts, released = _table_and_mask(counts, released)
     if method not in ("auto", "flow", "lp"):
         raise ValueError(f"unknown method {method!r}")
     if method == "auto" and not released.any():
@@ -296,17 +288,23 @@ class AuditResult:
         cells = []
         for i, row in enumerate(self.rows):
             for j, column in enumerate(self.columns):
-                cells.append({
-                    "row": row,
-                    "column": column,
-                    "value": int(self.counts[i, j]),
-                    "released": bool(self.released[i, j]),
-                    "lower": int(self.lower[i, j]),
-                    "upper": int(self.upper[i, j]),
-                    "disclosures": self.cell_disclosures(i, j),
-                })
-        document = {"tau": _plain(self.tau), "safe": self.safe, "types": list(self.types),
-                    "cells": cells}
+                cells.append(
+                    {
+                        "row": row,
+                        "column": column,
+                        "value": int(self.counts[i, j]),
+                        "released": bool(self.released[i, j]),
+                        "lower": int(self.lower[i, j]),
+                        "upper": int(self.upper[i, j]),
+                        "disclosures": self.cell_disclosures(i, j),
+                    }
+                )
+        document = {
+            "tau": _plain(self.tau),
+            "safe": self.safe,
+            "types": list(self.types),
+            "cells": cells,
+        }
         if self.plan is not None:
             document["plan"] = self.plan.to_dict()
         return document
@@ -361,7 +359,9 @@ class MergePlan:
 # --------------------------------------------------------------------------- audit
 
 
-def _check_inputs(counts, released, tau, types):
+def _table_and_mask(counts, released) -> tuple[np.ndarray, np.ndarray]:
+    """Validated int64 counts (non-empty, 2-D, non-negative integers) and the boolean
+    published-cell mask of the same shape (all unpublished when None)."""
     counts = np.asarray(counts)
     if counts.ndim != 2 or counts.size == 0:
         raise ValueError("counts must be a non-empty 2-D array")
@@ -376,6 +376,11 @@ def _check_inputs(counts, released, tau, types):
     )
     if released.shape != counts.shape:
         raise ValueError("released must have the shape of counts")
+    return counts, released
+
+
+def _check_inputs(counts, released, tau, types):
+    counts, released = _table_and_mask(counts, released)
     if not (isinstance(tau, (int, float)) and math.isfinite(tau) and tau > 0):
         raise ValueError("tau must be a positive number")
     types = tuple(dict.fromkeys(types))
@@ -549,8 +554,17 @@ def merge_plan(
     identity_cols = [[j] for j in range(n)]
 
     def plan(rg, cg, after, minimal, search):
-        return MergePlan(rg, cg, list(base.rows), list(base.columns), after.safe, minimal,
-                         search, evaluate.count, after)
+        return MergePlan(
+            rg,
+            cg,
+            list(base.rows),
+            list(base.columns),
+            after.safe,
+            minimal,
+            search,
+            evaluate.count,
+            after,
+        )
 
     if base.safe:
         return plan(identity_rows, identity_cols, base, True, "exhaustive")
@@ -582,12 +596,14 @@ def merge_plan(
             break
     if exhausted:  # every plan was tried and none is safe
         return plan(best[1], best[2], best[3], True, "exhaustive")
-    return _greedy(base, evaluate, ordered_rows, ordered_columns, merge_rows, merge_columns,
-                   best, plan)
+    return _greedy(
+        base, evaluate, ordered_rows, ordered_columns, merge_rows, merge_columns, best, plan
+    )
 
 
-def _greedy(base, evaluate, ordered_rows, ordered_columns, merge_rows, merge_columns, best,
-            plan) -> MergePlan:
+def _greedy(
+    base, evaluate, ordered_rows, ordered_columns, merge_rows, merge_columns, best, plan
+) -> MergePlan:
     rg = [[i] for i in range(base.counts.shape[0])]
     cg = [[j] for j in range(base.counts.shape[1])]
     current = base
@@ -596,12 +612,14 @@ def _greedy(base, evaluate, ordered_rows, ordered_columns, merge_rows, merge_col
         candidates = []
         if merge_rows:
             hot = set(np.flatnonzero(disclosed.any(axis=1)).tolist())
-            candidates += [("r", a, b) for a, b in _pairs(len(rg), ordered_rows)
-                           if a in hot or b in hot]
+            candidates += [
+                ("r", a, b) for a, b in _pairs(len(rg), ordered_rows) if a in hot or b in hot
+            ]
         if merge_columns:
             hot = set(np.flatnonzero(disclosed.any(axis=0)).tolist())
-            candidates += [("c", a, b) for a, b in _pairs(len(cg), ordered_columns)
-                           if a in hot or b in hot]
+            candidates += [
+                ("c", a, b) for a, b in _pairs(len(cg), ordered_columns) if a in hot or b in hot
+            ]
         if not candidates:
             break
         step = None

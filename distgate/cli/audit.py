@@ -9,6 +9,7 @@ import typer
 from distgate.cli.common import (
     EXIT_OK,
     EXIT_UNSAFE,
+    BinsOption,
     JsonOption,
     QuietOption,
     emit_json,
@@ -111,14 +112,7 @@ def audit_command(
             help="Target columns of the records (the audit's columns).",
         ),
     ] = None,
-    bins: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--bins",
-            metavar="COLUMN=EDGES",
-            help="Cut a numeric attribute into ranges, e.g. age=18,20,25,30.",
-        ),
-    ] = None,
+    bins: BinsOption = None,
     budget: Annotated[
         int,
         typer.Option(
