@@ -3,6 +3,7 @@ and every bad input of SPEC 6 that applies."""
 
 import numpy as np
 import pytest
+from scipy.stats import chi2
 
 from tests import reference as ref
 from tests.cli_helpers import assert_bad_input, run, run_json
@@ -119,11 +120,15 @@ def test_baseline_file_fixes_the_domain_and_order(write_csv):
         "--critical",
         "asymptotic",
     )
-    assert result.exit_code in (0, 1)
     p = np.array([0.5, 0.25, 0.2, 0.05])
     q = np.array([0.5, 0.25, 0.25, 0.0])
     expected = float((q[q > 0] * np.log2(q[q > 0] / p[q > 0])).sum())
-    assert doc["metrics"][0]["targets"][0]["statistic"] == pytest.approx(expected)
+    target = doc["metrics"][0]["targets"][0]
+    assert target["statistic"] == pytest.approx(expected)
+    # three values released (the baseline's fourth, "ancient", is not): 2 degrees of freedom
+    critical = chi2.ppf(0.8, 2) / (2 * 40 * np.log(2))
+    assert target["critical"] == pytest.approx(critical)
+    assert result.exit_code == (0 if expected < critical else 1)
 
 
 # ---- bad input: exit 2, one sentence naming the file, line or column ------------------
