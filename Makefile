@@ -30,6 +30,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check distgate tests bench
+	$(BIN)/ruff format --check distgate tests bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info demo_out

@@ -30,8 +30,7 @@ def main() -> None:
 
     mid = rng.integers(0, 40, size=(40, 40)) * (rng.random((40, 40)) < 0.6)
     published = rng.random((40, 40)) < 0.10
-    timed("40x40 bounds, 10% published (max-flow)", 20.0,
-          lambda: audit(mid, published, tau=3))
+    timed("40x40 bounds, 10% published (max-flow)", 20.0, lambda: audit(mid, published, tau=3))
 
     small = mid[:12, :12]
     flow = cell_bounds(small, published[:12, :12], method="flow")
@@ -39,8 +38,10 @@ def main() -> None:
     lp = cell_bounds(small, published[:12, :12], method="lp")
     lp_time = time.perf_counter() - start
     same = all(np.array_equal(a, b) for a, b in zip(flow, lp, strict=True))
-    print(f"12x12 bounds, 10% published, two LPs per cell: {lp_time:.3f} s "
-          f"(reference only; equal to max-flow: {same})")
+    print(
+        f"12x12 bounds, 10% published, two LPs per cell: {lp_time:.3f} s "
+        f"(reference only; equal to max-flow: {same})"
+    )
 
 
 if __name__ == "__main__":

@@ -36,17 +36,23 @@ def main() -> None:
         source = make_table(Path(folder))
         qi = ["gender", "age", "zip", "job"]
         for label, options in [
-            ("randomize 1,000,000 records, 4 QIs + sensitive, fixed p",
-             {"p": {"gender": 0.9, "age": 0.8, "zip": 0.8, "job": 0.8, "disease": 0.7}}),
-            ("randomize 1,000,000 records, 4 QIs calibrated to tau 0.2",
-             {"randomize": "qi", "tau": 0.2}),
+            (
+                "randomize 1,000,000 records, 4 QIs + sensitive, fixed p",
+                {"p": {"gender": 0.9, "age": 0.8, "zip": 0.8, "job": 0.8, "disease": 0.7}},
+            ),
+            (
+                "randomize 1,000,000 records, 4 QIs calibrated to tau 0.2",
+                {"randomize": "qi", "tau": 0.2},
+            ),
         ]:
             start = time.perf_counter()
             result = randomize_table(source, qi, "disease", seed=1, **options)
             write_table(result.table, Path(folder) / "out.csv")
             report(label, time.perf_counter() - start, 10.0)
-            print(f"  p = { {a: round(p, 4) for a, p in result.p.items()} }, "
-                  f"max risk {result.max_risk:.4f}")
+            print(
+                f"  p = { {a: round(p, 4) for a, p in result.p.items()} }, "
+                f"max risk {result.max_risk:.4f}"
+            )
 
     rng = np.random.default_rng(1)
     ps = [0.5, 0.6, 0.7, 0.8, 0.9, 0.75]

@@ -135,9 +135,16 @@ def _settings_record(inputs: Inputs, s: ReplaySettings) -> dict:
 def make_gate(inputs: Inputs, s: ReplaySettings) -> Gate:
     table = inputs.table
     return Gate(
-        table.target_codes, table.value_codes, len(table.target_labels), len(table.value_labels),
-        s.metrics, s.alpha, inputs.critical_values(s.critical, seed=s.seed, draws=s.draws),
-        queue=s.queue, grace=s.grace, threshold=s.threshold,
+        table.target_codes,
+        table.value_codes,
+        len(table.target_labels),
+        len(table.value_labels),
+        s.metrics,
+        s.alpha,
+        inputs.critical_values(s.critical, seed=s.seed, draws=s.draws),
+        queue=s.queue,
+        grace=s.grace,
+        threshold=s.threshold,
     )
 
 
@@ -158,7 +165,10 @@ def replay(
     """
     log = read_requests(requests, settings.key)
     records = map_keys(
-        log, inputs.table.keys, inputs.table.size, f"table {display_name(inputs.table.source)}",
+        log,
+        inputs.table.keys,
+        inputs.table.size,
+        f"table {display_name(inputs.table.source)}",
         skip_unknown=settings.skip_unknown,
     )
     keys = log.keys.to_pylist() if state else None
@@ -183,16 +193,29 @@ def replay(
             while done < size:
                 stop = min(done + BATCH, size)
                 run = gate.run(records[done:stop])
-                store.commit(log.fingerprint, stop, keys[done:stop], run,
-                             gate.state().checked, gate.next_request)
+                store.commit(
+                    log.fingerprint,
+                    stop,
+                    keys[done:stop],
+                    run,
+                    gate.state().checked,
+                    gate.next_request,
+                )
                 done = stop
                 if progress:
                     progress(done, size)
             rows = store.rows(first, first + size)
     summary = _summary(rows, first, inputs, gate)
     result = ReplayResult(
-        rows, inputs.table.target_labels, inputs.table.value_labels, inputs.table.target_codes,
-        inputs.table.value_codes, summary, first, settings, resumed,
+        rows,
+        inputs.table.target_labels,
+        inputs.table.value_labels,
+        inputs.table.target_codes,
+        inputs.table.value_codes,
+        summary,
+        first,
+        settings,
+        resumed,
     )
     if decisions:
         write_decisions(result, decisions)
@@ -226,13 +249,15 @@ def _summary(rows: dict, first: int, inputs: Inputs, gate: Gate) -> list[TargetS
     out = []
     for y, label in enumerate(labels):
         mine = target == y
-        out.append(TargetSummary(
-            target=label,
-            requested=int((mine & own & (decision != UNKNOWN)).sum()),
-            released_at_once=int((mine & (decision == RELEASED)).sum()),
-            released_from_queue=int((mine & from_queue).sum()),
-            still_queued=int(still[y]),
-        ))
+        out.append(
+            TargetSummary(
+                target=label,
+                requested=int((mine & own & (decision != UNKNOWN)).sum()),
+                released_at_once=int((mine & (decision == RELEASED)).sum()),
+                released_from_queue=int((mine & from_queue).sum()),
+                still_queued=int(still[y]),
+            )
+        )
     return out
 
 
@@ -259,18 +284,20 @@ def write_decisions(result: ReplayResult, path: str) -> None:
     keys = rows["key"]
     if not isinstance(keys, pa.Array):
         keys = pa.array(list(keys), type=pa.string())
-    table = pa.table({
-        "request": pa.array(rows["request"], type=pa.int64()),
-        "key": keys,
-        "target": target_labels.take(pa.array(target)),
-        "value": value_labels.take(pa.array(value)),
-        "decision": pa.array(DECISION_NAMES, type=pa.string()).take(
-            pa.array(rows["decision"].astype(np.int64))
-        ),
-        "released_at": released_at,
-        "statistic": _text_numbers(rows["statistic"]),
-        "critical": _text_numbers(rows["critical"]),
-    })
+    table = pa.table(
+        {
+            "request": pa.array(rows["request"], type=pa.int64()),
+            "key": keys,
+            "target": target_labels.take(pa.array(target)),
+            "value": value_labels.take(pa.array(value)),
+            "decision": pa.array(DECISION_NAMES, type=pa.string()).take(
+                pa.array(rows["decision"].astype(np.int64))
+            ),
+            "released_at": released_at,
+            "statistic": _text_numbers(rows["statistic"]),
+            "critical": _text_numbers(rows["critical"]),
+        }
+    )
     text = [table.column(c) for c in ("key", "target", "value")]
     special = any(pc.any(pc.match_substring_regex(c, r'[",\r\n]')).as_py() for c in text)
     with atomic_path(path) as tmp:

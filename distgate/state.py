@@ -89,8 +89,12 @@ class StateStore:
                 self.db.execute("BEGIN")
                 self.db.executemany(
                     "INSERT INTO meta VALUES (?, ?)",
-                    [("version", VERSION), ("settings", wanted), ("next_request", "0"),
-                     ("checked", "null")],
+                    [
+                        ("version", VERSION),
+                        ("settings", wanted),
+                        ("next_request", "0"),
+                        ("checked", "null"),
+                    ],
                 )
             return
         old = json.loads(stored)
@@ -171,8 +175,15 @@ class StateStore:
         }
 
     # ------------------------------------------------------------------ writing
-    def commit(self, fingerprint: str, done: int, keys: list[str], run: GateRun,
-               checked: np.ndarray, next_request: int) -> None:
+    def commit(
+        self,
+        fingerprint: str,
+        done: int,
+        keys: list[str],
+        run: GateRun,
+        checked: np.ndarray,
+        next_request: int,
+    ) -> None:
         """Record one batch of decisions and the gate's changes in one transaction."""
         db = self.db
         own = run.released_at >= 0
@@ -181,24 +192,29 @@ class StateStore:
             db.executemany(
                 "INSERT INTO requests VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 zip(
-                    run.request.tolist(), keys, run.record.tolist(), run.decision.tolist(),
-                    run.released_at.tolist(), _nullable(run.statistic), _nullable(run.critical),
-                    run.released_total.tolist(), strict=True,
+                    run.request.tolist(),
+                    keys,
+                    run.record.tolist(),
+                    run.decision.tolist(),
+                    run.released_at.tolist(),
+                    _nullable(run.statistic),
+                    _nullable(run.critical),
+                    run.released_total.tolist(),
+                    strict=True,
                 ),
             )
             db.executemany(
                 "INSERT INTO released VALUES (?, ?)",
                 zip(run.record[own].tolist(), run.released_at[own].tolist(), strict=True),
             )
-            earlier = list(zip(run.earlier_released_at.tolist(), run.earlier_request.tolist(),
-                               strict=True))
+            earlier = list(
+                zip(run.earlier_released_at.tolist(), run.earlier_request.tolist(), strict=True)
+            )
             db.executemany(
                 "INSERT INTO released SELECT record, ? FROM queue WHERE request = ?", earlier
             )
             db.executemany("DELETE FROM queue WHERE request = ?", [(r,) for _, r in earlier])
-            db.executemany(
-                "UPDATE requests SET released_at = ? WHERE request = ?", earlier
-            )
+            db.executemany("UPDATE requests SET released_at = ? WHERE request = ?", earlier)
             waiting = run.enqueued & ~own & (run.decision == QUEUED)
             db.executemany(
                 "INSERT INTO queue VALUES (?, ?)",

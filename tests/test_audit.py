@@ -22,20 +22,24 @@ from distgate.audit import (
 )
 
 # SPEC section 7, written once and shared by the tests.
-SPEC_COUNTS = np.array([
-    [13, 1, 14, 0, 1],
-    [2, 0, 2, 1, 0],
-    [0, 3, 0, 0, 1],
-    [1, 0, 2, 2, 0],
-])
+SPEC_COUNTS = np.array(
+    [
+        [13, 1, 14, 0, 1],
+        [2, 0, 2, 1, 0],
+        [0, 3, 0, 0, 1],
+        [1, 0, 2, 2, 0],
+    ]
+)
 SPEC_ROWS = ["P1", "P2", "P3", "P4"]
 SPEC_COLUMNS = ["T1", "T2", "T3", "T4", "T5"]
-SPEC_UPPER = np.array([
-    [16, 4, 18, 3, 2],
-    [5, 4, 5, 3, 2],
-    [4, 4, 4, 3, 2],
-    [5, 4, 5, 3, 2],
-])
+SPEC_UPPER = np.array(
+    [
+        [16, 4, 18, 3, 2],
+        [5, 4, 5, 3, 2],
+        [4, 4, 4, 3, 2],
+        [5, 4, 5, 3, 2],
+    ]
+)
 SPEC_LOWER = np.zeros((4, 5), dtype=int)
 SPEC_LOWER[0, 0] = 2
 SPEC_LOWER[0, 2] = 4
@@ -119,16 +123,25 @@ def test_spec_example_flags_with_tau_5():
     assert not result.flags[:, :, DISCLOSURE_TYPES.index("upward")].any()
     assert result.cell_disclosures(0, 0) == ["existence"]
     assert result.cell_disclosures(2, 1) == ["downward", "approximation"]
-    assert result.type_counts() == {"existence": 2, "upward": 0, "downward": 14,
-                                    "approximation": 14}
+    assert result.type_counts() == {
+        "existence": 2,
+        "upward": 0,
+        "downward": 14,
+        "approximation": 14,
+    }
 
 
 def test_to_dict_has_the_spec_shape():
     document = audit(SPEC_COUNTS, tau=5, rows=SPEC_ROWS, columns=SPEC_COLUMNS).to_dict()
     assert document["tau"] == 5 and document["safe"] is False
     assert document["cells"][0] == {
-        "row": "P1", "column": "T1", "value": 13, "released": False,
-        "lower": 2, "upper": 16, "disclosures": ["existence"],
+        "row": "P1",
+        "column": "T1",
+        "value": 13,
+        "released": False,
+        "lower": 2,
+        "upper": 16,
+        "disclosures": ["existence"],
     }
     assert len(document["cells"]) == 20
 
@@ -201,10 +214,10 @@ def test_lp_bounds_equal_brute_force_with_published_cells():
     st.integers(2, 3).flatmap(
         lambda m: st.integers(2, 3).flatmap(
             lambda n: st.tuples(
-                st.lists(st.lists(st.integers(0, 4), min_size=n, max_size=n),
-                         min_size=m, max_size=m),
-                st.lists(st.lists(st.booleans(), min_size=n, max_size=n),
-                         min_size=m, max_size=m),
+                st.lists(
+                    st.lists(st.integers(0, 4), min_size=n, max_size=n), min_size=m, max_size=m
+                ),
+                st.lists(st.lists(st.booleans(), min_size=n, max_size=n), min_size=m, max_size=m),
             )
         )
     )
@@ -271,8 +284,13 @@ def test_merge_table_sums_cells_and_publishes_only_fully_published_groups():
 
 
 def test_spec_example_fix_merges_p2_p3_and_columns_minimally():
-    result = audit(SPEC_COUNTS, tau=5, types=("downward", "approximation"),
-                   rows=SPEC_ROWS, columns=SPEC_COLUMNS)
+    result = audit(
+        SPEC_COUNTS,
+        tau=5,
+        types=("downward", "approximation"),
+        rows=SPEC_ROWS,
+        columns=SPEC_COLUMNS,
+    )
     plan = merge_plan(result)
     assert plan.safe_after and plan.minimal and plan.search == "exhaustive"
     assert plan.merges == 3
@@ -338,8 +356,7 @@ def test_fix_plans_leave_no_disclosure_and_are_minimal(seed):
                 if _brute_safe(merged, published, tau, types):
                     safe_by_merges[k] = True
         if plan.safe_after:
-            merged, published = merge_table(counts, released, plan.row_groups,
-                                            plan.column_groups)
+            merged, published = merge_table(counts, released, plan.row_groups, plan.column_groups)
             assert _brute_safe(merged, published, tau, types)
             assert plan.merges == min(safe_by_merges)
         else:
@@ -360,8 +377,7 @@ def test_greedy_plan_is_verified_safe_and_says_it_is_not_proven():
         assert exhaustive.search == "exhaustive" and exhaustive.minimal
         if plan.safe_after:
             assert plan.merges >= exhaustive.merges
-            merged, published = merge_table(counts, released, plan.row_groups,
-                                            plan.column_groups)
+            merged, published = merge_table(counts, released, plan.row_groups, plan.column_groups)
             lower, upper = cell_bounds(merged, published, method="lp")
             assert not disclosure_flags(lower, upper, published, 5, types).any()
             checked += 1

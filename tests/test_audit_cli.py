@@ -58,8 +58,13 @@ def test_spec_example_json_figures_and_exit_1():
             assert ("downward" in cell["disclosures"]) == small
             assert ("approximation" in cell["disclosures"]) == small
     assert cells[("P1", "T1")] == {
-        "row": "P1", "column": "T1", "value": 13, "released": False,
-        "lower": 2, "upper": 16, "disclosures": ["existence"],
+        "row": "P1",
+        "column": "T1",
+        "value": 13,
+        "released": False,
+        "lower": 2,
+        "upper": 16,
+        "disclosures": ["existence"],
     }
     assert "plan" not in document
 
@@ -96,14 +101,21 @@ def test_published_mask_tightens_bounds(tmp_path):
 
 
 def test_long_counts_and_long_mask(tmp_path):
-    counts = write(tmp_path, "long.csv",
-                   "x,y,count\n" + "".join(
-                       f"{r},{c},{v}\n"
-                       for r, row in zip(["P1", "P2", "P3", "P4"],
-                                         [[13, 1, 14, 0, 1], [2, 0, 2, 1, 0],
-                                          [0, 3, 0, 0, 1], [1, 0, 2, 2, 0]], strict=True)
-                       for c, v in zip(["T1", "T2", "T3", "T4", "T5"], row, strict=True)
-                       if v))
+    counts = write(
+        tmp_path,
+        "long.csv",
+        "x,y,count\n"
+        + "".join(
+            f"{r},{c},{v}\n"
+            for r, row in zip(
+                ["P1", "P2", "P3", "P4"],
+                [[13, 1, 14, 0, 1], [2, 0, 2, 1, 0], [0, 3, 0, 0, 1], [1, 0, 2, 2, 0]],
+                strict=True,
+            )
+            for c, v in zip(["T1", "T2", "T3", "T4", "T5"], row, strict=True)
+            if v
+        ),
+    )
     wide = json.loads(run(str(SAMPLE), "--tau", "5", "--json").stdout)
     long = json.loads(run(counts, "--tau", "5", "--json").stdout)
     assert cells_by_position(long) == cells_by_position(wide)
@@ -115,12 +127,15 @@ def test_long_counts_and_long_mask(tmp_path):
 
 def test_record_table_is_counted_first(tmp_path):
     lines = ["age,site"]
-    for (row, column), n in {("a1", "L1"): 3, ("a1", "L2"): 1, ("a2", "L1"): 1,
-                             ("a2", "L2"): 4}.items():
+    for (row, column), n in {
+        ("a1", "L1"): 3,
+        ("a1", "L2"): 1,
+        ("a2", "L1"): 1,
+        ("a2", "L2"): 4,
+    }.items():
         lines += [f"{row},{column}"] * n
     records = write(tmp_path, "records.csv", "\n".join(lines) + "\n")
-    document = json.loads(run(records, "-x", "age", "-y", "site", "--tau", "2",
-                              "--json").stdout)
+    document = json.loads(run(records, "-x", "age", "-y", "site", "--tau", "2", "--json").stdout)
     cells = cells_by_position(document)
     assert cells[("a1", "L1")]["value"] == 3
     assert cells[("a2", "L2")]["value"] == 4
@@ -128,8 +143,7 @@ def test_record_table_is_counted_first(tmp_path):
 
 
 def test_fix_json_plan_and_table_output():
-    result = run(str(SAMPLE), "--tau", "5", "--types", "downward,approximation", "--fix",
-                 "--json")
+    result = run(str(SAMPLE), "--tau", "5", "--types", "downward,approximation", "--fix", "--json")
     assert result.exit_code == 1  # the table as given still discloses
     plan = json.loads(result.stdout)["plan"]
     assert plan["merge_rows"] == [["P2", "P3"]]
@@ -141,8 +155,18 @@ def test_fix_json_plan_and_table_output():
 
 
 def test_fix_unordered_rows_may_merge_distant_rows():
-    result = run(str(SAMPLE), "--tau", "5", "--types", "downward", "--fix", "--unordered-rows",
-                 "--merge", "rows", "--json")
+    result = run(
+        str(SAMPLE),
+        "--tau",
+        "5",
+        "--types",
+        "downward",
+        "--fix",
+        "--unordered-rows",
+        "--merge",
+        "rows",
+        "--json",
+    )
     plan = json.loads(result.stdout)["plan"]
     assert plan["merge_columns"] == []
     # Columns T2, T4, T5 have totals below 5 and cannot be helped by row merges.
@@ -150,11 +174,30 @@ def test_fix_unordered_rows_may_merge_distant_rows():
 
 
 def test_greedy_plan_is_labelled_as_heuristic():
-    result = run(str(SAMPLE), "--tau", "5", "--types", "downward,approximation", "--fix",
-                 "--search-budget", "0")
+    result = run(
+        str(SAMPLE),
+        "--tau",
+        "5",
+        "--types",
+        "downward,approximation",
+        "--fix",
+        "--search-budget",
+        "0",
+    )
     assert "not proven" in result.stdout
-    document = json.loads(run(str(SAMPLE), "--tau", "5", "--types", "downward,approximation",
-                              "--fix", "--search-budget", "0", "--json").stdout)
+    document = json.loads(
+        run(
+            str(SAMPLE),
+            "--tau",
+            "5",
+            "--types",
+            "downward,approximation",
+            "--fix",
+            "--search-budget",
+            "0",
+            "--json",
+        ).stdout
+    )
     assert document["plan"]["minimal"] is False and document["plan"]["search"] == "greedy"
     assert document["plan"]["safe_after"] is True
 
@@ -187,8 +230,15 @@ def assert_bad_input(result, *fragments: str) -> None:
         ("x,A,B\n", ["no records"]),
         ("x,y,count\nu,A,1\nu,A,2\n", ["twice"]),
     ],
-    ids=["negative", "non-integer", "non-numeric", "ragged", "duplicate-row", "header-only",
-         "duplicate-long-cell"],
+    ids=[
+        "negative",
+        "non-integer",
+        "non-numeric",
+        "ragged",
+        "duplicate-row",
+        "header-only",
+        "duplicate-long-cell",
+    ],
 )
 def test_bad_counts_exit_2(tmp_path, text, fragments):
     path = write(tmp_path, "bad.csv", text)
@@ -197,19 +247,29 @@ def test_bad_counts_exit_2(tmp_path, text, fragments):
 
 def test_mask_of_another_shape_exits_2(tmp_path):
     mask = write(tmp_path, "mask.csv", "age,T1,T2\nP1,1,0\nP2,0,0\n")
-    assert_bad_input(run(str(SAMPLE), "--released", mask), "mask.csv", "2 rows and 2 columns",
-                     "4 rows and 5 columns")
+    assert_bad_input(
+        run(str(SAMPLE), "--released", mask),
+        "mask.csv",
+        "2 rows and 2 columns",
+        "4 rows and 5 columns",
+    )
 
 
 def test_mask_with_values_other_than_0_1_exits_2(tmp_path):
-    mask = write(tmp_path, "mask.csv",
-                 "age,T1,T2,T3,T4,T5\nP1,1,0,0,0,0\nP2,0,2,0,0,0\nP3,0,0,0,0,0\nP4,0,0,0,0,0\n")
+    mask = write(
+        tmp_path,
+        "mask.csv",
+        "age,T1,T2,T3,T4,T5\nP1,1,0,0,0,0\nP2,0,2,0,0,0\nP3,0,0,0,0,0\nP4,0,0,0,0,0\n",
+    )
     assert_bad_input(run(str(SAMPLE), "--released", mask), "line 3", "'T2'", "0 (not published)")
 
 
 def test_mask_with_unknown_row_exits_2(tmp_path):
-    mask = write(tmp_path, "mask.csv",
-                 "age,T1,T2,T3,T4,T5\nP1,1,0,0,0,0\nP2,0,0,0,0,0\nP3,0,0,0,0,0\nP9,0,0,0,0,0\n")
+    mask = write(
+        tmp_path,
+        "mask.csv",
+        "age,T1,T2,T3,T4,T5\nP1,1,0,0,0,0\nP2,0,0,0,0,0\nP3,0,0,0,0,0\nP9,0,0,0,0,0\n",
+    )
     assert_bad_input(run(str(SAMPLE), "--released", mask), "row 'P9'")
 
 

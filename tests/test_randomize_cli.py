@@ -12,10 +12,18 @@ from typer.testing import CliRunner
 from distgate.cli import app
 
 ROWS = [
-    ("F", "20-39", "flu"), ("F", "20-39", "flu"), ("F", "20-39", "cold"),
-    ("M", "20-39", "flu"), ("M", "20-39", "cold"), ("M", "20-39", "cold"),
-    ("F", "60+", "cancer"), ("F", "60+", "flu"), ("M", "60+", "cancer"),
-    ("M", "60+", "cold"), ("M", "60+", "cancer"), ("F", "60+", "cold"),
+    ("F", "20-39", "flu"),
+    ("F", "20-39", "flu"),
+    ("F", "20-39", "cold"),
+    ("M", "20-39", "flu"),
+    ("M", "20-39", "cold"),
+    ("M", "20-39", "cold"),
+    ("F", "60+", "cancer"),
+    ("F", "60+", "flu"),
+    ("M", "60+", "cancer"),
+    ("M", "60+", "cold"),
+    ("M", "60+", "cancer"),
+    ("F", "60+", "cold"),
 ] * 5
 
 
@@ -41,8 +49,20 @@ def read(path):
 
 def test_randomize_writes_every_row_and_column_and_reports_json(table, tmp_path):
     out = tmp_path / "out.csv"
-    result = run(table, "--qi", "gender,age", "--sensitive", "disease", "--l", 2,
-                 "-o", out, "--json", "--seed", 3)
+    result = run(
+        table,
+        "--qi",
+        "gender,age",
+        "--sensitive",
+        "disease",
+        "--l",
+        2,
+        "-o",
+        out,
+        "--json",
+        "--seed",
+        3,
+    )
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     assert set(document) >= {"p", "tau", "feasible", "max_risk", "expected_error", "utility"}
@@ -56,15 +76,39 @@ def test_randomize_writes_every_row_and_column_and_reports_json(table, tmp_path)
     assert [r[0] for r in released] == [r[0] for r in original]
     assert [r[4] for r in released] == [r[4] for r in original]
     again = tmp_path / "again.csv"
-    run(table, "--qi", "gender,age", "--sensitive", "disease", "--l", 2, "-o", again,
-        "--json", "--seed", 3)
+    run(
+        table,
+        "--qi",
+        "gender,age",
+        "--sensitive",
+        "disease",
+        "--l",
+        2,
+        "-o",
+        again,
+        "--json",
+        "--seed",
+        3,
+    )
     assert read(again) == released
 
 
 def test_fixed_p_randomizes_only_the_sensitive_side(table, tmp_path):
     out = tmp_path / "out.csv"
-    result = run(table, "--qi", "gender,age", "--sensitive", "disease",
-                 "--randomize", "sensitive", "--p", "disease=0.5", "-o", out, "--json")
+    result = run(
+        table,
+        "--qi",
+        "gender,age",
+        "--sensitive",
+        "disease",
+        "--randomize",
+        "sensitive",
+        "--p",
+        "disease=0.5",
+        "-o",
+        out,
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     assert document["p"] == {"disease": 0.5} and document["tau"] is None
@@ -75,8 +119,18 @@ def test_fixed_p_randomizes_only_the_sensitive_side(table, tmp_path):
 
 
 def test_csv_goes_to_stdout_without_output_file(table):
-    result = run(table, "--qi", "gender", "--sensitive", "disease", "--p", "gender=0.9",
-                 "--p", "disease=0.8", "--quiet")
+    result = run(
+        table,
+        "--qi",
+        "gender",
+        "--sensitive",
+        "disease",
+        "--p",
+        "gender=0.9",
+        "--p",
+        "disease=0.8",
+        "--quiet",
+    )
     assert result.exit_code == 0
     assert result.stdout.splitlines()[0] == "id,gender,age,disease,note"
     assert len(result.stdout.splitlines()) == len(ROWS) + 1
@@ -84,26 +138,77 @@ def test_csv_goes_to_stdout_without_output_file(table):
 
 def test_unreachable_tau_exits_1_with_the_floor_and_writes_nothing(table, tmp_path):
     out = tmp_path / "out.csv"
-    result = run(table, "--qi", "gender,age", "--sensitive", "disease",
-                 "--randomize", "sensitive", "--tau", 0.05, "-o", out)
+    result = run(
+        table,
+        "--qi",
+        "gender,age",
+        "--sensitive",
+        "disease",
+        "--randomize",
+        "sensitive",
+        "--tau",
+        0.05,
+        "-o",
+        out,
+    )
     assert result.exit_code == 1
     # The floor for S only is the largest (π(α,u)/π(α))^2: (2/3)^2 for flu among F 20-39.
     text = " ".join(result.stdout.split())
     assert "out of reach" in text and "0.444444" in text
     assert not out.exists()
-    document = json.loads(run(table, "--qi", "gender,age", "--sensitive", "disease",
-                              "--randomize", "sensitive", "--tau", 0.05, "--json").stdout)
+    document = json.loads(
+        run(
+            table,
+            "--qi",
+            "gender,age",
+            "--sensitive",
+            "disease",
+            "--randomize",
+            "sensitive",
+            "--tau",
+            0.05,
+            "--json",
+        ).stdout
+    )
     assert document["feasible"] is False and document["floor"] == pytest.approx(4 / 9)
 
 
 def test_reconstruct_mode_estimates_the_joint_distribution(table, tmp_path):
     released = tmp_path / "released.csv"
-    run(table, "--qi", "gender,age", "--sensitive", "disease", "--p", "gender=0.9",
-        "--p", "age=0.9", "--p", "disease=0.9", "-o", released, "--json")
+    run(
+        table,
+        "--qi",
+        "gender,age",
+        "--sensitive",
+        "disease",
+        "--p",
+        "gender=0.9",
+        "--p",
+        "age=0.9",
+        "--p",
+        "disease=0.9",
+        "-o",
+        released,
+        "--json",
+    )
     out = tmp_path / "estimate.csv"
-    result = run(released, "--reconstruct", "--qi", "gender,age", "--sensitive", "disease",
-                 "--p", "gender=0.9", "--p", "age=0.9", "--p", "disease=0.9", "-o", out,
-                 "--json")
+    result = run(
+        released,
+        "--reconstruct",
+        "--qi",
+        "gender,age",
+        "--sensitive",
+        "disease",
+        "--p",
+        "gender=0.9",
+        "--p",
+        "age=0.9",
+        "--p",
+        "disease=0.9",
+        "-o",
+        out,
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     rows = read(out)
     assert rows[0] == ["gender", "age", "disease", "probability"]
@@ -116,10 +221,14 @@ def test_reconstruct_mode_estimates_the_joint_distribution(table, tmp_path):
     [
         (["--qi", "gender,height", "--sensitive", "disease", "--l", 2], "no column 'height'"),
         (["--qi", "gender,age", "--sensitive", "note", "--l", 2], "only one value"),
-        (["--qi", "gender", "--sensitive", "disease", "--p", "gender=0.4",
-          "--p", "disease=0.9"], "(1/2, 1]"),
-        (["--qi", "gender", "--sensitive", "disease", "--p", "gender=1.2",
-          "--p", "disease=0.9"], "(1/2, 1]"),
+        (
+            ["--qi", "gender", "--sensitive", "disease", "--p", "gender=0.4", "--p", "disease=0.9"],
+            "(1/2, 1]",
+        ),
+        (
+            ["--qi", "gender", "--sensitive", "disease", "--p", "gender=1.2", "--p", "disease=0.9"],
+            "(1/2, 1]",
+        ),
         (["--qi", "gender", "--sensitive", "disease", "--l", 0.5], "at least 1"),
         (["--qi", "gender", "--sensitive", "disease", "--tau", 0], "tau must be in (0, 1]"),
         (["--qi", "gender", "--sensitive", "disease"], "Give --tau, --l or --p"),

@@ -16,8 +16,16 @@ from distgate.cli import app
 from tests.conftest import REPO, SAMPLE
 
 runner = CliRunner()
-TABLE_FLAGS = ["-x", "age", "-y", "location", "--id", "id",
-               "--bins", "age=18,20,25,30,35,40,45,50,55"]
+TABLE_FLAGS = [
+    "-x",
+    "age",
+    "-y",
+    "location",
+    "--id",
+    "id",
+    "--bins",
+    "age=18,20,25,30,35,40,45,50,55",
+]
 
 
 def replay(*args):
@@ -42,8 +50,16 @@ def test_decisions_file_lists_every_request_with_its_decision(tmp_path, small_lo
     result = replay(str(SAMPLE / "soldiers.csv"), small_log, "-o", str(out), "--json")
     assert result.exit_code == 0, result.output
     rows = read(out)
-    assert list(rows[0]) == ["request", "key", "target", "value", "decision", "released_at",
-                             "statistic", "critical"]
+    assert list(rows[0]) == [
+        "request",
+        "key",
+        "target",
+        "value",
+        "decision",
+        "released_at",
+        "statistic",
+        "critical",
+    ]
     assert len(rows) == 1500
     assert [r["request"] for r in rows[:3]] == ["0", "1", "2"]
     assert rows[0]["key"] == "S05173" and rows[0]["target"] == "L1"
@@ -72,8 +88,13 @@ def test_final_release_is_safe_by_assess(tmp_path, small_log):
     from distgate.replay import ReplaySettings
     from distgate.replay import replay as run_replay
 
-    options = TableOptions(str(SAMPLE / "soldiers.csv"), ("age",), ("location",), "id",
-                           (("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),))
+    options = TableOptions(
+        str(SAMPLE / "soldiers.csv"),
+        ("age",),
+        ("location",),
+        "id",
+        (("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),),
+    )
     inputs = load_inputs(options, need_keys=True)
     for metrics in (["kld"], ["mis", "cst"], ["dqt", "kld"]):
         settings = ReplaySettings(metrics=metrics, alpha=0.05, critical="asymptotic")
@@ -90,8 +111,18 @@ def test_final_release_is_safe_by_assess(tmp_path, small_log):
 def test_no_queue_denies_and_two_identical_replays_write_identical_files(tmp_path, small_log):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     for out in (a, b):
-        assert replay(str(SAMPLE / "soldiers.csv"), small_log, "-o", str(out),
-                      "--no-queue", "-m", "kld,cst").exit_code == 0
+        assert (
+            replay(
+                str(SAMPLE / "soldiers.csv"),
+                small_log,
+                "-o",
+                str(out),
+                "--no-queue",
+                "-m",
+                "kld,cst",
+            ).exit_code
+            == 0
+        )
     assert a.read_bytes() == b.read_bytes()
     decisions = {r["decision"] for r in read(a)}
     assert "denied" in decisions and "queued" not in decisions
@@ -120,9 +151,11 @@ def test_two_halves_through_the_state_equal_one_go(tmp_path, write_csv):
         if int(r["request"]) < 1000:
             assert r == one_go[r["request"]]
             assert 1000 <= int(r["released_at"]) < 2000
-    expected_earlier = [r for r in one_go.values()
-                        if int(r["request"]) < 1000 and r["released_at"]
-                        and int(r["released_at"]) >= 1000]
+    expected_earlier = [
+        r
+        for r in one_go.values()
+        if int(r["request"]) < 1000 and r["released_at"] and int(r["released_at"]) >= 1000
+    ]
     assert len(halves) - len(own) == len(expected_earlier) > 0
 
 
@@ -131,8 +164,11 @@ def test_state_refuses_other_options_and_resumes_a_finished_log(tmp_path, small_
     state = str(tmp_path / "s.db")
     out = tmp_path / "a.csv"
     assert replay(table, small_log, "--state", state, "-o", str(out)).exit_code == 0
-    for flags, word in ((["--alpha", "0.1"], "alpha"), (["-m", "mis"], "metric"),
-                        (["--no-queue"], "queue")):
+    for flags, word in (
+        (["--alpha", "0.1"], "alpha"),
+        (["-m", "mis"], "metric"),
+        (["--no-queue"], "queue"),
+    ):
         result = replay(table, small_log, "--state", state, *flags)
         assert result.exit_code == 2
         assert word in result.stderr and "Traceback" not in result.output
@@ -143,8 +179,9 @@ def test_state_refuses_other_options_and_resumes_a_finished_log(tmp_path, small_
 
 
 def test_unknown_keys_are_listed_or_skipped(tmp_path, write_csv):
-    log = write_csv("log.csv", [["id"], ["S00001"], ["nobody"], ["S00002"], *[[f"x{i}"] for i in
-                                                                         range(7)]])
+    log = write_csv(
+        "log.csv", [["id"], ["S00001"], ["nobody"], ["S00002"], *[[f"x{i}"] for i in range(7)]]
+    )
     table = str(SAMPLE / "soldiers.csv")
     result = replay(table, log)
     assert result.exit_code == 2
@@ -200,26 +237,47 @@ def test_a_killed_replay_resumes_to_the_state_of_an_uninterrupted_run(tmp_path):
     places = rng.choice(["A", "B", "C", "D"], n, p=[0.4, 0.3, 0.2, 0.1])
     places[(ages > 45) & (rng.random(n) < 0.6)] = "D"
     table = tmp_path / "t.csv"
-    table.write_text("id,age,location\n" + "".join(
-        f"r{i},{a},{p}\n" for i, (a, p) in enumerate(zip(ages, places, strict=True))))
+    table.write_text(
+        "id,age,location\n"
+        + "".join(f"r{i},{a},{p}\n" for i, (a, p) in enumerate(zip(ages, places, strict=True)))
+    )
     requests = rng.integers(0, n, 60_000)
     log = tmp_path / "log.csv"
     log.write_text("id\n" + "".join(f"r{i}\n" for i in requests))
-    flags = ["-x", "age", "-y", "location", "--id", "id", "--bins", "age=20,30,40,50",
-             "-m", "kld,dleak", "--threshold", "0.3", "--critical", "asymptotic", "-q"]
+    flags = [
+        "-x",
+        "age",
+        "-y",
+        "location",
+        "--id",
+        "id",
+        "--bins",
+        "age=20,30,40,50",
+        "-m",
+        "kld,dleak",
+        "--threshold",
+        "0.3",
+        "--critical",
+        "asymptotic",
+        "-q",
+    ]
     command = [sys.executable, "-m", "distgate", "replay", str(table), str(log), *flags]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     straight = subprocess.run(
         [*command, "--state", str(tmp_path / "a.db"), "-o", str(tmp_path / "a.csv")],
-        env=env, capture_output=True, timeout=300,
+        env=env,
+        capture_output=True,
+        timeout=300,
     )
     assert straight.returncode == 0, straight.stderr
     killed_state = tmp_path / "b.db"
     kills = 0
     for delay in (2.5, 1.5):
         process = subprocess.Popen(
-            [*command, "--state", str(killed_state), "-o", str(tmp_path / "b.csv")], env=env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [*command, "--state", str(killed_state), "-o", str(tmp_path / "b.csv")],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         time.sleep(delay)
         if process.poll() is None:
@@ -229,7 +287,9 @@ def test_a_killed_replay_resumes_to_the_state_of_an_uninterrupted_run(tmp_path):
     assert kills >= 1
     resumed = subprocess.run(
         [*command, "--state", str(killed_state), "-o", str(tmp_path / "b.csv")],
-        env=env, capture_output=True, timeout=300,
+        env=env,
+        capture_output=True,
+        timeout=300,
     )
     assert resumed.returncode == 0, resumed.stderr
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
@@ -237,8 +297,10 @@ def test_a_killed_replay_resumes_to_the_state_of_an_uninterrupted_run(tmp_path):
 
     def dump(path):
         db = sqlite3.connect(path)
-        tables = {name: db.execute(f"SELECT * FROM {name} ORDER BY 1").fetchall()
-                  for name in ("requests", "released", "queue", "logs")}
+        tables = {
+            name: db.execute(f"SELECT * FROM {name} ORDER BY 1").fetchall()
+            for name in ("requests", "released", "queue", "logs")
+        }
         db.close()
         return tables
 

@@ -154,9 +154,7 @@ def read_counts(source: str | os.PathLike, what: str = "counts file") -> Counts:
     return _read_grid(source, what, mask=False)
 
 
-def read_mask(
-    source: str | os.PathLike, like: Counts, what: str = "mask file"
-) -> np.ndarray:
+def read_mask(source: str | os.PathLike, like: Counts, what: str = "mask file") -> np.ndarray:
     """The published cells (True = published) of ``like``, read from a wide or long file.
 
     A wide mask must have the same rows and columns as the counts (in any order); a long
@@ -178,9 +176,7 @@ def read_mask(
             raise InputError(f"The {name} has the row '{label}', which the counts do not have.")
     for label in mask.columns:
         if label not in col_index:
-            raise InputError(
-                f"The {name} has the column '{label}', which the counts do not have."
-            )
+            raise InputError(f"The {name} has the column '{label}', which the counts do not have.")
     published = np.zeros(like.counts.shape, dtype=bool)
     r = [row_index[label] for label in mask.rows]
     c = [col_index[label] for label in mask.columns]

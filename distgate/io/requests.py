@@ -53,8 +53,12 @@ def read_requests(source: str | os.PathLike, key_column: str = "id") -> RequestL
 
 
 def map_keys(
-    log: RequestLog, table_keys: np.ndarray | None, table_size: int, table_name: str,
-    *, skip_unknown: bool = False,
+    log: RequestLog,
+    table_keys: np.ndarray | None,
+    table_size: int,
+    table_name: str,
+    *,
+    skip_unknown: bool = False,
 ) -> np.ndarray:
     """Record position of every request (-1 for a key the table does not have, allowed
     only with ``skip_unknown``; otherwise an InputError lists the unknown keys)."""

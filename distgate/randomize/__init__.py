@@ -345,10 +345,20 @@ def randomize_table(
         ps = all_ps([1.0 / d for d in free_dims])
         risk = risk_array(pi, ps[:-1], ps[-1])
         return RandomizeResult(
-            sensitive=sensitive, qi=qi, randomize=randomize, records=n,
-            p={a: fixed.get(a) for a in randomized}, calibrated=calibrated, tau=tau,
-            feasible=False, max_risk=floor, floor=floor, expected_error=None, utility=None,
-            risk=_risk_rows(counts, risk, qi, sensitive, categories), seed=seed,
+            sensitive=sensitive,
+            qi=qi,
+            randomize=randomize,
+            records=n,
+            p={a: fixed.get(a) for a in randomized},
+            calibrated=calibrated,
+            tau=tau,
+            feasible=False,
+            max_risk=floor,
+            floor=floor,
+            expected_error=None,
+            utility=None,
+            risk=_risk_rows(counts, risk, qi, sensitive, categories),
+            seed=seed,
         )
 
     ps = all_ps(chosen)
@@ -373,14 +383,23 @@ def randomize_table(
                 continue
             labels = pa.array(encoded[attribute][0], pa.string())
             position = table.column_names.index(attribute)
-            released = released.set_column(
-                position, attribute, pc.take(labels, pa.array(code))
-            )
+            released = released.set_column(position, attribute, pc.take(labels, pa.array(code)))
     return RandomizeResult(
-        sensitive=sensitive, qi=qi, randomize=randomize, records=n,
-        p={a: ps[attributes.index(a)] for a in randomized}, calibrated=calibrated, tau=tau,
-        feasible=feasible, max_risk=worst, floor=floor, expected_error=error,
-        utility=utility, risk=rows, seed=seed, table=released,
+        sensitive=sensitive,
+        qi=qi,
+        randomize=randomize,
+        records=n,
+        p={a: ps[attributes.index(a)] for a in randomized},
+        calibrated=calibrated,
+        tau=tau,
+        feasible=feasible,
+        max_risk=worst,
+        floor=floor,
+        expected_error=error,
+        utility=utility,
+        risk=rows,
+        seed=seed,
+        table=released,
     )
 
 
@@ -436,8 +455,12 @@ def reconstruct_table(
     risk = risk_array(estimate, ps[:-1], ps[-1])
     categories = [encoded[a][0] for a in attributes]
     return ReconstructResult(
-        attributes=attributes, categories=categories, p=dict(p), records=table.num_rows,
-        distribution=estimate, max_risk=float(risk.max()),
+        attributes=attributes,
+        categories=categories,
+        p=dict(p),
+        records=table.num_rows,
+        distribution=estimate,
+        max_risk=float(risk.max()),
         risk=_risk_rows(estimate * table.num_rows, risk, qi, sensitive, categories),
     )
 

@@ -62,9 +62,7 @@ def _factor(kind: str, d: int, p: float) -> tuple[float, float]:
     raise ValueError(kind)
 
 
-def apply_factors(
-    x: np.ndarray, ps: Sequence[float | None], kind: str = "forward"
-) -> np.ndarray:
+def apply_factors(x: np.ndarray, ps: Sequence[float | None], kind: str = "forward") -> np.ndarray:
     """Apply ``M_1 ⊗ ... ⊗ M_s`` to the array ``x`` of shape (d_1, ..., d_s), factor by
     factor, where M_i is P_i (``forward``), P_i^-1 (``inverse``) or P_i∘P_i (``square``)
     for retention probability ``ps[i]``; a factor with p None or 1 is the identity.
@@ -123,9 +121,7 @@ def expected_error(dims: Sequence[int], ps: Sequence[float | None], records: int
     return (product - 1.0) / records
 
 
-def randomize_codes(
-    codes: np.ndarray, d: int, p: float, rng: np.random.Generator
-) -> np.ndarray:
+def randomize_codes(codes: np.ndarray, d: int, p: float, rng: np.random.Generator) -> np.ndarray:
     """Randomize integer codes in [0, d): keep each with probability p, else replace it by
     one of the other d - 1 categories chosen uniformly."""
     n = codes.shape[0]

@@ -30,9 +30,7 @@ def _safe_inverse(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def risk_array(
-    pi: np.ndarray, qi_ps: Sequence[float | None], s_p: float | None
-) -> np.ndarray:
+def risk_array(pi: np.ndarray, qi_ps: Sequence[float | None], s_p: float | None) -> np.ndarray:
     """risk(α, u) for every cell of ``pi``, an array of shape (d_1, ..., d_k, d_s) holding
     the joint distribution over the QI domain (product of the QI categories) and the
     sensitive values. ``qi_ps`` gives the retention probability of each QI (None or 1 =

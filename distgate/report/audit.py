@@ -59,8 +59,11 @@ def disclosed_list(result: AuditResult, title: str) -> Table:
         if shown == LIST_MAX_CELLS:
             break
         table.add_row(
-            escape(result.rows[i]), escape(result.columns[j]), str(int(result.counts[i, j])),
-            str(int(result.lower[i, j])), str(int(result.upper[i, j])),
+            escape(result.rows[i]),
+            escape(result.columns[j]),
+            str(int(result.counts[i, j])),
+            str(int(result.lower[i, j])),
+            str(int(result.upper[i, j])),
             "[red]" + ", ".join(result.cell_disclosures(i, j)) + "[/red]",
         )
         shown += 1
@@ -101,8 +104,9 @@ def _plan_text(plan: MergePlan) -> str:
 def print_audit(result: AuditResult) -> None:
     """The audit on the terminal (stdout)."""
     out = console()
-    legend = ", ".join(f"{letter} {name}" for name, letter in LETTERS.items()
-                       if name in result.types)
+    legend = ", ".join(
+        f"{letter} {name}" for name, letter in LETTERS.items() if name in result.types
+    )
     _show_cells(out, result, "Bounds: value [lower..upper]; " + legend + "; = published")
     _summary(out, result)
     if result.safe:

@@ -19,14 +19,24 @@ def print_summary(result: ReplayResult, decisions: str | None) -> None:
         f"{'queue' if s.queue else 'no queue'}, grace {s.grace}"
     )
     table = Table(title=title, title_justify="left")
-    for name, justify in [("target", "left"), ("requested", "right"),
-                          ("released at once", "right"), ("released from queue", "right"),
-                          ("still queued", "right"), ("% released", "right")]:
+    for name, justify in [
+        ("target", "left"),
+        ("requested", "right"),
+        ("released at once", "right"),
+        ("released from queue", "right"),
+        ("still queued", "right"),
+        ("% released", "right"),
+    ]:
         table.add_column(name, justify=justify)
     for row in result.summary:
-        table.add_row(row.target, str(row.requested), str(row.released_at_once),
-                      str(row.released_from_queue), str(row.still_queued),
-                      f"{row.percent_released:.1f}")
+        table.add_row(
+            row.target,
+            str(row.requested),
+            str(row.released_at_once),
+            str(row.released_from_queue),
+            str(row.still_queued),
+            f"{row.percent_released:.1f}",
+        )
     out.print(table)
     counts = result.counts()
     words = ", ".join(f"{n} {name}" for name, n in counts.items() if n)
@@ -58,14 +68,25 @@ def plot_evolution(result: ReplayResult, path: str) -> None:
     target = np.full(len(record), -1)
     target[known] = result.target_codes[record[known]]
     panels = [None] if metric in GLOBAL_METRICS else list(range(len(result.target_labels)))
-    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 2.2 * len(panels) + 0.8),
-                             sharex=True, squeeze=False)
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(8, 2.2 * len(panels) + 0.8), sharex=True, squeeze=False
+    )
     for ax, y in zip(axes[:, 0], panels, strict=True):
         mine = np.isfinite(stat) & (target == y if y is not None else known)
-        ax.scatter(x[mine & released], stat[mine & released], s=4, color="tab:green",
-                   label="statistic (released)")
-        ax.scatter(x[mine & ~released], stat[mine & ~released], s=4, color="tab:red",
-                   label="statistic (held back)")
+        ax.scatter(
+            x[mine & released],
+            stat[mine & released],
+            s=4,
+            color="tab:green",
+            label="statistic (released)",
+        )
+        ax.scatter(
+            x[mine & ~released],
+            stat[mine & ~released],
+            s=4,
+            color="tab:red",
+            label="statistic (held back)",
+        )
         ax.plot(x[mine], crit[mine], color="black", linewidth=0.8, label="critical value")
         ax.set_xscale("log")
         ax.set_ylabel(result.target_labels[y] if y is not None else metric)
