@@ -58,25 +58,39 @@ def test_absent_target_is_nan_and_safe():
         assert evaluate(name, counts, 0.2, critical).target_safe[1]
 
 
-def test_kld_with_one_distinct_value_is_not_applicable():
+def test_kld_with_one_value_seen_is_tested_against_the_whole_domain():
     p = np.array([0.9, 0.1])
-    counts = np.array([[0, 7], [0, 3]])  # D > 0 but N_X = 1: zero degrees of freedom
+    counts = np.array([[0, 7], [0, 3]])  # one value seen, but N_X = 2 values with p > 0
     critical = CriticalValues(p, [1, 1], mode="asymptotic")
     result = evaluate("kld", counts, 0.2, critical)
-    assert result.safe and np.isnan(result.critical).all()
-    assert evaluate("mis", counts, 0.2, critical).safe
+    expected = chi2.ppf(0.8, 1) / (2 * np.array([7, 3]) * np.log(2))
+    np.testing.assert_allclose(result.critical, expected, rtol=1e-12)
+    # D = log2(10) = 3.32 bits for both: far above 0.118 and 0.274
+    assert not result.safe and not result.target_safe.any()
+    assert not evaluate("mis", counts, 0.2, critical).safe
 
 
-def test_kld_critical_uses_distinct_values_of_the_release():
-    p = np.full(4, 0.25)
-    counts = np.array([[10, 10, 0, 0], [5, 0, 5, 0]])  # N_X = 3
+def test_a_one_value_domain_is_not_applicable_in_every_mode():
+    p = np.array([0.0, 1.0, 0.0])
+    counts = np.array([[0, 7, 0], [0, 3, 0]])
+    for mode in ("asymptotic", "mc", "auto"):
+        critical = CriticalValues(p, [1, 1], mode=mode, draws=200)
+        for metric in ("kld", "mis"):
+            result = evaluate(metric, counts, 0.2, critical)
+            assert result.safe, (metric, mode)
+        assert np.isnan(evaluate("kld", counts, 0.2, critical).critical).all()
+
+
+def test_kld_critical_counts_the_baseline_domain_not_the_values_seen():
+    p = np.array([0.25, 0.25, 0.5, 0.0])  # N_X = 3: the fourth value has p = 0
+    counts = np.array([[10, 10, 0, 0], [5, 0, 0, 0]])  # 2 and 1 values seen
     critical = CriticalValues(p, [1, 1], mode="asymptotic")
     result = evaluate("kld", counts, 0.1, critical)
-    expected = chi2.ppf(0.9, 2) / (2 * np.array([20, 10]) * np.log(2))
+    expected = chi2.ppf(0.9, 2) / (2 * np.array([20, 5]) * np.log(2))
     np.testing.assert_allclose(result.critical, expected, rtol=1e-12)
 
 
-def test_mis_critical_degrees_of_freedom_are_distinct_values_less_one_times_targets():
+def test_mis_critical_degrees_of_freedom_are_domain_values_less_one_times_targets():
     critical = CriticalValues(ref.BASELINE, ref.COUNTS.sum(1), mode="asymptotic")
     result = evaluate("mis", ref.COUNTS, 0.2, critical)
     expected = chi2.ppf(0.8, 9 * 5) / (2 * 10_000 * np.log(2))

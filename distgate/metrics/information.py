@@ -65,9 +65,15 @@ def entropy(p, axis: int = -1) -> np.ndarray:
         return -np.where(p > 0, p * np.log2(p), 0.0).sum(axis=axis)
 
 
-def distinct_values(counts) -> np.ndarray:
-    """N_X: the number of distinct values present in the release, shape (...)."""
-    return (_as_counts(counts).sum(axis=-2) > 0).sum(axis=-1)
+def domain_values(p) -> int:
+    """N_X: the number of values of the baseline domain with p(x) > 0 (SPEC 3.2).
+
+    The chi-square degrees of freedom count the values the null distribution can take,
+    not the values seen in a release: counting the seen values (as [journal] does) makes
+    the critical value jump at the Monte Carlo -> chi-square hand-over and lets the first
+    releases of a single value pass as "not applicable", which can freeze the gate.
+    """
+    return int((np.asarray(p, dtype=float) > 0).sum())
 
 
 def present_targets(counts) -> np.ndarray:

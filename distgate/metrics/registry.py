@@ -18,7 +18,7 @@ from distgate.critical import LN2, CriticalValues, below, chi2_quantile
 from distgate.errors import InputError
 from distgate.metrics.dixon import dixon_critical_array, dixon_q
 from distgate.metrics.information import (
-    distinct_values,
+    domain_values,
     exposure,
     kl_distance,
     mutual_information,
@@ -111,7 +111,7 @@ def evaluate(
 
 
 def _kld(c, p, n, total, d, alpha, critical, threshold):
-    df = distinct_values(c) - 1
+    df = np.full(total.shape, domain_values(p) - 1)
     mc = critical.use_mc(total)
     with np.errstate(divide="ignore", invalid="ignore"):
         asymptotic = chi2_quantile(alpha, df)[..., None] / (2.0 * n * LN2)
@@ -120,6 +120,7 @@ def _kld(c, p, n, total, d, alpha, critical, threshold):
         # simulate only where the Monte Carlo regime applies (size 0 is skipped)
         simulated = critical.per_target("kld", kl_distance, np.where(mc[..., None], n, 0), alpha)
         crit = np.where(mc[..., None], simulated, asymptotic)
+    # a one-value domain gives D = 0 always: not applicable in either regime
     applicable = (df > 0)[..., None] & (n > 0)
     crit = np.where(applicable, crit, np.nan)
     safe_t = ~applicable | below(d, crit)
@@ -128,7 +129,7 @@ def _kld(c, p, n, total, d, alpha, critical, threshold):
 
 def _mis(c, p, n, total, d, alpha, critical, threshold):
     info = mutual_information(c, p)
-    df = (distinct_values(c) - 1) * present_targets(c)
+    df = (domain_values(p) - 1) * present_targets(c)
     mc = critical.use_mc(total)
     with np.errstate(divide="ignore", invalid="ignore"):
         crit = chi2_quantile(alpha, df) / (2.0 * total * LN2)
