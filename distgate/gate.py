@@ -23,31 +23,38 @@ released target's row is summed again (O(|X| + |Y|)), so the statistics never dr
 the number of releases and are a function of the counts alone (a gate restored from its
 released records decides exactly as the gate that never stopped).
 
-Per-target metrics (kld, cst, dleak, eleak, emd) check the candidate's own target (SPEC
-4); the others are unchanged. One exception: when the candidate changes the number of
-distinct values N_X, kld's other targets are checked too, because at N_X = 1 -> 2 targets
-whose test did not apply (zero degrees of freedom) start to be tested. (A larger N_X only
-raises the other targets' chi-square critical values.) The switch of ``auto`` from Monte
-Carlo to chi-square critical values at 2 |X| |Y| released tuples does *not* recheck the
-other targets: requiring every small target to pass the new values at once would block
-the switch, and with it the gate, for good. Global metrics (mis, dqt, exposure) are
-recomputed for the candidate release as a whole. Without grace, in ``asymptotic`` and
-``mc`` mode the decision is therefore exactly ``registry.evaluate(...).safe`` on T_r + {t};
-in ``auto`` mode, for per-target metrics, it is that target's verdict.
+Per-target metrics (kld, cst, exposure, dleak, eleak, emd) judge the candidate's own
+target only (SPEC 4; for exposure, [workshop]'s safe release: the candidate's E(y) against
+the mean + std of every target's exposure after the release); the global ones (mis, dqt)
+judge the candidate release as a whole. N_X, the degrees of freedom of kld and mis, is the
+number of baseline values with p(x) > 0 (SPEC 3.2), a constant of the gate: the statistics
+of a target change only when that target releases, and the critical values only with the
+size of the release. Counting the values *seen* instead (the paper's convention) let the
+first releases of one single value pass as "not applicable" and then blocked every other
+value for good, and made the critical value of mis drop at the Monte Carlo -> chi-square
+hand-over: a quarter of random orders of the sample data froze. The switch of ``auto``
+from Monte Carlo to chi-square critical values at 2 |X| |Y| released tuples rechecks no
+other target. Without grace, in ``asymptotic`` and ``mc`` mode the decision is therefore
+exactly the candidate target's verdict of ``registry.evaluate`` on T_r + {t} (the whole
+release's verdict for mis and dqt).
 
-Grace (SPEC 3.4). A target is *exempt* until it has K released tuples (``releases:K``) or
-until its released exposure E_r(y) = (n_y/N) D(y) first comes within EPS of its exposure
-in the full table (``accuracy:EPS``; N is all released tuples). A request for a record of
-an exempt target is released without any test. The tests are computed on the *checked
-release*: the released tuples of the targets that are no longer exempt. For global
-metrics (mis, dqt, exposure) this means an exempt target is left out of N, N_X, N_Y, I,
-Dixon's Q and the exposure mean and spread until it leaves its grace, and then its tuples
-count like every other. For per-target metrics a candidate is judged on its own target,
-plus every other checked target when N_X changes (kld).
+Grace (SPEC 3.4, [workshop]'s start policies). A target is *exempt* until it has K released
+tuples (``releases:K``), until it has released a fraction F of its records in the full
+table, ceil(F n_y) with n_y its size there (``fraction:F``: a threshold that scales with
+the target's size), until its released tuples cover V distinct values of X, or all of its
+values if it has fewer (``values:V``), or until its released exposure
+E_r(y) = (n_y/N) D(y) first comes within EPS of its exposure in the full table
+(``accuracy:EPS``; N is all released tuples). A request for a record of an exempt target
+is released without any test. The tests are computed on the *checked release*: the
+released tuples of the targets that are no longer exempt. For global metrics and for the
+exposure bound this means an exempt target is left out of N, N_Y, I, Dixon's Q and the
+exposure mean and spread until it leaves its grace, and then its tuples count like every
+other.
 
-The compiled kernel (:mod:`distgate.gate_kernel`) runs kld, mis, cst and dqt with
-``auto`` or ``asymptotic`` critical values and any grace policy; exposure, the leakage
-metrics and ``--critical mc`` use the Python loop here. Both make the same decisions.
+The compiled kernel (:mod:`distgate.gate_kernel`) runs kld, mis, cst, dqt and exposure
+with ``auto`` or ``asymptotic`` critical values and every grace policy but
+``accuracy:EPS``; the leakage metrics, ``--critical mc`` and accuracy grace use the Python
+loop here. Both make the same decisions.
 """
 
 from __future__ import annotations
@@ -61,10 +68,18 @@ import numpy as np
 
 from distgate.critical import LN2, CriticalValues, below, check_alpha, chi2_quantile
 from distgate.errors import InputError
+from distgate.metrics.information import domain_values
 from distgate.metrics.registry import parse_metrics
 
 RELEASED, QUEUED, DENIED, DUPLICATE, UNKNOWN = 0, 1, 2, 3, 4
 DECISION_NAMES = ("released", "queued", "denied", "duplicate", "unknown")
+
+# Bumped whenever the same inputs can lead to other decisions, so that a stored gate state
+# is never continued under other rules. 2: N_X counts the baseline's domain; per-target
+# exposure; no recheck of other targets (1: the rules of the first release, unversioned).
+DECISION_RULES_VERSION = 2
+
+GRACE_POLICIES = "none, releases:K, fraction:F, values:V or accuracy:EPS"
 
 # |D| below this is taken as exactly 0: the incremental sums carry rounding noise of the
 # order of 1e-15 where the from-scratch sum gives an exact 0 (a target matching p exactly).
@@ -114,8 +129,13 @@ class GateState:
     checked: np.ndarray
 
 
+MAX_GRACE_RELEASES = 2**40  # more tuples than any table distgate can hold
+
+
 def parse_grace(grace: str) -> tuple[str, float]:
-    """``"none"``, ``"releases:K"`` (K >= 0 integer) or ``"accuracy:EPS"`` (EPS >= 0)."""
+    """``"none"``, ``"releases:K"`` (whole K >= 0), ``"fraction:F"`` (0 <= F <= 1),
+    ``"values:V"`` (whole V >= 1) or ``"accuracy:EPS"`` (EPS >= 0); see the module
+    docstring for what each means."""
     text = (grace or "none").strip().lower()
     if text == "none":
         return "none", 0.0
@@ -124,13 +144,19 @@ def parse_grace(grace: str) -> tuple[str, float]:
         number = float(value)
     except ValueError:
         number = float("nan")
-    if kind == "releases" and sep and number >= 0 and number == int(number):
+    whole = math.isfinite(number) and number == int(number)
+    if kind == "releases" and sep and whole and 0 <= number <= MAX_GRACE_RELEASES:
         return "releases", float(int(number))
+    if kind == "fraction" and sep and 0 <= number <= 1:
+        return "fraction", number
+    if kind == "values" and sep and whole and 1 <= number <= MAX_GRACE_RELEASES:
+        return "values", float(int(number))
     if kind == "accuracy" and sep and number >= 0 and math.isfinite(number):
         return "accuracy", number
     raise InputError(
-        f"Unknown grace policy '{grace}' (use none, releases:K with K a whole number, "
-        "or accuracy:EPS with EPS >= 0)."
+        f"Unknown grace policy '{grace}' (use none, releases:K with K a whole number up to "
+        f"{MAX_GRACE_RELEASES}, fraction:F with 0 <= F <= 1, values:V with V a whole number "
+        ">= 1, or accuracy:EPS with EPS >= 0)."
     )
 
 
@@ -144,6 +170,20 @@ def _row_distance(row: list[int], extra: int, n: int, logp: np.ndarray) -> float
             q = c / n
             d += q * (math.log2(q) - float(logp[i]))
     return 0.0 if abs(d) < _ZERO else d
+
+
+def _exposure_bound(e: list[float]) -> float:
+    """mean + population std of the non-NaN exposures, summed in index order exactly as
+    the compiled kernel sums them."""
+    values = [v for v in e if not math.isnan(v)]
+    mean = 0.0
+    for v in values:
+        mean += v
+    mean /= len(values)
+    spread = 0.0
+    for v in values:
+        spread += (v - mean) ** 2
+    return mean + math.sqrt(spread / len(values))
 
 
 def _xlogx(c: float) -> float:
@@ -190,7 +230,10 @@ class Gate:
             self.logp = np.log2(self.p)
         degrees = np.arange((self.n_values + 1) * (self.n_targets + 1))
         self._chi2 = chi2_quantile(self.alpha, degrees)
+        self._NX = domain_values(self.p)
         self._full_exposure = self._table_exposure() if self.grace_kind == "accuracy" else None
+        self._grace_need = self._grace_thresholds()
+        self._tables = None  # the compiled kernel's look-up tables, built on first use
         self._reset()
 
     # ----------------------------------------------------------------- state
@@ -202,11 +245,11 @@ class Gate:
         self._L = np.zeros(Y)
         self._D = np.full(Y, np.nan)
         self._term = np.zeros(Y)  # n_y D(y) = S - L - n log2 n
-        self._col = np.zeros(X, dtype=np.int64)  # column totals of the checked release
-        self._checked = np.full(
-            Y,
-            self.grace_kind == "none" or (self.grace_kind == "releases" and self.grace_value <= 0),
-        )
+        if self._grace_need is None:  # accuracy: every target starts exempt
+            self._checked = np.zeros(Y, dtype=bool)
+        else:
+            need_n, need_v = self._grace_need
+            self._checked = (need_n <= 0) & (need_v <= 0)
         self._released = np.zeros(len(self.target_codes), dtype=bool)
         self._released_at = np.full(len(self.target_codes), -1, dtype=np.int64)
         # The queue is kept as arrays (arrival order) for the kernel, or as dicts for the
@@ -219,8 +262,6 @@ class Gate:
         checked = self._checked
         self._N = int(self._n[checked].sum())
         self._N_all = int(self._n.sum())
-        self._col = self._C[checked].sum(axis=0)
-        self._NX = int((self._col > 0).sum())
         self._NY = int(((self._n > 0) & checked).sum())
         self._A = float(self._term[checked & (self._n > 0)].sum())
 
@@ -295,7 +336,8 @@ class Gate:
         mode = self.critical_values.mode
         return mode == "mc" or (mode == "auto" and total < self.critical_values.switch_size)
 
-    def _kld_critical(self, n: int, nx: int, mc: bool) -> float:
+    def _kld_critical(self, n: int, mc: bool) -> float:
+        nx = self._NX
         if nx <= 1 or n <= 0:
             return math.nan
         if mc:
@@ -321,10 +363,8 @@ class Gate:
         self._x = x
         n1 = int(self._n[y]) + 1
         N1 = self._N + 1
-        NX1 = self._NX + (1 if self._col[x] == 0 else 0)
         NY1 = self._NY + (1 if self._n[y] == 0 else 0)
         mc1 = self._mc(N1)
-        changed = NX1 != self._NX
         possible = math.isfinite(self.logp[x])
         if possible:
             S1 = self._S[y] - _xlogx(c) + _xlogx(c + 1)
@@ -335,7 +375,7 @@ class Gate:
             D1 = math.inf
         first: tuple[bool, float, float] | None = None
         for name in self.metrics:
-            ok, stat, crit = self._metric(name, y, x, n1, N1, NX1, NY1, mc1, changed, D1)
+            ok, stat, crit = self._metric(name, y, x, n1, N1, NY1, mc1, D1)
             ok = ok and possible
             if not ok:
                 return False, stat, crit
@@ -349,16 +389,14 @@ class Gate:
         row[x] += 1
         return row[None, :]
 
-    def _metric(self, name, y, x, n1, N1, NX1, NY1, mc1, changed, D1):
+    def _metric(self, name, y, x, n1, N1, NY1, mc1, D1):
         if name == "kld":
-            crit = self._kld_critical(n1, NX1, mc1)
+            crit = self._kld_critical(n1, mc1)
             ok = math.isnan(crit) or below(D1, crit)
-            if ok and changed:
-                ok = self._others_kld_safe(y, NX1, mc1)
             return ok, D1, crit
         if name == "mis":
             info = (self._A - (self._term[y] if self._n[y] > 0 else 0.0) + n1 * D1) / N1
-            df = (NX1 - 1) * NY1
+            df = (self._NX - 1) * NY1
             if df <= 0:
                 return True, info, math.nan
             if mc1:
@@ -394,11 +432,10 @@ class Gate:
                 crit = dixon_critical(count, self.alpha) if count >= 3 else math.nan
             return math.isnan(q) or below(q, crit), q, crit
         if name == "exposure":
-            present = ~np.isnan(d)
-            e = np.where(present, n / N1 * d, np.nan)
-            values = e[present]
-            bound = float(values.mean() + values.std())
-            ok = bool(np.all((values < bound) | (values == 0)))
+            e = (n / N1 * d).tolist()
+            bound = _exposure_bound(e)
+            # per target in the gate ([workshop]): the candidate's own exposure decides
+            ok = bool(below(e[y], bound) or e[y] == 0)
             return ok, float(e[y]), bound
         raise ValueError(f"unknown metric {name}")
 
@@ -411,15 +448,6 @@ class Gate:
         d[y] = D1 if math.isinf(D1) else _row_distance(self._C[y].tolist(), self._x, n1, self.logp)
         n[y] = n1
         return d, n
-
-    def _others_kld_safe(self, y: int, nx: int, mc: bool) -> bool:
-        for t in range(self.n_targets):
-            if t == y or not self._checked[t] or self._n[t] == 0:
-                continue
-            crit = self._kld_critical(int(self._n[t]), nx, mc)
-            if not (math.isnan(crit) or below(self._D[t], crit)):
-                return False
-        return True
 
     # ------------------------------------------------------------- releasing
     def _exempt(self, y: int) -> bool:
@@ -435,9 +463,30 @@ class Gate:
             self._update_grace()
         self._refresh_aggregates()
 
+    def _grace_thresholds(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per target, the released tuples and the distinct released values it needs to
+        leave its grace (None for ``accuracy``, which is not a count)."""
+        Y = self.n_targets
+        need_n = np.zeros(Y, dtype=np.int64)
+        need_v = np.zeros(Y, dtype=np.int64)
+        kind, value = self.grace_kind, self.grace_value
+        if kind == "accuracy":
+            return None
+        if kind == "releases":
+            need_n[:] = int(value)
+        elif kind == "fraction":
+            sizes = np.bincount(self.target_codes, minlength=Y)
+            need_n[:] = np.ceil(value * sizes - 1e-9).astype(np.int64)
+        elif kind == "values":
+            cells = np.unique(self.target_codes * self.n_values + self.value_codes)
+            has = np.bincount(cells // self.n_values, minlength=Y)
+            need_v[:] = np.minimum(int(value), has)
+        return need_n, need_v
+
     def _update_grace(self) -> None:
-        if self.grace_kind == "releases":
-            self._checked |= self._n >= self.grace_value
+        if self._grace_need is not None:
+            need_n, need_v = self._grace_need
+            self._checked |= (self._n >= need_n) & ((self._C > 0).sum(axis=1) >= need_v)
             return
         total = int(self._n.sum())
         for y in np.flatnonzero(~self._checked):
@@ -559,23 +608,24 @@ class Gate:
 
     @property
     def compiled(self) -> bool:
-        """Whether runs use the compiled kernel (kld, mis, cst, dqt; auto or asymptotic
-        critical values; grace none or releases:K)."""
+        """Whether runs use the compiled kernel (kld, mis, cst, dqt, exposure; auto or
+        asymptotic critical values; every grace policy but accuracy:EPS)."""
         from distgate.gate_kernel import KERNEL_METRICS
 
         return (
             self.use_kernel
             and all(m in KERNEL_METRICS for m in self.metrics)
             and self.critical_values.mode in ("auto", "asymptotic")
-            and self.grace_kind in ("none", "releases")
+            and self._grace_need is not None
         )
 
     use_kernel = True
 
-    def _tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Critical values the kernel looks up: Monte Carlo kld per n_y and mis per N
-        below the ``auto`` switch, Dixon per number of targets."""
-        if not hasattr(self, "_kernel_tables"):
+    def _kernel_tables(self):
+        """What the kernel looks up (built once): Monte Carlo kld per n_y and mis per N
+        below the ``auto`` switch, Dixon per number of targets, the grace thresholds."""
+        if self._tables is None:
+            from distgate import gate_kernel as kernel
             from distgate.metrics.dixon import dixon_critical
             from distgate.metrics.information import kl_distance
 
@@ -592,11 +642,28 @@ class Gate:
             if "dqt" in self.metrics:
                 for count in range(3, self.n_targets + 1):
                     dixon[count] = dixon_critical(count, self.alpha)
-            self._kernel_tables = (kld_mc, mis_mc, dixon)
-        return self._kernel_tables
+            need_n, need_v = self._grace_need
+            self._tables = kernel.Tables(
+                target_codes=self.target_codes,
+                value_codes=self.value_codes,
+                metrics=np.array([kernel.KERNEL_METRICS[m] for m in self.metrics], np.int64),
+                logp=self.logp,
+                p=self.p,
+                chi2=self._chi2,
+                kld_mc=kld_mc,
+                mis_mc=mis_mc,
+                dixon=dixon,
+                need_n=need_n,
+                need_v=need_v,
+                domain=self._NX,
+                auto=cv.mode == "auto",
+                switch=int(cv.switch_size),
+                queue_on=self.queue_enabled,
+            )
+        return self._tables
 
     def _run_kernel(self, records: np.ndarray) -> GateRun:
-        from distgate.gate_kernel import KERNEL_METRICS, run_kernel
+        from distgate import gate_kernel as kernel
 
         k = len(records)
         first = self._next
@@ -607,103 +674,72 @@ class Gate:
         old_cells = self.target_codes[old_records] * X + self.value_codes[old_records]
         known = records[records >= 0]
         new_cells = self.target_codes[known] * X + self.value_codes[known]
-        capacity = np.bincount(old_cells, minlength=n_cells) + np.bincount(
-            new_cells, minlength=n_cells
-        )
+        old_per_cell = np.bincount(old_cells, minlength=n_cells).astype(np.int64)
+        capacity = old_per_cell + np.bincount(new_cells, minlength=n_cells)
         seg_start = np.zeros(n_cells, dtype=np.int64)
         seg_start[1:] = np.cumsum(capacity)[:-1]
         size = int(capacity.sum()) + 1
-        q_arrival = np.zeros(size, dtype=np.int64)
-        q_record = np.zeros(size, dtype=np.int64)
-        q_dead = np.ones(size, dtype=bool)
-        q_next = np.arange(1, size + 1, dtype=np.int64)
+        queue = kernel.Queue(
+            seg_start=seg_start,
+            seg_fill=old_per_cell.copy(),
+            alive=old_per_cell.copy(),
+            arrival=np.zeros(size, dtype=np.int64),
+            record=np.zeros(size, dtype=np.int64),
+            dead=np.ones(size, dtype=bool),
+            next_alive=np.arange(1, size + 1, dtype=np.int64),
+            queued=np.zeros(len(self.target_codes), dtype=bool),
+        )
         # each cell's queued entries, in arrival order, at the start of its segment
         order = np.argsort(old_cells, kind="stable")
         cells = old_cells[order]
         rank = np.arange(len(cells)) - np.searchsorted(cells, cells, side="left")
         slots = seg_start[cells] + rank
-        q_arrival[slots], q_record[slots], q_dead[slots] = old[order], old_records[order], False
-        seg_fill = np.bincount(old_cells, minlength=n_cells).astype(np.int64)
-        alive = seg_fill.copy()
-        queued_flag = np.zeros(len(self.target_codes), dtype=bool)
-        queued_flag[old_records] = True
+        queue.arrival[slots], queue.record[slots] = old[order], old_records[order]
+        queue.dead[slots] = False
+        queue.queued[old_records] = True
 
-        decision = np.empty(k, dtype=np.int8)
-        released_at = np.full(k, -1, dtype=np.int64)
-        statistic = np.full(k, np.nan)
-        critical = np.full(k, np.nan)
-        total = np.empty(k, dtype=np.int64)
-        enqueued = np.zeros(k, dtype=bool)
-        late_request = np.zeros(len(old) + 1, dtype=np.int64)
-        late_at = np.zeros(len(old) + 1, dtype=np.int64)
-        ints = np.array([self._N, self._N_all, self._NX, self._NY], dtype=np.int64)
-        floats = np.array([self._A])
-        col = np.ascontiguousarray(self._col, dtype=np.int64)
-        kld_mc, mis_mc, dixon = self._tables()
-        metric_ids = np.array([KERNEL_METRICS[m] for m in self.metrics], dtype=np.int64)
-        grace_k = int(self.grace_value) if self.grace_kind == "releases" else 0
-        cv = self.critical_values
-        n_late = run_kernel(
-            records,
-            first,
-            self.target_codes,
-            self.value_codes,
-            metric_ids,
-            self.queue_enabled,
-            grace_k,
-            self._C,
-            self._n,
-            self._S,
-            self._L,
-            self._D,
-            self._term,
-            col,
-            self._checked,
-            self._released,
-            self._released_at,
-            ints,
-            floats,
-            self.logp,
-            self.p,
-            self._chi2,
-            kld_mc,
-            mis_mc,
-            dixon,
-            cv.mode == "auto",
-            cv.switch_size,
-            seg_start,
-            seg_fill,
-            q_arrival,
-            q_record,
-            q_dead,
-            q_next,
-            alive,
-            decision,
-            released_at,
-            statistic,
-            critical,
-            total,
-            enqueued,
-            late_request,
-            late_at,
-            queued_flag,
+        out = kernel.Outputs(
+            decision=np.empty(k, dtype=np.int8),
+            released_at=np.full(k, -1, dtype=np.int64),
+            statistic=np.full(k, np.nan),
+            critical=np.full(k, np.nan),
+            total=np.empty(k, dtype=np.int64),
+            enqueued=np.zeros(k, dtype=bool),
+            late_request=np.zeros(len(old) + 1, dtype=np.int64),
+            late_at=np.zeros(len(old) + 1, dtype=np.int64),
         )
+        counts = kernel.Counts(
+            C=self._C,
+            n=self._n,
+            distinct=(self._C > 0).sum(axis=1).astype(np.int64),
+            S=self._S,
+            L=self._L,
+            D=self._D,
+            term=self._term,
+            checked=self._checked,
+            released=self._released,
+            released_at=self._released_at,
+            tally=np.array([self._N, self._N_all, self._NY], dtype=np.int64),
+            weighted=np.array([self._A]),
+        )
+        work = kernel.work_space(self.n_targets, X)
+        n_late = kernel.run_kernel(records, first, self._kernel_tables(), counts, queue, out, work)
         # the queue as the run left it
-        live = np.flatnonzero(~q_dead[:-1])
-        self._set_queue(q_arrival[live], q_record[live])
+        live = np.flatnonzero(~queue.dead[:-1])
+        self._set_queue(queue.arrival[live], queue.record[live])
         self._next = first + k
         self._refresh_aggregates()
         return GateRun(
             request=np.arange(first, first + k, dtype=np.int64),
             record=records.copy(),
-            decision=decision,
-            released_at=released_at,
-            statistic=statistic,
-            critical=critical,
-            released_total=total,
-            earlier_request=late_request[:n_late].copy(),
-            earlier_released_at=late_at[:n_late].copy(),
-            enqueued=enqueued,
+            decision=out.decision,
+            released_at=out.released_at,
+            statistic=out.statistic,
+            critical=out.critical,
+            released_total=out.total,
+            earlier_request=out.late_request[:n_late].copy(),
+            earlier_released_at=out.late_at[:n_late].copy(),
+            enqueued=out.enqueued,
         )
 
     def _run_python(self, records: np.ndarray) -> GateRun:

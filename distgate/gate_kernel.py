@@ -1,50 +1,151 @@
-"""The gate's per-request loop compiled with numba, for kld, mis, cst and dqt with
-``auto``/``asymptotic`` critical values and grace ``none``/``releases:K``.
+"""The gate's per-request loop compiled with numba, for kld, mis, cst, dqt and exposure with
+``auto``/``asymptotic`` critical values and the count-based grace policies.
 
-It makes exactly the decisions of the Python loop in :mod:`distgate.gate` (same sums,
-same pass semantics) at a few hundred nanoseconds per request instead of tens of
-microseconds. Monte Carlo critical values of the small-sample regime are tabulated per
-size beforehand (``auto`` uses them only below 2 |X| |Y| released tuples).
+It makes exactly the decisions of the Python loop in :mod:`distgate.gate` (same sums, same
+pass semantics) at tens of nanoseconds per request instead of tens of microseconds. Monte
+Carlo critical values of the small-sample regime are tabulated per size beforehand
+(``auto`` uses them only below 2 |X| |Y| released tuples).
 
-Queue: the queued arrival indices of each (target, value) cell are a sorted segment of
-one array (laid out afresh for every run); released entries are marked dead and skipped
-with path-compressed "next alive" pointers. After a release only the cells whose test can
-have changed are examined: the released target's cells for per-target metrics, every cell
-after a change of N_X, of the critical-value regime or of the checked targets, or for
-global metrics.
+Arguments travel as five named tuples of arrays: :class:`Tables` (read-only inputs),
+:class:`Counts` (the running sums of the release), :class:`Queue`, :class:`Outputs` and
+:class:`Work` (scratch space). The kernel allocates nothing and is compiled without numba's
+reference counting (``_nrt=False``): with it every call of a helper that receives a tuple
+of arrays paid an atomic increment and decrement per array, twenty times the arithmetic.
+
+Queue: the queued arrival indices of each (target, value) cell are a sorted segment of one
+array (laid out afresh for every run); released entries are marked dead and skipped with
+path-compressed "next alive" pointers. Outside a release every queued record is unsafe, so
+after a release only the cells whose verdict can have changed are examined: the cells of
+the targets released during these queue passes for per-target metrics (kld, cst), every
+cell when the critical-value regime or the set of checked targets changes or for the
+metrics that look at every target (mis, dqt, exposure). A verdict is cached per cell until
+the next release, and mutual information first bounds each target's best cell from below,
+so that a target none of whose cells can pass costs O(1). The cost of a request therefore
+depends on the shape of the count table, never on the length of the queue.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from distgate.critical import TIE_ABSOLUTE, TIE_RELATIVE
 
-KLD, MIS, CST, DQT = 0, 1, 2, 3
-KERNEL_METRICS = {"kld": KLD, "mis": MIS, "cst": CST, "dqt": DQT}
-ZERO = 1e-12
-MIN_COUNT = 5
+KLD, MIS, CST, DQT, EXPOSURE = 0, 1, 2, 3, 4
+KERNEL_METRICS = {"kld": KLD, "mis": MIS, "cst": CST, "dqt": DQT, "exposure": EXPOSURE}
+GLOBAL_KERNEL_METRICS = (MIS, DQT, EXPOSURE)  # a release changes every target's verdict
+RELEASED, QUEUED, DENIED, DUPLICATE, UNKNOWN = 0, 1, 2, 3, 4  # as distgate.gate
+ZERO = 1e-12  # as distgate.gate._ZERO
+MIN_COUNT = 5  # as distgate.metrics.pearson.MIN_COUNT
+LN2 = 0.6931471805599453
 NOT_FOUND = -1
+NO_ARRIVAL = 1 << 62
+# Counts.tally entries
+CHECKED_TOTAL, ALL_TOTAL, PRESENT_TARGETS = 0, 1, 2
 
-# scalars: 0 N (checked), 1 N_all, 2 NX, 3 NY
-# floats:  0 A = sum of n_y D(y) over checked targets
+
+class Tables(NamedTuple):
+    """What the gate looks up and never changes."""
+
+    target_codes: np.ndarray  # (records,) int64
+    value_codes: np.ndarray  # (records,) int64
+    metrics: np.ndarray  # kernel metric codes, in the user's order
+    logp: np.ndarray  # (X,) log2 p(x)
+    p: np.ndarray  # (X,)
+    chi2: np.ndarray  # chi2.ppf(1 - alpha, df) by df
+    kld_mc: np.ndarray  # Monte Carlo critical value of D by n_y (below the switch)
+    mis_mc: np.ndarray  # Monte Carlo critical value of I by N (below the switch)
+    dixon: np.ndarray  # Dixon critical value by number of targets
+    need_n: np.ndarray  # (Y,) released tuples a target needs to leave its grace
+    need_v: np.ndarray  # (Y,) distinct released values it needs
+    domain: int  # N_X: baseline values with p > 0
+    auto: bool  # Monte Carlo values below ``switch`` released tuples
+    switch: int
+    queue_on: bool
 
 
-@njit(cache=True, inline="always")
+class Counts(NamedTuple):
+    """The released counts and the sums the statistics are computed from."""
+
+    C: np.ndarray  # (Y, X) int64
+    n: np.ndarray  # (Y,) int64
+    distinct: np.ndarray  # (Y,) int64: values with C > 0
+    S: np.ndarray  # (Y,) sum_x C log2 C
+    L: np.ndarray  # (Y,) sum_x C log2 p(x)
+    D: np.ndarray  # (Y,) D(y), NaN when n_y = 0
+    term: np.ndarray  # (Y,) n_y D(y)
+    checked: np.ndarray  # (Y,) bool: out of grace
+    released: np.ndarray  # (records,) bool
+    released_at: np.ndarray  # (records,) int64
+    tally: np.ndarray  # int64[3]: CHECKED_TOTAL, ALL_TOTAL, PRESENT_TARGETS
+    weighted: np.ndarray  # float[1]: A = sum of n_y D(y) over checked targets
+
+
+class Queue(NamedTuple):
+    seg_start: np.ndarray  # (cells,) first slot of each cell's segment
+    seg_fill: np.ndarray  # (cells,) slots used
+    alive: np.ndarray  # (cells,) entries still queued
+    arrival: np.ndarray  # (slots,) request index
+    record: np.ndarray  # (slots,)
+    dead: np.ndarray  # (slots,) bool
+    next_alive: np.ndarray  # (slots,) path-compressed pointer past dead entries
+    queued: np.ndarray  # (records,) bool
+
+
+class Work(NamedTuple):
+    """Scratch space of one run (see :func:`work_space`)."""
+
+    values: np.ndarray  # float, max(2 |Y|, |X|): a row, distances, sorted distances
+    labels: np.ndarray  # int64, |X|: cst's merged groups
+    result: np.ndarray  # float[2]: statistic and critical value of the last check
+    known: np.ndarray  # bool, cells: verdict cached since the last release
+    safe: np.ndarray  # bool, cells: the cached verdict
+    dirty: np.ndarray  # bool, |Y|: targets released during the current queue passes
+    counters: np.ndarray  # int64[2]: ALIVE entries in the queue, LATE releases
+
+
+ALIVE, LATE = 0, 1
+
+
+def work_space(n_targets: int, n_values: int) -> Work:
+    cells = n_targets * n_values
+    return Work(
+        values=np.empty(max(2 * n_targets, n_values)),
+        labels=np.empty(n_values, dtype=np.int64),
+        result=np.zeros(2),
+        known=np.zeros(cells, dtype=bool),
+        safe=np.zeros(cells, dtype=bool),
+        dirty=np.zeros(n_targets, dtype=bool),
+        counters=np.zeros(2, dtype=np.int64),
+    )
+
+
+class Outputs(NamedTuple):
+    decision: np.ndarray  # (k,) int8
+    released_at: np.ndarray  # (k,) int64
+    statistic: np.ndarray  # (k,)
+    critical: np.ndarray  # (k,)
+    total: np.ndarray  # (k,) |T_r| after the request
+    enqueued: np.ndarray  # (k,) bool
+    late_request: np.ndarray  # requests of earlier runs released in this one
+    late_at: np.ndarray
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def _below(stat, crit):
     """:func:`distgate.critical.below` for the kernel."""
     return stat < crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _xlogx(c):
     return c * math.log2(c) if c > 0 else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _row_distance(C, y, extra, n, logp):
     """D(y) summed over q = c/n in domain order (one more tuple at ``extra``)."""
     d = 0.0
@@ -58,29 +159,37 @@ def _row_distance(C, y, extra, n, logp):
     return d
 
 
-@njit(cache=True, inline="always")
-def _use_mc(total, auto, switch):
-    return auto and total < switch
+@njit(cache=True, inline="always", _nrt=False)
+def _use_mc(total, tables):
+    return tables.auto and total < tables.switch
 
 
-@njit(cache=True, inline="always")
-def _kld_crit(n, nx, mc, chi2, kld_mc):
-    if nx <= 1 or n <= 0:
+@njit(cache=True, inline="always", _nrt=False)
+def _kld_crit(n, mc, tables):
+    if tables.domain <= 1 or n <= 0:
         return np.nan
     if mc:
-        return kld_mc[n]
-    return chi2[nx - 1] / (2.0 * n * 0.6931471805599453)
+        return tables.kld_mc[n]
+    return tables.chi2[tables.domain - 1] / (2.0 * n * LN2)
 
 
-@njit(cache=True)
-def _cst(row, x, p):
+@njit(cache=True, inline="always", _nrt=False)
+def _mis_crit(N1, NY1, mc, tables):
+    df = (tables.domain - 1) * NY1
+    if df <= 0:
+        return np.nan
+    if mc:
+        return tables.mis_mc[N1]
+    return tables.chi2[df] / (2.0 * N1 * LN2)
+
+
+@njit(cache=True, _nrt=False)
+def _cst(row, x, p, labels):
     """Pearson statistic of one target's row with one more tuple at x; (stat, groups)."""
     m = row.shape[0]
-    n1 = 0.0
+    n1 = 1.0
     for i in range(m):
         n1 += row[i]
-    n1 += 1.0
-    labels = np.empty(m, np.int64)
     group = 0
     running = 0.0
     for i in range(m):
@@ -112,438 +221,388 @@ def _cst(row, x, p):
     return stat, groups
 
 
-@njit(cache=True)
-def _dixon(d, count_out):
-    """Dixon's Q over the finite-or-inf entries of d (NaN = absent)."""
-    vals = d[~np.isnan(d)]
-    n = vals.shape[0]
-    count_out[0] = n
-    if n < 3:
-        return np.nan
-    vals = np.sort(vals)
-    last, second, first = vals[n - 1], vals[n - 2], vals[0]
+@njit(cache=True, _nrt=False)
+def _dixon(d, vals):
+    """Dixon's Q over the non-NaN entries of d; returns (Q or NaN, number of entries).
+    ``vals`` receives them sorted (insertion sort: a handful of targets)."""
+    count = 0
+    for i in range(d.shape[0]):
+        v = d[i]
+        if not math.isnan(v):
+            k = count
+            while k > 0 and vals[k - 1] > v:
+                vals[k] = vals[k - 1]
+                k -= 1
+            vals[k] = v
+            count += 1
+    if count < 3:
+        return np.nan, count
+    last, second, first = vals[count - 1], vals[count - 2], vals[0]
     distinct = 1
-    for i in range(1, n):
+    for i in range(1, count):
         if vals[i] - vals[i - 1] > 0:
             distinct += 1
     if not (distinct >= 3 and last > first):
-        return np.nan
+        return np.nan, count
     if math.isinf(last):
-        return 1.0
-    return (last - second) / (last - first)
+        return 1.0, count
+    return (last - second) / (last - first), count
 
 
-@njit(cache=True, inline="always")
-def _check(
-    y,
-    x,
-    metrics,
-    C,
-    n,
-    S,
-    L,
-    D,
-    term,
-    col,
-    checked,
-    ints,
-    floats,
-    logp,
-    p,
-    chi2,
-    kld_mc,
-    mis_mc,
-    dixon_table,
-    auto,
-    switch,
-    out,
-):
-    """Is the checked release plus (y, x) safe? out[0], out[1] = statistic, critical."""
-    c = C[y, x]
-    n1 = n[y] + 1
-    N = ints[0]
-    N1 = N + 1
-    NX = ints[2]
-    NX1 = NX + (1 if col[x] == 0 else 0)
-    NY1 = ints[3] + (1 if n[y] == 0 else 0)
-    mc1 = _use_mc(N1, auto, switch)
-    changed = NX1 != NX  # see distgate.gate: the regime switch rechecks no other target
-    possible = not math.isinf(logp[x])
+@njit(cache=True, inline="always", _nrt=False)
+def _candidate_distances(y, x, n1, D1, tables, counts, d):
+    """d[t] = D(t) of the checked targets with the candidate added (NaN = absent); the
+    candidate's D summed over q like every stored D, so equal distributions tie exactly."""
+    for t in range(d.shape[0]):
+        d[t] = counts.D[t] if (counts.checked[t] and counts.n[t] > 0) else np.nan
+    d[y] = D1 if math.isinf(D1) else _row_distance(counts.C, y, x, n1, tables.logp)
+
+
+@njit(cache=True, _nrt=False)
+def _exposure_bound(e):
+    """mean + population std of the non-NaN entries of e, summed in index order (the
+    Python loop sums the same way, so both gates get the same bound to the last bit)."""
+    total = 0.0
+    count = 0
+    for i in range(e.shape[0]):
+        if not math.isnan(e[i]):
+            total += e[i]
+            count += 1
+    mean = total / count
+    spread = 0.0
+    for i in range(e.shape[0]):
+        if not math.isnan(e[i]):
+            spread += (e[i] - mean) ** 2
+    return mean + math.sqrt(spread / count)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _check(y, x, tables, counts, work):
+    """Is the checked release plus (y, x) safe? result[0], result[1] = the statistic and
+    critical value that decided (the first blocking metric's, else the first metric's)."""
+    c = counts.C[y, x]
+    n1 = counts.n[y] + 1
+    N1 = counts.tally[CHECKED_TOTAL] + 1
+    NY1 = counts.tally[PRESENT_TARGETS] + (1 if counts.n[y] == 0 else 0)
+    mc1 = _use_mc(N1, tables)
+    possible = not math.isinf(tables.logp[x])
     if possible:
-        S1 = S[y] - _xlogx(c) + _xlogx(c + 1)
-        L1 = L[y] + logp[x]
+        S1 = counts.S[y] - _xlogx(c) + _xlogx(c + 1)
+        L1 = counts.L[y] + tables.logp[x]
         D1 = (S1 - L1) / n1 - math.log2(n1)
         if abs(D1) < ZERO:
             D1 = 0.0
     else:
         D1 = np.inf
+    scratch = work.values
+    result = work.result
     have_first = False
-    first_stat = np.nan
-    first_crit = np.nan
-    for k in range(metrics.shape[0]):
-        m = metrics[k]
+    for k in range(tables.metrics.shape[0]):
+        m = tables.metrics[k]
         ok = True
         stat = np.nan
         crit = np.nan
         if m == KLD:
             stat = D1
-            crit = _kld_crit(n1, NX1, mc1, chi2, kld_mc)
+            crit = _kld_crit(n1, mc1, tables)
             ok = math.isnan(crit) or _below(D1, crit)
-            if ok and changed:
-                for t in range(n.shape[0]):
-                    if t == y or not checked[t] or n[t] == 0:
-                        continue
-                    ct = _kld_crit(n[t], NX1, mc1, chi2, kld_mc)
-                    if not (math.isnan(ct) or _below(D[t], ct)):
-                        ok = False
-                        break
         elif m == MIS:
-            old = term[y] if n[y] > 0 else 0.0
-            stat = (floats[0] - old + n1 * D1) / N1
-            df = (NX1 - 1) * NY1
-            if df > 0:
-                if mc1:
-                    crit = mis_mc[N1]
-                else:
-                    crit = chi2[df] / (2.0 * N1 * 0.6931471805599453)
-                ok = _below(stat, crit)
+            old = counts.term[y] if counts.n[y] > 0 else 0.0
+            stat = (counts.weighted[0] - old + n1 * D1) / N1
+            crit = _mis_crit(N1, NY1, mc1, tables)
+            ok = math.isnan(crit) or _below(stat, crit)
         elif m == CST:
-            stat, groups = _cst(C[y].astype(np.float64), x, p)
+            for i in range(counts.C.shape[1]):
+                scratch[i] = counts.C[y, i]
+            stat, groups = _cst(scratch[: counts.C.shape[1]], x, tables.p, work.labels)
             if groups > 1:
-                crit = chi2[groups - 1]
+                crit = tables.chi2[groups - 1]
                 ok = _below(stat, crit)
-        else:  # DQT
-            count = np.zeros(1, np.int64)
-            d = np.empty(n.shape[0])
-            for t in range(n.shape[0]):
-                d[t] = D[t] if (checked[t] and n[t] > 0) else np.nan
-            d[y] = D1 if math.isinf(D1) else _row_distance(C, y, x, n1, logp)
-            stat = _dixon(d, count)
-            if count[0] >= 3:
-                crit = dixon_table[count[0]]
-            ok = math.isnan(stat) or _below(stat, crit)
+        else:  # DQT and EXPOSURE look at every checked target
+            Y = counts.n.shape[0]
+            d = scratch[:Y]
+            _candidate_distances(y, x, n1, D1, tables, counts, d)
+            if m == DQT:
+                stat, count = _dixon(d, scratch[Y : 2 * Y])
+                if count >= 3:
+                    crit = tables.dixon[count]
+                ok = math.isnan(stat) or _below(stat, crit)
+            else:
+                for t in range(Y):
+                    size = n1 if t == y else counts.n[t]
+                    d[t] = size / N1 * d[t]
+                stat = d[y]
+                crit = _exposure_bound(d)
+                ok = _below(stat, crit) or stat == 0
         ok = ok and possible
         if not ok:
-            out[0] = stat
-            out[1] = crit
+            result[0] = stat
+            result[1] = crit
             return False
         if not have_first:
             have_first = True
-            first_stat = stat
-            first_crit = crit
-    out[0] = first_stat
-    out[1] = first_crit
+            result[0] = stat
+            result[1] = crit
     return True
 
 
-@njit(cache=True)
-def _refresh_target(y, C, n, S, L, D, term, logp):
+@njit(cache=True, inline="always", _nrt=False)
+def _refresh_target(y, tables, counts):
+    """n_y, S_y, L_y, D(y) of one target summed again from its row (no drift)."""
     s = 0.0
     lsum = 0.0
     total = 0
-    for i in range(C.shape[1]):
-        c = C[y, i]
+    distinct = 0
+    for i in range(counts.C.shape[1]):
+        c = counts.C[y, i]
         if c > 0:
             total += c
+            distinct += 1
             s += c * math.log2(c)
-            lsum += c * logp[i]
-    n[y] = total
-    S[y] = s
-    L[y] = lsum
+            lsum += c * tables.logp[i]
+    counts.n[y] = total
+    counts.distinct[y] = distinct
+    counts.S[y] = s
+    counts.L[y] = lsum
     if total > 0:
-        d = _row_distance(C, y, -1, total, logp)
-        D[y] = d
-        term[y] = total * d
+        d = _row_distance(counts.C, y, -1, total, tables.logp)
+        counts.D[y] = d
+        counts.term[y] = total * d
     else:
-        D[y] = np.nan
-        term[y] = 0.0
+        counts.D[y] = np.nan
+        counts.term[y] = 0.0
 
 
-@njit(cache=True)
-def _aggregates(C, n, term, checked, col, ints, floats):
-    Y, X = C.shape
-    N = 0
-    N_all = 0
-    NY = 0
-    A = 0.0
-    for i in range(X):
-        col[i] = 0
-    for y in range(Y):
-        N_all += n[y]
-        if checked[y]:
-            N += n[y]
-            if n[y] > 0:
-                NY += 1
-                A += term[y]
-            for i in range(X):
-                col[i] += C[y, i]
-    NX = 0
-    for i in range(X):
-        if col[i] > 0:
-            NX += 1
-    ints[0] = N
-    ints[1] = N_all
-    ints[2] = NX
-    ints[3] = NY
-    floats[0] = A
+@njit(cache=True, inline="always", _nrt=False)
+def _aggregate(counts):
+    """The tallies and A over the checked targets, from the per-target sums."""
+    checked_total = 0
+    all_total = 0
+    present = 0
+    weighted = 0.0
+    for t in range(counts.n.shape[0]):
+        all_total += counts.n[t]
+        if counts.checked[t]:
+            checked_total += counts.n[t]
+            if counts.n[t] > 0:
+                present += 1
+                weighted += counts.term[t]
+    counts.tally[CHECKED_TOTAL] = checked_total
+    counts.tally[ALL_TOTAL] = all_total
+    counts.tally[PRESENT_TARGETS] = present
+    counts.weighted[0] = weighted
 
 
-@njit(cache=True, inline="always")
-def _add_release(y, x, was_empty, n, term, checked, col, ints, floats):
-    """:func:`_aggregates` after one more tuple at (y, x): the counts in O(1), the sum
-    of n_y D(y) over the targets again in O(|Y|) (no drift from running updates)."""
-    ints[1] += 1
-    if not checked[y]:
-        return
-    ints[0] += 1
-    if col[x] == 0:
-        ints[2] += 1
-    col[x] += 1
-    if was_empty:
-        ints[3] += 1
-    total = 0.0
-    for t in range(n.shape[0]):
-        if checked[t] and n[t] > 0:
-            total += term[t]
-    floats[0] = total
+@njit(cache=True, inline="always", _nrt=False)
+def _release(record, at, tables, counts):
+    """Add one record to the release; returns whether its target left its grace."""
+    y = tables.target_codes[record]
+    x = tables.value_codes[record]
+    counts.released[record] = True
+    counts.released_at[record] = at
+    counts.C[y, x] += 1
+    _refresh_target(y, tables, counts)
+    left_grace = (
+        not counts.checked[y]
+        and counts.n[y] >= tables.need_n[y]
+        and counts.distinct[y] >= tables.need_v[y]
+    )
+    if left_grace:
+        counts.checked[y] = True
+    _aggregate(counts)
+    return left_grace
 
 
-@njit(cache=True, inline="always")
-def _find(k, dead, nxt, end):
-    """First alive entry at or after k in a segment ending at ``end`` (path compression)."""
-    root = k
-    while root < end and dead[root]:
-        root = nxt[root]
-    while k < end and dead[k] and nxt[k] != root:
-        following = nxt[k]
-        nxt[k] = root
+@njit(cache=True, inline="always", _nrt=False)
+def _head(cell, pos, queue):
+    """The first queued entry of ``cell`` that arrived after ``pos`` (its slot, or the
+    segment end): a binary search, then past dead entries with path compression."""
+    start = queue.seg_start[cell]
+    end = start + queue.seg_fill[cell]
+    lo = start
+    hi = end if pos >= 0 else start
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if queue.arrival[mid] <= pos:
+            lo = mid + 1
+        else:
+            hi = mid
+    root = lo
+    while root < end and queue.dead[root]:
+        root = queue.next_alive[root]
+    k = lo
+    while k < end and queue.dead[k] and queue.next_alive[k] != root:
+        following = queue.next_alive[k]
+        queue.next_alive[k] = root
         k = following
-    return root
+    return root, end
 
 
-@njit(cache=True)
-def run_kernel(
-    records,
-    first_request,
-    tcodes,
-    vcodes,
-    metrics,
-    queue_on,
-    grace_k,
-    C,
-    n,
-    S,
-    L,
-    D,
-    term,
-    col,
-    checked,
-    released,
-    released_at,
-    ints,
-    floats,
-    logp,
-    p,
-    chi2,
-    kld_mc,
-    mis_mc,
-    dixon_table,
-    auto,
-    switch,
-    seg_start,
-    seg_fill,
-    q_arrival,
-    q_record,
-    q_dead,
-    q_next,
-    alive,
-    decision,
-    row_released_at,
-    statistic,
-    critical,
-    released_total,
-    enqueued,
-    late_request,
-    late_at,
-    queued_flag,
-):
-    """Decide ``records``; returns the number of earlier-run requests released."""
-    Y, X = C.shape
-    n_cells = Y * X
-    per_target_only = True
-    for k in range(metrics.shape[0]):
-        if metrics[k] == MIS or metrics[k] == DQT:
-            per_target_only = False
-    out = np.zeros(2)
-    dirty = np.zeros(Y, np.bool_)
-    n_late = 0
-    alive_total = 0
-    for c in range(n_cells):
-        alive_total += alive[c]
+@njit(cache=True, inline="always", _nrt=False)
+def _mis_hopeless(y, tables, counts, best_g):
+    """True when no queued cell of target y can pass mutual information now: the
+    candidate's statistic is bounded below through the smallest x-dependent part
+    g(x) = (c+1) log2(c+1) - c log2 c - log2 p(x) over y's queued cells (``best_g``), with
+    a margin far above rounding so that only certain failures are skipped."""
+    n1 = counts.n[y] + 1
+    N1 = counts.tally[CHECKED_TOTAL] + 1
+    NY1 = counts.tally[PRESENT_TARGETS] + (1 if counts.n[y] == 0 else 0)
+    crit = _mis_crit(N1, NY1, _use_mc(N1, tables), tables)
+    if math.isnan(crit):
+        return False
+    old = counts.term[y] if counts.n[y] > 0 else 0.0
+    lower = counts.weighted[0] - old + counts.S[y] - counts.L[y] + best_g - n1 * math.log2(n1)
+    limit = (crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)) * N1
+    scale = abs(counts.weighted[0]) + abs(counts.S[y]) + abs(counts.L[y]) + abs(limit) + 1.0
+    return lower > limit + 1e-9 * scale
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _best_g(y, tables, counts, queue):
+    X = counts.C.shape[1]
+    best = np.inf
+    for x in range(X):
+        if queue.alive[y * X + x] > 0:
+            c = counts.C[y, x]
+            g = _xlogx(c + 1) - _xlogx(c) - tables.logp[x]
+            if g < best:
+                best = g
+    return best
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _next_safe(pos, scan_all, has_mis, tables, counts, queue, work):
+    """A pass step: the earliest queued entry after ``pos`` among the cells that are safe
+    now (NOT_FOUND if none). Only dirty targets' cells (or all) can have become safe."""
+    Y, X = counts.C.shape
+    dirty, known, safe = work.dirty, work.known, work.safe
+    best = NOT_FOUND
+    best_arrival = NO_ARRIVAL
+    for y in range(Y):
+        if not (scan_all or dirty[y]):
+            continue
+        if has_mis and _mis_hopeless(y, tables, counts, _best_g(y, tables, counts, queue)):
+            continue
+        for x in range(X):
+            cell = y * X + x
+            if queue.alive[cell] == 0:
+                continue
+            k, end = _head(cell, pos, queue)
+            if k >= end or queue.arrival[k] >= best_arrival:
+                continue
+            if not known[cell]:
+                safe[cell] = _check(y, x, tables, counts, work)
+                known[cell] = True
+            if safe[cell]:
+                best = k
+                best_arrival = queue.arrival[k]
+    return best
+
+
+@njit(cache=True, _nrt=False)
+def _release_and_settle(record, at, first_request, tables, counts, queue, out, work):
+    """Release ``record`` at request ``at``, then the queue passes of SPEC 4 step 4."""
+    Y, X = counts.C.shape
+    known, dirty, counters = work.known, work.dirty, work.counters
+    global_metrics = False
+    has_mis = False
+    for k in range(tables.metrics.shape[0]):
+        m = tables.metrics[k]
+        if m == MIS or m == DQT or m == EXPOSURE:
+            global_metrics = True
+        if m == MIS:
+            has_mis = True
+    scan_all = global_metrics
+    for t in range(Y):
+        dirty[t] = False
+    pos = -1
+    while True:
+        mc_before = _use_mc(counts.tally[CHECKED_TOTAL] + 1, tables)
+        y = tables.target_codes[record]
+        if _release(record, at, tables, counts):
+            scan_all = True
+        if _use_mc(counts.tally[CHECKED_TOTAL] + 1, tables) != mc_before:
+            scan_all = True  # the next candidate is judged in the other regime
+        dirty[y] = True
+        # verdicts cached since the last release are stale where the state changed
+        if scan_all:
+            for cell in range(Y * X):
+                known[cell] = False
+        else:
+            for x in range(X):
+                known[y * X + x] = False
+        if counters[ALIVE] == 0:
+            break
+        chosen = _next_safe(pos, scan_all, has_mis, tables, counts, queue, work)
+        if chosen == NOT_FOUND and pos != -1:
+            pos = -1  # a pass released something: walk the queue again from its start
+            chosen = _next_safe(pos, scan_all, has_mis, tables, counts, queue, work)
+        if chosen == NOT_FOUND:
+            break
+        record = queue.record[chosen]
+        cell = tables.target_codes[record] * X + tables.value_codes[record]
+        queue.dead[chosen] = True
+        queue.next_alive[chosen] = chosen + 1
+        queue.alive[cell] -= 1
+        counters[ALIVE] -= 1
+        queue.queued[record] = False
+        arrival = queue.arrival[chosen]
+        if arrival >= first_request:
+            out.released_at[arrival - first_request] = at
+        else:
+            out.late_request[counters[LATE]] = arrival
+            out.late_at[counters[LATE]] = at
+            counters[LATE] += 1
+        pos = arrival
+
+
+@njit(cache=True, _nrt=False)
+def run_kernel(records, first_request, tables, counts, queue, out, work):
+    """Decide ``records`` (table positions, -1 = unknown key) as requests
+    ``first_request``, ``first_request + 1``, ...; returns how many requests of earlier
+    runs left the queue (their rows are in ``out.late_request``/``out.late_at``)."""
+    Y, X = counts.C.shape
+    counters = work.counters
+    counters[ALIVE] = 0
+    counters[LATE] = 0
+    for cell in range(Y * X):
+        counters[ALIVE] += queue.alive[cell]
+        work.known[cell] = False
     for j in range(records.shape[0]):
         r = records[j]
         at = first_request + j
         if r < 0:
-            decision[j] = 4
-        elif released[r]:
-            decision[j] = 3
+            out.decision[j] = UNKNOWN
+        elif counts.released[r]:
+            out.decision[j] = DUPLICATE
         else:
-            y = tcodes[r]
-            x = vcodes[r]
+            y = tables.target_codes[r]
+            x = tables.value_codes[r]
             ok = True
-            if checked[y]:
-                ok = _check(
-                    y,
-                    x,
-                    metrics,
-                    C,
-                    n,
-                    S,
-                    L,
-                    D,
-                    term,
-                    col,
-                    checked,
-                    ints,
-                    floats,
-                    logp,
-                    p,
-                    chi2,
-                    kld_mc,
-                    mis_mc,
-                    dixon_table,
-                    auto,
-                    switch,
-                    out,
-                )
-                statistic[j] = out[0]
-                critical[j] = out[1]
-            if queued_flag[r]:
-                decision[j] = 1
+            if counts.checked[y]:
+                ok = _check(y, x, tables, counts, work)
+                out.statistic[j] = work.result[0]
+                out.critical[j] = work.result[1]
+            if queue.queued[r]:
+                out.decision[j] = QUEUED
             elif ok:
-                decision[j] = 0
-                row_released_at[j] = at
-                # release r, then queue passes
-                all_dirty = False
-                target = y
-                rel = r
-                pos = -1
-                while True:
-                    old_nx = ints[2]
-                    old_mc = _use_mc(ints[0], auto, switch)
-                    ty = tcodes[rel]
-                    vx = vcodes[rel]
-                    released[rel] = True
-                    released_at[rel] = at
-                    was_empty = n[ty] == 0
-                    C[ty, vx] += 1
-                    _refresh_target(ty, C, n, S, L, D, term, logp)
-                    if grace_k > 0 and not checked[ty] and n[ty] >= grace_k:
-                        checked[ty] = True
-                        all_dirty = True
-                        _aggregates(C, n, term, checked, col, ints, floats)
-                    else:
-                        _add_release(ty, vx, was_empty, n, term, checked, col, ints, floats)
-                    if ints[2] != old_nx or _use_mc(ints[0], auto, switch) != old_mc:
-                        all_dirty = True
-                    if _use_mc(ints[0] + 1, auto, switch) != _use_mc(ints[0], auto, switch):
-                        all_dirty = True  # the next candidate crosses the regime switch
-                    dirty[ty] = True
-                    target = ty
-                    if alive_total == 0:
-                        break
-                    # a pass step: earliest queued record after pos among safe cells
-                    chosen = NOT_FOUND
-                    while True:
-                        best = NOT_FOUND
-                        best_arrival = 1 << 62
-                        for cell in range(n_cells):
-                            if alive[cell] == 0:
-                                continue
-                            cy = cell // X
-                            cx = cell - cy * X
-                            if per_target_only and not all_dirty and not dirty[cy] and col[cx] > 0:
-                                continue
-                            start = seg_start[cell]
-                            end = start + seg_fill[cell]
-                            lo = start
-                            hi = end if pos >= 0 else start
-                            while lo < hi:
-                                mid = (lo + hi) // 2
-                                if q_arrival[mid] <= pos:
-                                    lo = mid + 1
-                                else:
-                                    hi = mid
-                            k = _find(lo, q_dead, q_next, end)
-                            if k >= end or q_arrival[k] >= best_arrival:
-                                continue
-                            if _check(
-                                cy,
-                                cx,
-                                metrics,
-                                C,
-                                n,
-                                S,
-                                L,
-                                D,
-                                term,
-                                col,
-                                checked,
-                                ints,
-                                floats,
-                                logp,
-                                p,
-                                chi2,
-                                kld_mc,
-                                mis_mc,
-                                dixon_table,
-                                auto,
-                                switch,
-                                out,
-                            ):
-                                best = k
-                                best_arrival = q_arrival[k]
-                        if best != NOT_FOUND:
-                            chosen = best
-                            break
-                        if pos == -1:
-                            break
-                        pos = -1
-                    if chosen == NOT_FOUND:
-                        break
-                    # take the chosen entry out of its cell
-                    rel = q_record[chosen]
-                    cell = tcodes[rel] * X + vcodes[rel]
-                    q_dead[chosen] = True
-                    q_next[chosen] = chosen + 1
-                    alive[cell] -= 1
-                    alive_total -= 1
-                    queued_flag[rel] = False
-                    arrival = q_arrival[chosen]
-                    if arrival >= first_request:
-                        row_released_at[arrival - first_request] = at
-                    else:
-                        late_request[n_late] = arrival
-                        late_at[n_late] = at
-                        n_late += 1
-                    pos = arrival
-                for t in range(Y):
-                    dirty[t] = False
-                _ = target
-            elif queue_on:
-                decision[j] = 1
-                enqueued[j] = True
-                queued_flag[r] = True
+                out.decision[j] = RELEASED
+                out.released_at[j] = at
+                _release_and_settle(r, at, first_request, tables, counts, queue, out, work)
+            elif tables.queue_on:
+                out.decision[j] = QUEUED
+                out.enqueued[j] = True
+                queue.queued[r] = True
                 cell = y * X + x
-                slot = seg_start[cell] + seg_fill[cell]
-                q_arrival[slot] = at
-                q_record[slot] = r
-                q_dead[slot] = False
-                q_next[slot] = slot + 1
-                seg_fill[cell] += 1
-                alive[cell] += 1
-                alive_total += 1
+                slot = queue.seg_start[cell] + queue.seg_fill[cell]
+                queue.arrival[slot] = at
+                queue.record[slot] = r
+                queue.dead[slot] = False
+                queue.next_alive[slot] = slot + 1
+                queue.seg_fill[cell] += 1
+                queue.alive[cell] += 1
+                counters[ALIVE] += 1
             else:
-                decision[j] = 2
-        released_total[j] = ints[1]
-    return n_late
+                out.decision[j] = DENIED
+        out.total[j] = counts.tally[ALL_TOTAL]
+    return counters[LATE]

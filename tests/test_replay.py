@@ -13,6 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from distgate.cli import app
+from distgate.critical import CriticalValues
+from distgate.metrics.information import kl_distance
 from tests.conftest import REPO, SAMPLE
 
 runner = CliRunner()
@@ -64,8 +66,15 @@ def test_decisions_file_lists_every_request_with_its_decision(tmp_path, small_lo
     assert [r["request"] for r in rows[:3]] == ["0", "1", "2"]
     assert rows[0]["key"] == "S05173" and rows[0]["target"] == "L1"
     assert rows[0]["value"] == "20-24" and rows[0]["decision"] == "released"
-    # the first release has a single value: kld is not applicable, no critical value
-    assert rows[0]["critical"] == "" and float(rows[0]["statistic"]) > 0
+    # the first release is tested like every other (N_X = the ten ages of the baseline):
+    # D = -log2 p(20-24) against the Monte Carlo critical value at n_y = 1 (auto, N < 100)
+    from tests.reference import BASELINE
+
+    assert float(rows[0]["statistic"]) == pytest.approx(-np.log2(BASELINE[2]), rel=1e-6)
+    values = CriticalValues(BASELINE, [1] * 5, mode="auto")
+    expected = values.per_target("kld", kl_distance, np.array([1]), 0.2)[0]
+    assert float(rows[0]["critical"]) == pytest.approx(expected, rel=1e-6)
+    assert float(rows[0]["critical"]) == pytest.approx(3.5547, abs=1e-4)
     document = json.loads(result.stdout)
     assert document["requests"] == 1500
     counts = {k: sum(r["decision"] == k for r in rows) for k in document["decisions"]}
