@@ -132,6 +132,33 @@ class GateState:
 MAX_GRACE_RELEASES = 2**40  # more tuples than any table distgate can hold
 
 
+@dataclass(frozen=True)
+class GateStatus:
+    """Where a gate stands (:meth:`Gate.status`).
+
+    ``idle_requests``: requests decided since the last release (all of them if nothing
+    was released). ``releasable``: some record of the table not yet released (queued or
+    not) would be released if requested now. When it is False nothing can ever be
+    released again: only a release changes the state, so the queued records are held for
+    good (a property of the data under these options, SPEC 4).
+    """
+
+    queued: int
+    idle_requests: int
+    releasable: bool
+
+    @property
+    def frozen(self) -> bool:
+        return not self.releasable
+
+    def to_dict(self) -> dict:
+        return {
+            "queued": self.queued,
+            "idle_requests": self.idle_requests,
+            "frozen": self.frozen,
+        }
+
+
 def parse_grace(grace: str) -> tuple[str, float]:
     """``"none"``, ``"releases:K"`` (whole K >= 0), ``"fraction:F"`` (0 <= F <= 1),
     ``"values:V"`` (whole V >= 1) or ``"accuracy:EPS"`` (EPS >= 0); see the module
@@ -297,6 +324,23 @@ class Gate:
     @property
     def next_request(self) -> int:
         return self._next
+
+    def status(self) -> GateStatus:
+        """How long the gate has released nothing and whether it ever can again: one
+        test per (target, value) cell that still has unreleased records, O(|Y| |X|)."""
+        last = int(self._released_at.max(initial=-1))
+        remaining = np.zeros((self.n_targets, self.n_values), dtype=np.int64)
+        np.add.at(remaining, (self.target_codes, self.value_codes), 1)
+        remaining -= self._C
+        releasable = any(
+            self._exempt(int(y)) or self._check(int(y), int(x))[0]
+            for y, x in zip(*np.nonzero(remaining), strict=True)
+        )
+        return GateStatus(
+            queued=len(self._queue_arrays()[0]),
+            idle_requests=self._next - 1 - last,
+            releasable=releasable,
+        )
 
     def queued_records(self) -> np.ndarray:
         """Records waiting in the queue, in arrival order."""

@@ -26,7 +26,16 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from distgate.critical import DEFAULT_DRAWS, check_alpha
-from distgate.gate import DECISION_NAMES, QUEUED, RELEASED, UNKNOWN, Gate, GateRun, parse_grace
+from distgate.gate import (
+    DECISION_NAMES,
+    QUEUED,
+    RELEASED,
+    UNKNOWN,
+    Gate,
+    GateRun,
+    GateStatus,
+    parse_grace,
+)
 from distgate.inputs import Inputs
 from distgate.io.atomic import atomic_path
 from distgate.io.requests import map_keys, read_requests
@@ -86,6 +95,7 @@ class ReplayResult:
     first_request: int
     settings: ReplaySettings
     resumed: int = 0  # requests of this log found already decided in the state
+    status: GateStatus | None = None  # idle requests, frozen queue (after the log)
 
     def counts(self) -> dict[str, int]:
         names = [DECISION_NAMES[d] for d in self.rows["decision"]]
@@ -109,6 +119,7 @@ class ReplayResult:
             "decisions_file": decisions,
             "state": state,
             "targets": [s.to_dict() for s in self.summary],
+            "gate": self.status.to_dict() if self.status else None,
         }
 
 
@@ -216,6 +227,7 @@ def replay(
         first,
         settings,
         resumed,
+        gate.status(),
     )
     if decisions:
         write_decisions(result, decisions)

@@ -21,6 +21,45 @@ from distgate.metrics.registry import evaluate, parse_metrics
 
 DEFAULT_METRICS = ("mis", "kld", "cst", "dqt")
 DEFAULT_ALPHAS = (0.2, 0.05)
+# a sequence whose released total is below this fraction of the median sequence's is named
+# as stalled: an average over sequences hides a gate that locks up on some request orders
+STALL_FRACTION = 0.5
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The released totals of one (metric, alpha) over the sequences."""
+
+    metric: str
+    alpha: float
+    mean: float
+    minimum: int
+    median: float
+    maximum: int
+    standard_error: float  # of the mean: sample std (ddof 1) / sqrt(sequences); 0 for one
+    stalled: tuple[int, ...]  # sequences below STALL_FRACTION x the median
+
+    def to_dict(self) -> dict:
+        return {
+            "metric": self.metric,
+            "alpha": self.alpha,
+            "mean": round(self.mean, 4),
+            "min": self.minimum,
+            "median": self.median,
+            "max": self.maximum,
+            "standard_error": round(self.standard_error, 4),
+            "stalled": list(self.stalled),
+        }
+
+    def stall_sentence(self, sequences: int) -> str | None:
+        if not self.stalled:
+            return None
+        which = ", ".join(str(s) for s in self.stalled)
+        return (
+            f"{self.metric} at alpha {self.alpha:g}: {len(self.stalled)} of {sequences} "
+            f"sequences stalled below {STALL_FRACTION:.0%} of the median "
+            f"({self.median:g} released): sequence {which}"
+        )
 
 
 @dataclass
@@ -64,6 +103,33 @@ class Simulation:
         """(configs, targets): mean released records per target."""
         return self.released.mean(axis=1)
 
+    def totals(self) -> np.ndarray:
+        """(configs, sequences): records released in total by each gate run."""
+        return self.released.sum(axis=2)
+
+    def spread(self) -> list[Spread]:
+        """Mean, min, median, max and standard error of the released totals per
+        configuration, with the sequences that stalled."""
+        result = []
+        for k, (metric, alpha) in enumerate(self.configs):
+            totals = self.totals()[k]
+            median = float(np.median(totals))
+            se = float(totals.std(ddof=1) / np.sqrt(len(totals))) if len(totals) > 1 else 0.0
+            stalled = tuple(int(s) for s in np.flatnonzero(totals < STALL_FRACTION * median))
+            result.append(
+                Spread(
+                    metric,
+                    alpha,
+                    float(totals.mean()),
+                    int(totals.min()),
+                    median,
+                    int(totals.max()),
+                    se,
+                    stalled,
+                )
+            )
+        return result
+
     def percent_released(self) -> np.ndarray:
         """(configs, targets + 1): percent of the requested records released, per target
         and (last column) in total, averaged over sequences as a ratio of means."""
@@ -102,6 +168,7 @@ class Simulation:
                 }
                 for k, (metric, alpha) in enumerate(self.configs)
             ],
+            "spread": [s.to_dict() for s in self.spread()],
             "fit_baseline": {
                 label: int(v)
                 for label, v in zip(self.target_labels, self.fit_baseline, strict=True)

@@ -384,3 +384,78 @@ def test_the_compiled_kernel_decides_exactly_like_the_python_loop(s, grace):
         assert np.allclose(a.critical, b.critical, rtol=1e-12, equal_nan=True)
     assert np.array_equal(compiled.counts, plain.counts)
     assert np.array_equal(compiled.queued_records(), plain.queued_records())
+
+
+def test_exposure_is_judged_per_target_and_holds_back_the_headquarters():
+    # [workshop]'s safe release: a request is judged on its own target's exposure against
+    # mean + std of all exposures after the release (a global test let ~350 through)
+    gate = soldiers_gate(["exposure"], grace="releases:50")
+    gate.run(np.random.default_rng(0).permutation(10_000))
+    released = gate.counts.sum(axis=1)
+    assert 8_900 < released.sum() < 9_100
+    assert 780 < released[1] < 850  # L2, the outlier, of its 1,299 records
+    assert list(released[2:]) == [1652, 2007, 3013]  # the ordinary locations flow entirely
+
+
+def one_target_gate(values, grace, p=(0.5, 0.5), metric="kld"):
+    values = np.asarray(values)
+    critical = CriticalValues(np.array(p), [len(values)], mode="asymptotic")
+    targets = np.zeros(len(values), dtype=np.int64)
+    return Gate(targets, values, 1, len(p), [metric], 0.5, critical, grace=grace)
+
+
+def test_values_grace_waits_until_the_releases_cover_several_values():
+    gate = one_target_gate([0] * 6 + [1] + [0] * 5, "values:2")
+    run = gate.run(np.arange(12))
+    # exempt while only value 0 has been released; value 1 is released exempt too and
+    # the target leaves its grace with C = (6, 1)
+    assert list(run.decision[:7]) == [RELEASED] * 7
+    assert np.isnan(run.statistic[:7]).all()
+    # then tested: C = (7, 1), D = 7/8 log2(7/4) - 1/8 * 2 = 0.45643 against
+    # chi2.ppf(0.5, 1) / (2 * 8 ln 2) = 0.04102
+    assert run.decision[7] == QUEUED
+    assert run.statistic[7] == pytest.approx(0.875 * np.log2(1.75) - 0.25, rel=1e-9)
+    assert run.critical[7] == pytest.approx(chi2.ppf(0.5, 1) / (16 * np.log(2)), rel=1e-9)
+
+
+def test_values_grace_asks_no_more_values_than_the_target_has():
+    # a target with a single value in the whole table is checked after its first release
+    gate = one_target_gate([0, 0, 0], "values:3")
+    run = gate.run(np.arange(3))
+    assert run.decision[0] == RELEASED and np.isnan(run.statistic[0])
+    assert np.isfinite(run.statistic[1:]).all()
+
+
+def test_fraction_grace_scales_with_the_target_size():
+    # fraction:0.25 of 10 records: ceil(2.5) = 3 untested releases
+    gate = one_target_gate([1] * 10, "fraction:0.25", p=(0.9, 0.1))
+    run = gate.run(np.arange(10))
+    assert list(run.decision[:3]) == [RELEASED] * 3 and np.isnan(run.statistic[:3]).all()
+    # the fourth: C = (0, 4), D = log2(1 / 0.1) = 3.32 bits, far above the critical value
+    assert run.decision[3] == QUEUED
+    assert run.statistic[3] == pytest.approx(np.log2(10))
+
+
+def test_grace_policies_parse_with_their_limits():
+    assert parse_grace("fraction:0.05") == ("fraction", 0.05)
+    assert parse_grace("values:3") == ("values", 3.0)
+    for bad in ("fraction:1.5", "fraction:-0.1", "values:0", "values:2.5", "releases:1e100"):
+        with pytest.raises(InputError):
+            parse_grace(bad)
+
+
+def test_status_tells_a_frozen_gate_from_an_idle_one():
+    order = np.random.default_rng(3).permutation(10_000)[:100]
+    strict = soldiers_gate(["exposure"])
+    strict.run(order)
+    status = strict.status()
+    # a lone target always sits at mean + std: no record of the table can ever start
+    assert status.frozen and status.queued == 100 and status.idle_requests == 100
+    flowing = soldiers_gate(["kld"])
+    flowing.run(order)
+    assert not flowing.status().frozen
+    # the whole table released under kld at alpha 0.05: what is left can never leave
+    done = soldiers_gate(["kld"], alpha=0.05)
+    done.run(np.random.default_rng(0).permutation(10_000))
+    final = done.status()
+    assert final.frozen and final.queued == 10_000 - done.counts.sum()

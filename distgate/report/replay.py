@@ -41,6 +41,15 @@ def print_summary(result: ReplayResult, decisions: str | None) -> None:
     counts = result.counts()
     words = ", ".join(f"{n} {name}" for name, n in counts.items() if n)
     out.print(f"  {words}")
+    status = result.status
+    if status and status.queued:
+        out.print(f"  nothing released for the last {status.idle_requests} requests")
+        if status.frozen:
+            out.print(
+                f"  [red]frozen[/red]: no unreleased record of the table can be released "
+                f"from this state, so the {status.queued} queued records will never leave "
+                "(a property of the data under these options)"
+            )
     if result.resumed:
         out.print(f"  resumed: {result.resumed} requests of this log were already decided")
     if decisions:

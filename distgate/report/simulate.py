@@ -48,6 +48,7 @@ def print_simulation(sim: Simulation) -> None:
         "fit baseline: the largest n per target with n p(x) <= C[y, x] for every value, "
         "as a percent of the target's records in the table."
     )
+    print_spread(sim)
     for alpha in sim.alphas:
         matrix = sim.cross_safety[alpha]
         table = Table(
@@ -61,6 +62,34 @@ def print_simulation(sim: Simulation) -> None:
         for row_metric in sim.metrics:
             table.add_row(row_metric, *(str(matrix[row_metric][c]) for c in sim.metrics))
         out.print(table)
+
+
+def print_spread(sim: Simulation) -> None:
+    """Released totals over the sequences: an average alone hides a gate that stalls on
+    some request orders."""
+    out = console()
+    table = Table(
+        title=f"Released in total over the {sim.sequences} sequences", title_justify="left"
+    )
+    for name in ("metric", "alpha", "mean", "min", "median", "max", "s.e.", "stalled"):
+        table.add_column(name, justify="left" if name == "metric" else "right")
+    spreads = sim.spread()
+    for s in spreads:
+        table.add_row(
+            s.metric,
+            f"{s.alpha:g}",
+            f"{s.mean:.1f}",
+            str(s.minimum),
+            f"{s.median:g}",
+            str(s.maximum),
+            f"{s.standard_error:.1f}",
+            str(len(s.stalled)),
+        )
+    out.print(table)
+    for s in spreads:
+        sentence = s.stall_sentence(sim.sequences)
+        if sentence:
+            out.print(f"[red]stalled[/red] {sentence}")
 
 
 def write_plots(sim: Simulation, folder: str, fit_sample: tuple[np.ndarray, int]) -> list[str]:
