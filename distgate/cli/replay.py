@@ -54,7 +54,9 @@ def replay_command(
     grace: Annotated[
         str,
         typer.Option(
-            "--grace", metavar="POLICY", help="Grace policy: none, releases:K or accuracy:EPS."
+            "--grace",
+            metavar="POLICY",
+            help="Grace policy: none, releases:K, fraction:F, values:V or accuracy:EPS.",
         ),
     ] = "none",
     skip_unknown: Annotated[

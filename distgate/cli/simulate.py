@@ -52,7 +52,12 @@ def simulate_command(
     critical: CriticalOption = None,
     draws: DrawsOption = 10_000,
     grace: Annotated[
-        str, typer.Option("--grace", metavar="POLICY", help="none, releases:K or accuracy:EPS.")
+        str,
+        typer.Option(
+            "--grace",
+            metavar="POLICY",
+            help="none, releases:K, fraction:F, values:V or accuracy:EPS.",
+        ),
     ] = "none",
     no_queue: Annotated[
         bool, typer.Option("--no-queue", help="Deny blocked requests instead of queueing them.")
