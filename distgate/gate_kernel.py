@@ -15,12 +15,13 @@ of arrays paid an atomic increment and decrement per array, twenty times the ari
 Queue: the queued arrival indices of each (target, value) cell are a sorted segment of one
 array (laid out afresh for every run); released entries are marked dead and skipped with
 path-compressed "next alive" pointers. Outside a release every queued record is unsafe, so
-after a release only the cells whose verdict can have changed are examined: the cells of
-the targets released during these queue passes for per-target metrics (kld, cst), every
-cell when the critical-value regime or the set of checked targets changes or for the
-metrics that look at every target (mis, dqt, exposure). A verdict is cached per cell until
-the next release, and mutual information first bounds each target's best cell from below,
-so that a target none of whose cells can pass costs O(1). The cost of a request therefore
+the queue passes only need the set of cells that are safe *now*: after a release it is
+updated for the cells whose verdict can have changed (the released target's cells for
+per-target metrics (kld, cst); every queued cell when the critical-value regime or the set
+of checked targets changes, or for the metrics that look at every target (mis, dqt,
+exposure), where mutual information first bounds each target's best cell from below so
+that a target none of whose cells can pass costs O(1)), and a pass step takes the earliest
+entry after the current position among the safe cells. The cost of a request therefore
 depends on the shape of the count table, never on the length of the queue.
 """
 
@@ -98,28 +99,32 @@ class Queue(NamedTuple):
 class Work(NamedTuple):
     """Scratch space of one run (see :func:`work_space`)."""
 
-    values: np.ndarray  # float, max(2 |Y|, |X|): a row, distances, sorted distances
+    values: np.ndarray  # float, max(|Y|, |X|): a row or the targets' distances
     labels: np.ndarray  # int64, |X|: cst's merged groups
     result: np.ndarray  # float[2]: statistic and critical value of the last check
-    known: np.ndarray  # bool, cells: verdict cached since the last release
-    safe: np.ndarray  # bool, cells: the cached verdict
-    dirty: np.ndarray  # bool, |Y|: targets released during the current queue passes
-    counters: np.ndarray  # int64[2]: ALIVE entries in the queue, LATE releases
+    safe_cells: np.ndarray  # int64, cells: the queued cells that are safe now (a set)
+    safe_slot: np.ndarray  # int64, cells: a cell's place in safe_cells, -1 if absent
+    target_alive: np.ndarray  # int64, |Y|: queued entries per target
+    best_g: np.ndarray  # float, |Y|: the smallest g(x) over a target's queued cells
+    best_g_valid: np.ndarray  # bool, |Y|
+    counters: np.ndarray  # int64[3]: ALIVE queue entries, LATE releases, SAFE cells
 
 
-ALIVE, LATE = 0, 1
+ALIVE, LATE, SAFE = 0, 1, 2
 
 
 def work_space(n_targets: int, n_values: int) -> Work:
     cells = n_targets * n_values
     return Work(
-        values=np.empty(max(2 * n_targets, n_values)),
+        values=np.empty(max(n_targets, n_values)),
         labels=np.empty(n_values, dtype=np.int64),
         result=np.zeros(2),
-        known=np.zeros(cells, dtype=bool),
-        safe=np.zeros(cells, dtype=bool),
-        dirty=np.zeros(n_targets, dtype=bool),
-        counters=np.zeros(2, dtype=np.int64),
+        safe_cells=np.empty(cells, dtype=np.int64),
+        safe_slot=np.full(cells, -1, dtype=np.int64),
+        target_alive=np.zeros(n_targets, dtype=np.int64),
+        best_g=np.zeros(n_targets),
+        best_g_valid=np.zeros(n_targets, dtype=bool),
+        counters=np.zeros(3, dtype=np.int64),
     )
 
 
@@ -222,31 +227,42 @@ def _cst(row, x, p, labels):
 
 
 @njit(cache=True, _nrt=False)
-def _dixon(d, vals):
-    """Dixon's Q over the non-NaN entries of d; returns (Q or NaN, number of entries).
-    ``vals`` receives them sorted (insertion sort: a handful of targets)."""
+def _dixon(d):
+    """Dixon's Q over the non-NaN entries of d, in one pass: (Q or NaN, number of entries).
+    Q = (d_n - d_{n-1}) / (d_n - d_1) over the sorted entries, NaN (not applicable) with
+    fewer than three entries or fewer than three distinct values."""
     count = 0
+    largest = -np.inf
+    second = -np.inf
+    smallest = np.inf
+    first_value = np.nan
+    other_value = np.nan
+    distinct = 0
     for i in range(d.shape[0]):
         v = d[i]
-        if not math.isnan(v):
-            k = count
-            while k > 0 and vals[k - 1] > v:
-                vals[k] = vals[k - 1]
-                k -= 1
-            vals[k] = v
-            count += 1
-    if count < 3:
+        if math.isnan(v):
+            continue
+        count += 1
+        if v > largest:
+            second = largest
+            largest = v
+        elif v > second:
+            second = v
+        if v < smallest:
+            smallest = v
+        if distinct == 0:
+            first_value = v
+            distinct = 1
+        elif distinct == 1 and v != first_value:
+            other_value = v
+            distinct = 2
+        elif distinct == 2 and v != first_value and v != other_value:
+            distinct = 3
+    if count < 3 or distinct < 3 or not largest > smallest:
         return np.nan, count
-    last, second, first = vals[count - 1], vals[count - 2], vals[0]
-    distinct = 1
-    for i in range(1, count):
-        if vals[i] - vals[i - 1] > 0:
-            distinct += 1
-    if not (distinct >= 3 and last > first):
-        return np.nan, count
-    if math.isinf(last):
+    if math.isinf(largest):
         return 1.0, count
-    return (last - second) / (last - first), count
+    return (largest - second) / (largest - smallest), count
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -323,7 +339,7 @@ def _check(y, x, tables, counts, work):
             d = scratch[:Y]
             _candidate_distances(y, x, n1, D1, tables, counts, d)
             if m == DQT:
-                stat, count = _dixon(d, scratch[Y : 2 * Y])
+                stat, count = _dixon(d)
                 if count >= 3:
                     crit = tables.dixon[count]
                 ok = math.isnan(stat) or _below(stat, crit)
@@ -439,11 +455,22 @@ def _head(cell, pos, queue):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _mis_hopeless(y, tables, counts, best_g):
+def _mis_hopeless(y, tables, counts, queue, work):
     """True when no queued cell of target y can pass mutual information now: the
     candidate's statistic is bounded below through the smallest x-dependent part
-    g(x) = (c+1) log2(c+1) - c log2 c - log2 p(x) over y's queued cells (``best_g``), with
-    a margin far above rounding so that only certain failures are skipped."""
+    g(x) = (c+1) log2(c+1) - c log2 c - log2 p(x) over y's queued cells, with a margin far
+    above rounding so that only certain failures are skipped."""
+    X = counts.C.shape[1]
+    if not work.best_g_valid[y]:
+        best = np.inf
+        for x in range(X):
+            if queue.alive[y * X + x] > 0:
+                c = counts.C[y, x]
+                g = _xlogx(c + 1) - _xlogx(c) - tables.logp[x]
+                if g < best:
+                    best = g
+        work.best_g[y] = best
+        work.best_g_valid[y] = True
     n1 = counts.n[y] + 1
     N1 = counts.tally[CHECKED_TOTAL] + 1
     NY1 = counts.tally[PRESENT_TARGETS] + (1 if counts.n[y] == 0 else 0)
@@ -451,51 +478,60 @@ def _mis_hopeless(y, tables, counts, best_g):
     if math.isnan(crit):
         return False
     old = counts.term[y] if counts.n[y] > 0 else 0.0
-    lower = counts.weighted[0] - old + counts.S[y] - counts.L[y] + best_g - n1 * math.log2(n1)
+    base = counts.weighted[0] - old + counts.S[y] - counts.L[y] - n1 * math.log2(n1)
+    lower = base + work.best_g[y]
     limit = (crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)) * N1
     scale = abs(counts.weighted[0]) + abs(counts.S[y]) + abs(counts.L[y]) + abs(limit) + 1.0
     return lower > limit + 1e-9 * scale
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _best_g(y, tables, counts, queue):
-    X = counts.C.shape[1]
-    best = np.inf
-    for x in range(X):
-        if queue.alive[y * X + x] > 0:
-            c = counts.C[y, x]
-            g = _xlogx(c + 1) - _xlogx(c) - tables.logp[x]
-            if g < best:
-                best = g
-    return best
+def _safe_add(cell, work):
+    if work.safe_slot[cell] < 0:
+        slot = work.counters[SAFE]
+        work.safe_cells[slot] = cell
+        work.safe_slot[cell] = slot
+        work.counters[SAFE] = slot + 1
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _next_safe(pos, scan_all, has_mis, tables, counts, queue, work):
-    """A pass step: the earliest queued entry after ``pos`` among the cells that are safe
-    now (NOT_FOUND if none). Only dirty targets' cells (or all) can have become safe."""
-    Y, X = counts.C.shape
-    dirty, known, safe = work.dirty, work.known, work.safe
+def _safe_remove(cell, work):
+    slot = work.safe_slot[cell]
+    if slot >= 0:
+        last = work.counters[SAFE] - 1
+        moved = work.safe_cells[last]
+        work.safe_cells[slot] = moved
+        work.safe_slot[moved] = slot
+        work.safe_slot[cell] = -1
+        work.counters[SAFE] = last
+
+
+@njit(cache=True, _nrt=False)
+def _recheck_target(y, has_mis, tables, counts, queue, work):
+    """The safe set after target y's verdicts may have changed."""
+    X = counts.C.shape[1]
+    for x in range(X):
+        _safe_remove(y * X + x, work)
+    if work.target_alive[y] == 0:
+        return
+    if has_mis and _mis_hopeless(y, tables, counts, queue, work):
+        return
+    for x in range(X):
+        cell = y * X + x
+        if queue.alive[cell] > 0 and _check(y, x, tables, counts, work):
+            _safe_add(cell, work)
+
+
+@njit(cache=True, _nrt=False)
+def _earliest_safe(pos, queue, work):
+    """The earliest queued entry after ``pos`` among the safe cells (NOT_FOUND if none)."""
     best = NOT_FOUND
     best_arrival = NO_ARRIVAL
-    for y in range(Y):
-        if not (scan_all or dirty[y]):
-            continue
-        if has_mis and _mis_hopeless(y, tables, counts, _best_g(y, tables, counts, queue)):
-            continue
-        for x in range(X):
-            cell = y * X + x
-            if queue.alive[cell] == 0:
-                continue
-            k, end = _head(cell, pos, queue)
-            if k >= end or queue.arrival[k] >= best_arrival:
-                continue
-            if not known[cell]:
-                safe[cell] = _check(y, x, tables, counts, work)
-                known[cell] = True
-            if safe[cell]:
-                best = k
-                best_arrival = queue.arrival[k]
+    for i in range(work.counters[SAFE]):
+        k, end = _head(work.safe_cells[i], pos, queue)
+        if k < end and queue.arrival[k] < best_arrival:
+            best = k
+            best_arrival = queue.arrival[k]
     return best
 
 
@@ -503,7 +539,7 @@ def _next_safe(pos, scan_all, has_mis, tables, counts, queue, work):
 def _release_and_settle(record, at, first_request, tables, counts, queue, out, work):
     """Release ``record`` at request ``at``, then the queue passes of SPEC 4 step 4."""
     Y, X = counts.C.shape
-    known, dirty, counters = work.known, work.dirty, work.counters
+    counters = work.counters
     global_metrics = False
     has_mis = False
     for k in range(tables.metrics.shape[0]):
@@ -512,38 +548,38 @@ def _release_and_settle(record, at, first_request, tables, counts, queue, out, w
             global_metrics = True
         if m == MIS:
             has_mis = True
-    scan_all = global_metrics
-    for t in range(Y):
-        dirty[t] = False
     pos = -1
     while True:
         mc_before = _use_mc(counts.tally[CHECKED_TOTAL] + 1, tables)
         y = tables.target_codes[record]
-        if _release(record, at, tables, counts):
-            scan_all = True
+        scan_all = _release(record, at, tables, counts) or global_metrics
         if _use_mc(counts.tally[CHECKED_TOTAL] + 1, tables) != mc_before:
             scan_all = True  # the next candidate is judged in the other regime
-        dirty[y] = True
-        # verdicts cached since the last release are stale where the state changed
-        if scan_all:
-            for cell in range(Y * X):
-                known[cell] = False
-        else:
-            for x in range(X):
-                known[y * X + x] = False
+        work.best_g_valid[y] = False
         if counters[ALIVE] == 0:
             break
-        chosen = _next_safe(pos, scan_all, has_mis, tables, counts, queue, work)
+        # the safe set at the new state: only these verdicts can have changed
+        if scan_all:
+            for t in range(Y):
+                _recheck_target(t, has_mis, tables, counts, queue, work)
+        else:
+            _recheck_target(y, has_mis, tables, counts, queue, work)
+        chosen = _earliest_safe(pos, queue, work)
         if chosen == NOT_FOUND and pos != -1:
             pos = -1  # a pass released something: walk the queue again from its start
-            chosen = _next_safe(pos, scan_all, has_mis, tables, counts, queue, work)
+            chosen = _earliest_safe(pos, queue, work)
         if chosen == NOT_FOUND:
             break
         record = queue.record[chosen]
-        cell = tables.target_codes[record] * X + tables.value_codes[record]
+        ty = tables.target_codes[record]
+        cell = ty * X + tables.value_codes[record]
         queue.dead[chosen] = True
         queue.next_alive[chosen] = chosen + 1
         queue.alive[cell] -= 1
+        work.target_alive[ty] -= 1
+        if queue.alive[cell] == 0:
+            _safe_remove(cell, work)
+            work.best_g_valid[ty] = False
         counters[ALIVE] -= 1
         queue.queued[record] = False
         arrival = queue.arrival[chosen]
@@ -554,6 +590,10 @@ def _release_and_settle(record, at, first_request, tables, counts, queue, out, w
             out.late_at[counters[LATE]] = at
             counters[LATE] += 1
         pos = arrival
+    # every queued record is unsafe again: the safe set is empty
+    for i in range(counters[SAFE]):
+        work.safe_slot[work.safe_cells[i]] = -1
+    counters[SAFE] = 0
 
 
 @njit(cache=True, _nrt=False)
@@ -563,11 +603,9 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
     runs left the queue (their rows are in ``out.late_request``/``out.late_at``)."""
     Y, X = counts.C.shape
     counters = work.counters
-    counters[ALIVE] = 0
-    counters[LATE] = 0
     for cell in range(Y * X):
         counters[ALIVE] += queue.alive[cell]
-        work.known[cell] = False
+        work.target_alive[cell // X] += queue.alive[cell]
     for j in range(records.shape[0]):
         r = records[j]
         at = first_request + j
@@ -601,6 +639,9 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
                 queue.next_alive[slot] = slot + 1
                 queue.seg_fill[cell] += 1
                 queue.alive[cell] += 1
+                if queue.alive[cell] == 1:
+                    work.best_g_valid[y] = False
+                work.target_alive[y] += 1
                 counters[ALIVE] += 1
             else:
                 out.decision[j] = DENIED
