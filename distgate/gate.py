@@ -66,7 +66,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from distgate.critical import LN2, CriticalValues, below, check_alpha, chi2_quantile
+from distgate.critical import (
+    HANDOVER_RANGE,
+    LN2,
+    CriticalValues,
+    below,
+    check_alpha,
+    chi2_quantile,
+)
 from distgate.errors import InputError
 from distgate.metrics.information import domain_values
 from distgate.metrics.registry import parse_metrics
@@ -446,7 +453,7 @@ class Gate:
             if mc1:
                 crit = float(self.critical_values.mutual_information(np.array([N1]), self.alpha)[0])
             else:
-                crit = float(self._chi2[df] / (2.0 * N1 * LN2))
+                crit = float(self.critical_values.mis_asymptotic(self.alpha, N1, df))
             return below(info, crit), info, crit
         if name == "cst":
             from distgate.metrics.pearson import pearson_statistic
@@ -699,6 +706,8 @@ class Gate:
                 dixon=dixon,
                 need_n=need_n,
                 need_v=need_v,
+                mis_correction=cv.handover_correction(self.alpha) if "mis" in self.metrics else 0.0,
+                mis_correction_below=HANDOVER_RANGE * int(cv.switch_size),
                 domain=self._NX,
                 auto=cv.mode == "auto",
                 switch=int(cv.switch_size),

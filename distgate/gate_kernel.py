@@ -62,6 +62,8 @@ class Tables(NamedTuple):
     dixon: np.ndarray  # Dixon critical value by number of targets
     need_n: np.ndarray  # (Y,) released tuples a target needs to leave its grace
     need_v: np.ndarray  # (Y,) distinct released values it needs
+    mis_correction: float  # c of mis's hand-over correction (distgate.critical)
+    mis_correction_below: int  # ... which applies below this many released tuples
     domain: int  # N_X: baseline values with p > 0
     auto: bool  # Monte Carlo values below ``switch`` released tuples
     switch: int
@@ -105,6 +107,8 @@ class Work(NamedTuple):
     safe_cells: np.ndarray  # int64, cells: the queued cells that are safe now (a set)
     safe_slot: np.ndarray  # int64, cells: a cell's place in safe_cells, -1 if absent
     target_alive: np.ndarray  # int64, |Y|: queued entries per target
+    g: np.ndarray  # float, cells: mis's g(x) per cell (see _mis_g)
+    g_valid: np.ndarray  # bool, cells
     best_g: np.ndarray  # float, |Y|: the smallest g(x) over a target's queued cells
     best_g_valid: np.ndarray  # bool, |Y|
     counters: np.ndarray  # int64[3]: ALIVE queue entries, LATE releases, SAFE cells
@@ -122,6 +126,8 @@ def work_space(n_targets: int, n_values: int) -> Work:
         safe_cells=np.empty(cells, dtype=np.int64),
         safe_slot=np.full(cells, -1, dtype=np.int64),
         target_alive=np.zeros(n_targets, dtype=np.int64),
+        g=np.zeros(cells),
+        g_valid=np.zeros(cells, dtype=bool),
         best_g=np.zeros(n_targets),
         best_g_valid=np.zeros(n_targets, dtype=bool),
         counters=np.zeros(3, dtype=np.int64),
@@ -185,7 +191,10 @@ def _mis_crit(N1, NY1, mc, tables):
         return np.nan
     if mc:
         return tables.mis_mc[N1]
-    return tables.chi2[df] / (2.0 * N1 * LN2)
+    value = tables.chi2[df] / (2.0 * N1 * LN2)
+    if tables.auto and N1 < tables.mis_correction_below:
+        value = value * (1.0 + tables.mis_correction / N1)
+    return value
 
 
 @njit(cache=True, _nrt=False)
@@ -455,34 +464,66 @@ def _head(cell, pos, queue):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _mis_hopeless(y, tables, counts, queue, work):
-    """True when no queued cell of target y can pass mutual information now: the
-    candidate's statistic is bounded below through the smallest x-dependent part
-    g(x) = (c+1) log2(c+1) - c log2 c - log2 p(x) over y's queued cells, with a margin far
-    above rounding so that only certain failures are skipped."""
+def _value_part(y, x, tables, counts, work):
+    """g(x) = (c+1) log2(c+1) - c log2 c - log2 p(x): the part of a candidate's n_y D(y)
+    that depends on its value, n1 D1 = S_y - L_y - n1 log2 n1 + g(x) (cached per cell: it
+    changes only when C[y, x] does)."""
+    cell = y * counts.C.shape[1] + x
+    if not work.g_valid[cell]:
+        c = counts.C[y, x]
+        work.g[cell] = _xlogx(c + 1) - _xlogx(c) - tables.logp[x]
+        work.g_valid[cell] = True
+    return work.g[cell]
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _slack(y, tables, counts, queue, work):
+    """For kld and mis, a candidate (y, x) passes iff g(x) lies below a bound that depends
+    on the target alone; returns (bound, band): g above bound + band certainly fails, g
+    below bound - band certainly passes (the band, far above rounding, keeps every
+    borderline cell for the exact test). The tightest bound over the chosen kld/mis
+    metrics; (inf, 0) when neither is chosen. Also caches the smallest g over y's queued
+    cells in ``best_g``."""
     X = counts.C.shape[1]
     if not work.best_g_valid[y]:
         best = np.inf
         for x in range(X):
             if queue.alive[y * X + x] > 0:
-                c = counts.C[y, x]
-                g = _xlogx(c + 1) - _xlogx(c) - tables.logp[x]
-                if g < best:
-                    best = g
+                best = min(best, _value_part(y, x, tables, counts, work))
         work.best_g[y] = best
         work.best_g_valid[y] = True
     n1 = counts.n[y] + 1
     N1 = counts.tally[CHECKED_TOTAL] + 1
-    NY1 = counts.tally[PRESENT_TARGETS] + (1 if counts.n[y] == 0 else 0)
-    crit = _mis_crit(N1, NY1, _use_mc(N1, tables), tables)
-    if math.isnan(crit):
-        return False
-    old = counts.term[y] if counts.n[y] > 0 else 0.0
-    base = counts.weighted[0] - old + counts.S[y] - counts.L[y] - n1 * math.log2(n1)
-    lower = base + work.best_g[y]
-    limit = (crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)) * N1
-    scale = abs(counts.weighted[0]) + abs(counts.S[y]) + abs(counts.L[y]) + abs(limit) + 1.0
-    return lower > limit + 1e-9 * scale
+    mc1 = _use_mc(N1, tables)
+    rest = counts.S[y] - counts.L[y] - n1 * math.log2(n1)  # n1 D1 - g(x)
+    bound = np.inf
+    band = 0.0
+    for k in range(tables.metrics.shape[0]):
+        m = tables.metrics[k]
+        if m == KLD:
+            crit = _kld_crit(n1, mc1, tables)
+            if math.isnan(crit):
+                continue
+            limit = (crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)) * n1
+            here = limit - rest
+            margin = 1e-9 * (abs(counts.S[y]) + abs(counts.L[y]) + abs(limit) + n1 + 1.0)
+        elif m == MIS:
+            NY1 = counts.tally[PRESENT_TARGETS] + (1 if counts.n[y] == 0 else 0)
+            crit = _mis_crit(N1, NY1, mc1, tables)
+            if math.isnan(crit):
+                continue
+            old = counts.term[y] if counts.n[y] > 0 else 0.0
+            limit = (crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)) * N1
+            here = limit - (counts.weighted[0] - old + rest)
+            margin = 1e-9 * (
+                abs(counts.weighted[0]) + abs(counts.S[y]) + abs(counts.L[y]) + abs(limit) + n1 + 1
+            )
+        else:
+            continue
+        if here < bound:
+            bound = here
+        band = max(band, margin)
+    return bound, band
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -507,18 +548,26 @@ def _safe_remove(cell, work):
 
 
 @njit(cache=True, _nrt=False)
-def _recheck_target(y, has_mis, tables, counts, queue, work):
-    """The safe set after target y's verdicts may have changed."""
+def _recheck_target(y, keyed_only, tables, counts, queue, work):
+    """The safe set after target y's verdicts may have changed. ``keyed_only``: every
+    chosen metric is kld or mis, so that the value part g decides outright outside the
+    band (:func:`_slack`)."""
     X = counts.C.shape[1]
     for x in range(X):
         _safe_remove(y * X + x, work)
     if work.target_alive[y] == 0:
         return
-    if has_mis and _mis_hopeless(y, tables, counts, queue, work):
-        return
+    bound, band = _slack(y, tables, counts, queue, work)
+    if work.best_g[y] > bound + band:
+        return  # no queued cell of y can pass kld or mis
     for x in range(X):
         cell = y * X + x
-        if queue.alive[cell] > 0 and _check(y, x, tables, counts, work):
+        if queue.alive[cell] == 0:
+            continue
+        g = _value_part(y, x, tables, counts, work)
+        if g > bound + band:
+            continue
+        if (keyed_only and g < bound - band) or _check(y, x, tables, counts, work):
             _safe_add(cell, work)
 
 
@@ -541,13 +590,13 @@ def _release_and_settle(record, at, first_request, tables, counts, queue, out, w
     Y, X = counts.C.shape
     counters = work.counters
     global_metrics = False
-    has_mis = False
+    keyed_only = True
     for k in range(tables.metrics.shape[0]):
         m = tables.metrics[k]
         if m == MIS or m == DQT or m == EXPOSURE:
             global_metrics = True
-        if m == MIS:
-            has_mis = True
+        if m != MIS and m != KLD:
+            keyed_only = False
     pos = -1
     while True:
         mc_before = _use_mc(counts.tally[CHECKED_TOTAL] + 1, tables)
@@ -555,15 +604,16 @@ def _release_and_settle(record, at, first_request, tables, counts, queue, out, w
         scan_all = _release(record, at, tables, counts) or global_metrics
         if _use_mc(counts.tally[CHECKED_TOTAL] + 1, tables) != mc_before:
             scan_all = True  # the next candidate is judged in the other regime
+        work.g_valid[y * X + tables.value_codes[record]] = False
         work.best_g_valid[y] = False
         if counters[ALIVE] == 0:
             break
         # the safe set at the new state: only these verdicts can have changed
         if scan_all:
             for t in range(Y):
-                _recheck_target(t, has_mis, tables, counts, queue, work)
+                _recheck_target(t, keyed_only, tables, counts, queue, work)
         else:
-            _recheck_target(y, has_mis, tables, counts, queue, work)
+            _recheck_target(y, keyed_only, tables, counts, queue, work)
         chosen = _earliest_safe(pos, queue, work)
         if chosen == NOT_FOUND and pos != -1:
             pos = -1  # a pass released something: walk the queue again from its start

@@ -76,3 +76,49 @@ def test_mutual_information_critical_value_does_not_drop_at_the_hand_over():
     assert before == pytest.approx(0.3728, abs=5e-4)
     assert after == pytest.approx(0.3804, abs=5e-4)
     assert chi2.ppf(0.8, 40) / (2 * 100 * np.log(2)) == pytest.approx(0.3410, abs=5e-4)
+
+
+def sparse_table(records=5_000, targets=20, values=10, seed=0):
+    """Twenty targets, two of them shifted: at the auto switch (2 m |Y| = 400 tuples) the
+    table is still sparse, two tuples per cell."""
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.full(values, 5.0))
+    t = rng.integers(0, targets, records)
+    v = rng.choice(values, records, p=p)
+    shifted = t < 2
+    v[shifted] = rng.choice(values, shifted.sum(), p=np.roll(p, 3))
+    return t, v, np.bincount(v, minlength=values) / records
+
+
+def test_mutual_information_does_not_freeze_at_the_hand_over_of_a_sparse_table():
+    from distgate.gate import Gate
+
+    t, v, p = sparse_table()
+    weights = np.bincount(t, minlength=20)
+    corrected = CriticalValues(p, weights, mode="auto")
+    c = corrected.handover_correction(0.2)
+    # the chi-square value at the switch lies 13.5% below the Monte Carlo one at 399
+    allowance = chi2.ppf(0.8, 9 * 20) / (2 * np.log(2))
+    simulated = corrected.mutual_information(np.array([399]), 0.2)[0] * 399
+    assert c == pytest.approx((simulated / allowance - 1) * 399) and 40 < c < 70
+    # ... and the corrected value meets the Monte Carlo one there
+    assert corrected.mis_asymptotic(0.2, 400, 9 * 20) == pytest.approx(simulated / 400, rel=3e-3)
+    frozen = 0
+    for s in range(10):
+        order = np.random.default_rng([1, s]).permutation(len(t))[:3_000]
+        gate = Gate(t, v, 20, 10, ["mis"], 0.2, corrected)
+        gate.run(order)
+        assert gate.counts.sum() > 2_000
+        plain = CriticalValues(p, weights, mode="auto")
+        plain._cache[("handover", 0.2)] = 0.0  # the SPEC's formula without the correction
+        gate = Gate(t, v, 20, 10, ["mis"], 0.2, plain)
+        gate.run(order)
+        frozen += gate.counts.sum() == 399
+    assert frozen >= 8  # uncorrected, the gate stops one tuple short of the switch
+
+
+def test_no_hand_over_correction_where_chi_square_is_not_the_stricter():
+    values = CriticalValues(BASELINE, COUNTS.sum(axis=1), mode="auto")
+    assert values.handover_correction(0.2) == 0.0 == values.handover_correction(0.05)
+    asymptotic = chi2.ppf(0.8, 45) / (2 * 500 * np.log(2))
+    assert values.mis_asymptotic(0.2, 500, 45) == pytest.approx(asymptotic, rel=1e-12)

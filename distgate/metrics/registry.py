@@ -131,8 +131,7 @@ def _mis(c, p, n, total, d, alpha, critical, threshold):
     info = mutual_information(c, p)
     df = (domain_values(p) - 1) * present_targets(c)
     mc = critical.use_mc(total)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        crit = chi2_quantile(alpha, df) / (2.0 * total * LN2)
+    crit = critical.mis_asymptotic(alpha, total, df)
     if mc.any():
         crit = np.where(mc, critical.mutual_information(np.where(mc, total, 0), alpha), crit)
     applicable = df > 0
