@@ -712,6 +712,7 @@ class Gate:
                 auto=cv.mode == "auto",
                 switch=int(cv.switch_size),
                 queue_on=self.queue_enabled,
+                distances=any(m in ("mis", "dqt", "exposure") for m in self.metrics),
             )
         return self._tables
 

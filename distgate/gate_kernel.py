@@ -43,6 +43,10 @@ ZERO = 1e-12  # as distgate.gate._ZERO
 MIN_COUNT = 5  # as distgate.metrics.pearson.MIN_COUNT
 LN2 = 0.6931471805599453
 NOT_FOUND = -1
+# The value-part shortcut (_slack) decides a cell outright only when it lies further than
+# this, relative to the magnitudes summed, from its bound: some 10^4 ulps of the largest
+# term, far above the rounding by which the shortcut and the full test can differ.
+ROUNDING = 1e-11
 NO_ARRIVAL = 1 << 62
 # Counts.tally entries
 CHECKED_TOTAL, ALL_TOTAL, PRESENT_TARGETS = 0, 1, 2
@@ -68,6 +72,7 @@ class Tables(NamedTuple):
     auto: bool  # Monte Carlo values below ``switch`` released tuples
     switch: int
     queue_on: bool
+    distances: bool  # keep D(y) and n_y D(y) current (mis, dqt, exposure look at them)
 
 
 class Counts(NamedTuple):
@@ -111,10 +116,16 @@ class Work(NamedTuple):
     g_valid: np.ndarray  # bool, cells
     best_g: np.ndarray  # float, |Y|: the smallest g(x) over a target's queued cells
     best_g_valid: np.ndarray  # bool, |Y|
-    counters: np.ndarray  # int64[3]: ALIVE queue entries, LATE releases, SAFE cells
+    rest: np.ndarray  # float, |Y|: S_y - L_y - n1 log2 n1, the value-free part of n1 D1
+    rest_valid: np.ndarray  # bool, |Y|
+    safe_count: np.ndarray  # int64, |Y|: a target's cells in the safe set
+    mis_limit: np.ndarray  # float[2]: mis's (critical - tie) N1, target present / new
+    head: np.ndarray  # int64, cells: a cell's first queued entry after the pass position
+    head_pass: np.ndarray  # int64, cells: the pass that ``head`` was found in
+    counters: np.ndarray  # int64[4]: ALIVE queue entries, LATE releases, SAFE cells, PASS
 
 
-ALIVE, LATE, SAFE = 0, 1, 2
+ALIVE, LATE, SAFE, PASS = 0, 1, 2, 3
 
 
 def work_space(n_targets: int, n_values: int) -> Work:
@@ -130,7 +141,13 @@ def work_space(n_targets: int, n_values: int) -> Work:
         g_valid=np.zeros(cells, dtype=bool),
         best_g=np.zeros(n_targets),
         best_g_valid=np.zeros(n_targets, dtype=bool),
-        counters=np.zeros(3, dtype=np.int64),
+        rest=np.zeros(n_targets),
+        rest_valid=np.zeros(n_targets, dtype=bool),
+        safe_count=np.zeros(n_targets, dtype=np.int64),
+        mis_limit=np.zeros(2),
+        head=np.zeros(cells, dtype=np.int64),
+        head_pass=np.full(cells, -1, dtype=np.int64),
+        counters=np.zeros(4, dtype=np.int64),
     )
 
 
@@ -389,6 +406,13 @@ def _refresh_target(y, tables, counts):
     counts.distinct[y] = distinct
     counts.S[y] = s
     counts.L[y] = lsum
+    if tables.distances:
+        _refresh_distance(y, tables, counts)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _refresh_distance(y, tables, counts):
+    total = counts.n[y]
     if total > 0:
         d = _row_distance(counts.C, y, -1, total, tables.logp)
         counts.D[y] = d
@@ -425,6 +449,7 @@ def _release(record, at, tables, counts):
     x = tables.value_codes[record]
     counts.released[record] = True
     counts.released_at[record] = at
+    was_empty = counts.n[y] == 0
     counts.C[y, x] += 1
     _refresh_target(y, tables, counts)
     left_grace = (
@@ -434,7 +459,14 @@ def _release(record, at, tables, counts):
     )
     if left_grace:
         counts.checked[y] = True
-    _aggregate(counts)
+    if left_grace or tables.distances:
+        _aggregate(counts)  # A is summed again from the targets' terms: no drift
+    else:
+        counts.tally[ALL_TOTAL] += 1
+        if counts.checked[y]:
+            counts.tally[CHECKED_TOTAL] += 1
+            if was_empty:
+                counts.tally[PRESENT_TARGETS] += 1
     return left_grace
 
 
@@ -495,7 +527,10 @@ def _slack(y, tables, counts, queue, work):
     n1 = counts.n[y] + 1
     N1 = counts.tally[CHECKED_TOTAL] + 1
     mc1 = _use_mc(N1, tables)
-    rest = counts.S[y] - counts.L[y] - n1 * math.log2(n1)  # n1 D1 - g(x)
+    if not work.rest_valid[y]:
+        work.rest[y] = counts.S[y] - counts.L[y] - n1 * math.log2(n1)  # n1 D1 - g(x)
+        work.rest_valid[y] = True
+    rest = work.rest[y]
     bound = np.inf
     band = 0.0
     for k in range(tables.metrics.shape[0]):
@@ -506,16 +541,15 @@ def _slack(y, tables, counts, queue, work):
                 continue
             limit = (crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)) * n1
             here = limit - rest
-            margin = 1e-9 * (abs(counts.S[y]) + abs(counts.L[y]) + abs(limit) + n1 + 1.0)
+            margin = ROUNDING * (abs(counts.S[y]) + abs(counts.L[y]) + abs(limit) + n1 + 1.0)
         elif m == MIS:
-            NY1 = counts.tally[PRESENT_TARGETS] + (1 if counts.n[y] == 0 else 0)
-            crit = _mis_crit(N1, NY1, mc1, tables)
-            if math.isnan(crit):
+            # (crit - tie) N1 for a target already present / new, computed once per step
+            limit = work.mis_limit[0] if counts.n[y] > 0 else work.mis_limit[1]
+            if math.isnan(limit):
                 continue
             old = counts.term[y] if counts.n[y] > 0 else 0.0
-            limit = (crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)) * N1
             here = limit - (counts.weighted[0] - old + rest)
-            margin = 1e-9 * (
+            margin = ROUNDING * (
                 abs(counts.weighted[0]) + abs(counts.S[y]) + abs(counts.L[y]) + abs(limit) + n1 + 1
             )
         else:
@@ -527,16 +561,17 @@ def _slack(y, tables, counts, queue, work):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _safe_add(cell, work):
+def _safe_add(cell, y, work):
     if work.safe_slot[cell] < 0:
         slot = work.counters[SAFE]
         work.safe_cells[slot] = cell
         work.safe_slot[cell] = slot
         work.counters[SAFE] = slot + 1
+        work.safe_count[y] += 1
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _safe_remove(cell, work):
+def _safe_remove(cell, y, work):
     slot = work.safe_slot[cell]
     if slot >= 0:
         last = work.counters[SAFE] - 1
@@ -545,6 +580,7 @@ def _safe_remove(cell, work):
         work.safe_slot[moved] = slot
         work.safe_slot[cell] = -1
         work.counters[SAFE] = last
+        work.safe_count[y] -= 1
 
 
 @njit(cache=True, _nrt=False)
@@ -553,8 +589,9 @@ def _recheck_target(y, keyed_only, tables, counts, queue, work):
     chosen metric is kld or mis, so that the value part g decides outright outside the
     band (:func:`_slack`)."""
     X = counts.C.shape[1]
-    for x in range(X):
-        _safe_remove(y * X + x, work)
+    if work.safe_count[y] > 0:
+        for x in range(X):
+            _safe_remove(y * X + x, y, work)
     if work.target_alive[y] == 0:
         return
     bound, band = _slack(y, tables, counts, queue, work)
@@ -568,7 +605,7 @@ def _recheck_target(y, keyed_only, tables, counts, queue, work):
         if g > bound + band:
             continue
         if (keyed_only and g < bound - band) or _check(y, x, tables, counts, work):
-            _safe_add(cell, work)
+            _safe_add(cell, y, work)
 
 
 @njit(cache=True, _nrt=False)
@@ -577,7 +614,17 @@ def _earliest_safe(pos, queue, work):
     best = NOT_FOUND
     best_arrival = NO_ARRIVAL
     for i in range(work.counters[SAFE]):
-        k, end = _head(work.safe_cells[i], pos, queue)
+        cell = work.safe_cells[i]
+        end = queue.seg_start[cell] + queue.seg_fill[cell]
+        k = work.head[cell]
+        # a head found earlier in this pass stays first while it is alive and after pos
+        # (entries are only taken out during a pass, and pos only grows)
+        if work.head_pass[cell] != work.counters[PASS] or (
+            k < end and (queue.dead[k] or queue.arrival[k] <= pos)
+        ):
+            k, end = _head(cell, pos, queue)
+            work.head[cell] = k
+            work.head_pass[cell] = work.counters[PASS]
         if k < end and queue.arrival[k] < best_arrival:
             best = k
             best_arrival = queue.arrival[k]
@@ -591,13 +638,17 @@ def _release_and_settle(record, at, first_request, tables, counts, queue, out, w
     counters = work.counters
     global_metrics = False
     keyed_only = True
+    has_mis = False
     for k in range(tables.metrics.shape[0]):
         m = tables.metrics[k]
         if m == MIS or m == DQT or m == EXPOSURE:
             global_metrics = True
         if m != MIS and m != KLD:
             keyed_only = False
+        if m == MIS:
+            has_mis = True
     pos = -1
+    counters[PASS] += 1
     while True:
         mc_before = _use_mc(counts.tally[CHECKED_TOTAL] + 1, tables)
         y = tables.target_codes[record]
@@ -606,8 +657,16 @@ def _release_and_settle(record, at, first_request, tables, counts, queue, out, w
             scan_all = True  # the next candidate is judged in the other regime
         work.g_valid[y * X + tables.value_codes[record]] = False
         work.best_g_valid[y] = False
+        work.rest_valid[y] = False
         if counters[ALIVE] == 0:
             break
+        if has_mis:
+            N1 = counts.tally[CHECKED_TOTAL] + 1
+            present = counts.tally[PRESENT_TARGETS]
+            mc1 = _use_mc(N1, tables)
+            for k in range(2):
+                crit = _mis_crit(N1, present + k, mc1, tables)
+                work.mis_limit[k] = (crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)) * N1
         # the safe set at the new state: only these verdicts can have changed
         if scan_all:
             for t in range(Y):
@@ -617,6 +676,7 @@ def _release_and_settle(record, at, first_request, tables, counts, queue, out, w
         chosen = _earliest_safe(pos, queue, work)
         if chosen == NOT_FOUND and pos != -1:
             pos = -1  # a pass released something: walk the queue again from its start
+            counters[PASS] += 1
             chosen = _earliest_safe(pos, queue, work)
         if chosen == NOT_FOUND:
             break
@@ -628,7 +688,7 @@ def _release_and_settle(record, at, first_request, tables, counts, queue, out, w
         queue.alive[cell] -= 1
         work.target_alive[ty] -= 1
         if queue.alive[cell] == 0:
-            _safe_remove(cell, work)
+            _safe_remove(cell, ty, work)
             work.best_g_valid[ty] = False
         counters[ALIVE] -= 1
         queue.queued[record] = False
@@ -642,7 +702,9 @@ def _release_and_settle(record, at, first_request, tables, counts, queue, out, w
         pos = arrival
     # every queued record is unsafe again: the safe set is empty
     for i in range(counters[SAFE]):
-        work.safe_slot[work.safe_cells[i]] = -1
+        cell = work.safe_cells[i]
+        work.safe_slot[cell] = -1
+        work.safe_count[cell // X] = 0
     counters[SAFE] = 0
 
 
@@ -696,4 +758,7 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
             else:
                 out.decision[j] = DENIED
         out.total[j] = counts.tally[ALL_TOTAL]
+    if not tables.distances:  # D(y) was not needed during the run: bring it up to date
+        for y in range(Y):
+            _refresh_distance(y, tables, counts)
     return counters[LATE]
