@@ -459,3 +459,25 @@ def test_status_tells_a_frozen_gate_from_an_idle_one():
     done.run(np.random.default_rng(0).permutation(10_000))
     final = done.status()
     assert final.frozen and final.queued == 10_000 - done.counts.sum()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("metric", ["kld", "mis", "cst", "dqt", "exposure"])
+def test_the_kernel_equals_the_python_loop_on_a_sparse_twenty_target_table(metric):
+    # past the auto switch (400 tuples) and with a long queue: the kernel's shortcuts (the
+    # safe-cell set, the value-part bound of kld and mis, cached heads) must not change
+    # a single decision
+    from tests.test_gate_never_freezes import sparse_table
+
+    t, v, p = sparse_table(records=3_000)
+    values = CriticalValues(p, np.bincount(t, minlength=20), mode="auto")
+    order = np.random.default_rng(5).permutation(3_000)
+    grace = "releases:20" if metric == "exposure" else "none"
+    compiled = Gate(t, v, 20, 10, [metric], 0.2, values, grace=grace)
+    plain = Gate(t, v, 20, 10, [metric], 0.2, values, grace=grace)
+    plain.use_kernel = False
+    a, b = compiled.run(order), plain.run(order)
+    assert np.array_equal(a.decision, b.decision)
+    assert np.array_equal(a.released_at, b.released_at)
+    assert np.allclose(a.statistic, b.statistic, rtol=1e-12, equal_nan=True)
+    assert (a.decision == QUEUED).sum() > 100 and compiled.counts.sum() > 400
