@@ -211,12 +211,15 @@ def simulate(
     grace: str = "none",
     keep_evolution: bool = False,
     progress: Callable[[], None] | None = None,
+    workers: int | None = None,
 ) -> Simulation:
     """Run the gate for every (metric, alpha) over ``sequences`` random request orders.
 
     ``requests`` larger than the table is reduced to the table's size. ``progress`` is
     called once per gate run. With ``keep_evolution`` the first sequence's run of every
-    configuration is kept for plotting.
+    configuration is kept for plotting. ``workers`` processes share the configurations
+    (default: one per core, at most one per configuration); every gate run is
+    deterministic, so the results do not depend on how many there are.
     """
     metrics = parse_metrics(metrics)
     alphas = [check_alpha(a) for a in alphas]
@@ -237,35 +240,12 @@ def simulate(
     released = np.zeros((len(configs), sequences, n_targets), dtype=np.int64)
     final = np.zeros((len(configs), sequences, n_targets, n_values), dtype=np.int64)
     evolutions: list[Evolution] = []
-    for k, (metric, alpha) in enumerate(configs):
-        for s, order in enumerate(orders):
-            gate = Gate(
-                target_codes,
-                value_codes,
-                n_targets,
-                n_values,
-                [metric],
-                alpha,
-                critical,
-                queue=queue,
-                grace=grace,
-            )
-            run = gate.run(order)
-            final[k, s] = gate.counts
-            released[k, s] = gate.counts.sum(axis=1)
-            if keep_evolution and s == 0:
-                evolutions.append(
-                    Evolution(
-                        metric,
-                        alpha,
-                        target_codes[run.record],
-                        run.statistic,
-                        run.critical,
-                        run.released_total,
-                    )
-                )
-            if progress is not None:
-                progress()
+    job = _Job(target_codes, value_codes, n_targets, critical, orders, queue, grace, keep_evolution)
+    for k, (counts, evolution) in _run_configs(job, configs, workers, progress, sequences):
+        final[k] = counts
+        released[k] = counts.sum(axis=2)
+        if evolution is not None:
+            evolutions.append(evolution)
 
     requested = np.stack([np.bincount(target_codes[o], minlength=n_targets) for o in orders])
     table_sizes = np.bincount(target_codes, minlength=n_targets)
@@ -287,6 +267,90 @@ def simulate(
         cross_safety=cross,
         evolutions=evolutions,
     )
+
+
+@dataclass
+class _Job:
+    """What every gate run of a simulation shares."""
+
+    target_codes: np.ndarray
+    value_codes: np.ndarray
+    n_targets: int
+    critical: CriticalValues
+    orders: list[np.ndarray]
+    queue: bool
+    grace: str
+    keep_evolution: bool
+
+    def run(self, config: tuple[str, float]) -> tuple[np.ndarray, Evolution | None]:
+        """Final count tables of every sequence under one (metric, alpha), and the first
+        sequence's evolution if asked for."""
+        metric, alpha = config
+        n_values = len(self.critical.p)
+        counts = np.zeros((len(self.orders), self.n_targets, n_values), dtype=np.int64)
+        evolution = None
+        for s, order in enumerate(self.orders):
+            gate = Gate(
+                self.target_codes,
+                self.value_codes,
+                self.n_targets,
+                n_values,
+                [metric],
+                alpha,
+                self.critical,
+                queue=self.queue,
+                grace=self.grace,
+            )
+            run = gate.run(order)
+            counts[s] = gate.counts
+            if self.keep_evolution and s == 0:
+                evolution = Evolution(
+                    metric,
+                    alpha,
+                    self.target_codes[run.record],
+                    run.statistic,
+                    run.critical,
+                    run.released_total,
+                )
+        return counts, evolution
+
+
+_FORKED_JOB: _Job | None = None  # the job a forked worker inherits instead of unpickling
+
+
+def _run_in_worker(config: tuple[str, float]) -> tuple[np.ndarray, Evolution | None]:
+    assert _FORKED_JOB is not None
+    return _FORKED_JOB.run(config)
+
+
+def _run_configs(job: _Job, configs, workers: int | None, progress, sequences: int):
+    """(index, result) per configuration, on ``workers`` processes (forked, so the table
+    and the orders are not copied) or in this one."""
+    global _FORKED_JOB
+    import multiprocessing
+    import os
+
+    count = min(workers or os.cpu_count() or 1, len(configs))
+    if count > 1 and "fork" in multiprocessing.get_all_start_methods():
+        _FORKED_JOB = job
+        try:
+            with multiprocessing.get_context("fork").Pool(count) as pool:
+                for k, result in enumerate(pool.imap(_run_in_worker, configs)):
+                    _tick(progress, sequences)
+                    yield k, result
+        finally:
+            _FORKED_JOB = None
+        return
+    for k, config in enumerate(configs):
+        result = job.run(config)
+        _tick(progress, sequences)
+        yield k, result
+
+
+def _tick(progress, times: int) -> None:
+    if progress is not None:
+        for _ in range(times):
+            progress()
 
 
 def _cross_safety(final, configs, metrics, alpha, critical) -> dict[str, dict[str, int]]:

@@ -167,3 +167,37 @@ def test_table_output_lists_targets_and_the_bound():
 def test_bad_options_exit_2(args, words):
     result = run("simulate", SOLDIERS, "-x", "age", "-y", "location", *args)
     assert_bad_input(result, *words)
+
+
+def test_results_do_not_depend_on_the_number_of_workers():
+    from distgate.critical import CriticalValues
+    from distgate.simulate import simulate
+    from tests.reference import BASELINE, COUNTS
+
+    targets = np.repeat(np.arange(5), COUNTS.sum(axis=1))
+    values = np.concatenate([np.repeat(np.arange(10), row) for row in COUNTS])
+    runs = []
+    for workers in (1, 2):
+        critical = CriticalValues(BASELINE, COUNTS.sum(axis=1), mode="auto")
+        runs.append(
+            simulate(
+                targets,
+                values,
+                ["L1", "L2", "L3", "L4", "L5"],
+                critical,
+                metrics=["mis", "kld", "cst"],
+                alphas=[0.2],
+                sequences=4,
+                requests=3_000,
+                keep_evolution=True,
+                workers=workers,
+            )
+        )
+    one, two = runs
+    assert np.array_equal(one.final_counts, two.final_counts)
+    assert one.to_dict() == two.to_dict()
+    assert [e.metric for e in one.evolutions] == [e.metric for e in two.evolutions]
+    assert all(
+        np.array_equal(a.statistic, b.statistic, equal_nan=True)
+        for a, b in zip(one.evolutions, two.evolutions, strict=True)
+    )

@@ -66,6 +66,16 @@ def simulate_command(
         str | None,
         typer.Option("--plot", metavar="DIR", help="Write evolution and chi-square fit plots."),
     ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            metavar="N",
+            min=1,
+            help="Processes running the configurations (default: one per core); the "
+            "results do not depend on it.",
+        ),
+    ] = None,
     config: ConfigOption = None,
     json: JsonOption = False,
     quiet: QuietOption = False,
@@ -112,6 +122,7 @@ def simulate_command(
             grace=grace,
             keep_evolution=plot is not None,
             progress=lambda: bar.advance(task),
+            workers=workers,
         )
     written = []
     if plot:

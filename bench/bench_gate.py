@@ -1,0 +1,101 @@
+"""The gate itself (run by `make bench`):
+
+1. The compiled kernel on 1,000,000 requests (a random order of every record of a
+   1,000,000-record table, 20 targets, 10 values, two shifted targets), queue on, auto
+   critical values, per metric: seconds in the kernel (goal <= 0.3 s) and released tuples.
+2. The published experiment (4 metrics x 2 alphas x 20 orders of the 10,000 sample
+   records, SPEC 0) with one worker and with one per core: seconds (goal <= 3 s) and the
+   speed-up.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+RECORDS, TARGETS, VALUES = 1_000_000, 20, 10
+
+
+def synthetic_table():
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.full(VALUES, 5.0))
+    targets = rng.integers(0, TARGETS, RECORDS)
+    values = rng.choice(VALUES, RECORDS, p=p)
+    shifted = targets < 2
+    values[shifted] = rng.choice(VALUES, shifted.sum(), p=np.roll(p, 3))
+    return (
+        targets,
+        values,
+        np.bincount(values, minlength=VALUES) / RECORDS,
+        rng.permutation(RECORDS),
+    )
+
+
+def bench_kernel() -> None:
+    from distgate import gate_kernel
+    from distgate.critical import CriticalValues
+    from distgate.gate import Gate
+
+    targets, values, p, order = synthetic_table()
+    weights = np.bincount(targets, minlength=TARGETS)
+    kernel_time = [0.0]
+    run_kernel = gate_kernel.run_kernel
+
+    def timed(*args):
+        start = time.perf_counter()
+        result = run_kernel(*args)
+        kernel_time[0] += time.perf_counter() - start
+        return result
+
+    gate_kernel.run_kernel = timed
+    print("compiled gate, 1,000,000 requests over 1,000,000 records (20 targets, 10 values)")
+    for metric in ("kld", "mis", "cst", "dqt", "exposure"):
+        critical = CriticalValues(p, weights, mode="auto")
+        grace = "releases:50" if metric == "exposure" else "none"
+        Gate(targets, values, TARGETS, VALUES, [metric], 0.2, critical, grace=grace).run(order[:10])
+        gate = Gate(targets, values, TARGETS, VALUES, [metric], 0.2, critical, grace=grace)
+        gate._kernel_tables()  # Monte Carlo tables: set-up, not the per-request cost
+        kernel_time[0] = 0.0
+        start = time.perf_counter()
+        run = gate.run(order)
+        total = time.perf_counter() - start
+        queued = int((run.decision == 1).sum())
+        print(
+            f"  {metric:<9} kernel {kernel_time[0]:6.3f} s (ratio to the 0.3 s goal "
+            f"{kernel_time[0] / 0.3:4.2f}), run {total:6.3f} s, released {gate.counts.sum():>7}, "
+            f"first decisions queued {queued:>7}"
+        )
+    gate_kernel.run_kernel = run_kernel
+
+
+def bench_published_experiment() -> None:
+    import os
+
+    from distgate.critical import CriticalValues
+    from distgate.simulate import simulate
+    from tests.reference import BASELINE, COUNTS
+
+    targets = np.repeat(np.arange(5), COUNTS.sum(axis=1))
+    values = np.concatenate([np.repeat(np.arange(10), row) for row in COUNTS])
+    times = {}
+    for workers in (1, os.cpu_count() or 1):
+        critical = CriticalValues(BASELINE, COUNTS.sum(axis=1), mode="auto")
+        start = time.perf_counter()
+        simulate(targets, values, ["L1", "L2", "L3", "L4", "L5"], critical, workers=workers)
+        times[workers] = time.perf_counter() - start
+    one, many = times[1], times[max(times)]
+    print(
+        f"published experiment (4 metrics x 2 alphas x 20 orders): {max(times)} workers "
+        f"{many:5.2f} s (ratio to the 3 s goal {many / 3:4.2f}), one worker {one:5.2f} s, "
+        f"speed-up {one / many:4.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    bench_kernel()
+    bench_published_experiment()
