@@ -220,8 +220,20 @@ def _exposure_bound(e: list[float]) -> float:
     return mean + math.sqrt(spread / len(values))
 
 
-def _xlogx(c: float) -> float:
-    return c * math.log2(c) if c > 0 else 0.0
+def _compact(codes: np.ndarray, count: int) -> np.ndarray:
+    for dtype in (np.int8, np.int16, np.int32):
+        if count <= np.iinfo(dtype).max:
+            return codes.astype(dtype)
+    return codes
+
+
+def xlogx_table(largest: int) -> np.ndarray:
+    """c log2 c for c = 0..largest (0 log 0 = 0). The gate and its compiled kernel read
+    the same table, so that their sums agree to the last bit without a logarithm per
+    release."""
+    c = np.arange(largest + 1, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(c > 0, c * np.log2(c), 0.0)
 
 
 class Gate:
@@ -265,6 +277,9 @@ class Gate:
         degrees = np.arange((self.n_values + 1) * (self.n_targets + 1))
         self._chi2 = chi2_quantile(self.alpha, degrees)
         self._NX = domain_values(self.p)
+        # n log2 n up to the largest target (n_y + 1 of a candidate included)
+        sizes = np.bincount(self.target_codes, minlength=self.n_targets)
+        self._xlogx = xlogx_table(int(sizes.max(initial=0)) + 1)
         self._full_exposure = self._table_exposure() if self.grace_kind == "accuracy" else None
         self._grace_need = self._grace_thresholds()
         self._tables = None  # the compiled kernel's look-up tables, built on first use
@@ -300,13 +315,13 @@ class Gate:
         self._A = float(self._term[checked & (self._n > 0)].sum())
 
     def _refresh_target(self, y: int) -> None:
-        # summed in domain order with math.log2, exactly as the compiled kernel does
+        # summed in domain order from the same table as the compiled kernel
         s = total_l = 0.0
         n = 0
         for i, c in enumerate(self._C[y].tolist()):
             if c > 0:
                 n += c
-                s += c * math.log2(c)
+                s += float(self._xlogx[c])
                 total_l += c * float(self.logp[i])
         self._n[y] = n
         self._S[y] = s
@@ -418,9 +433,9 @@ class Gate:
         mc1 = self._mc(N1)
         possible = math.isfinite(self.logp[x])
         if possible:
-            S1 = self._S[y] - _xlogx(c) + _xlogx(c + 1)
+            S1 = self._S[y] - self._xlogx[c] + self._xlogx[c + 1]
             L1 = self._L[y] + self.logp[x]
-            D1 = (S1 - L1) / n1 - math.log2(n1)
+            D1 = (S1 - L1 - self._xlogx[n1]) / n1
             D1 = 0.0 if abs(D1) < _ZERO else D1
         else:
             D1 = math.inf
@@ -695,8 +710,10 @@ class Gate:
                     dixon[count] = dixon_critical(count, self.alpha)
             need_n, need_v = self._grace_need
             self._tables = kernel.Tables(
-                target_codes=self.target_codes,
-                value_codes=self.value_codes,
+                # the smallest integers that hold the codes: a random request reads
+                # them from tables that then stay in the processor's cache
+                target_codes=_compact(self.target_codes, self.n_targets),
+                value_codes=_compact(self.value_codes, self.n_values),
                 metrics=np.array([kernel.KERNEL_METRICS[m] for m in self.metrics], np.int64),
                 logp=self.logp,
                 p=self.p,
@@ -712,6 +729,7 @@ class Gate:
                 auto=cv.mode == "auto",
                 switch=int(cv.switch_size),
                 queue_on=self.queue_enabled,
+                xlogx=self._xlogx,
                 distances=any(m in ("mis", "dqt", "exposure") for m in self.metrics),
             )
         return self._tables

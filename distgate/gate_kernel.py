@@ -72,6 +72,7 @@ class Tables(NamedTuple):
     auto: bool  # Monte Carlo values below ``switch`` released tuples
     switch: int
     queue_on: bool
+    xlogx: np.ndarray  # c log2 c for c up to the largest target + 1 (distgate.gate)
     distances: bool  # keep D(y) and n_y D(y) current (mis, dqt, exposure look at them)
 
 
@@ -166,11 +167,6 @@ class Outputs(NamedTuple):
 def _below(stat, crit):
     """:func:`distgate.critical.below` for the kernel."""
     return stat < crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def _xlogx(c):
-    return c * math.log2(c) if c > 0 else 0.0
 
 
 @njit(cache=True, _nrt=False)
@@ -329,9 +325,9 @@ def _check(y, x, tables, counts, work):
     mc1 = _use_mc(N1, tables)
     possible = not math.isinf(tables.logp[x])
     if possible:
-        S1 = counts.S[y] - _xlogx(c) + _xlogx(c + 1)
+        S1 = counts.S[y] - tables.xlogx[c] + tables.xlogx[c + 1]
         L1 = counts.L[y] + tables.logp[x]
-        D1 = (S1 - L1) / n1 - math.log2(n1)
+        D1 = (S1 - L1 - tables.xlogx[n1]) / n1
         if abs(D1) < ZERO:
             D1 = 0.0
     else:
@@ -400,7 +396,7 @@ def _refresh_target(y, tables, counts):
         if c > 0:
             total += c
             distinct += 1
-            s += c * math.log2(c)
+            s += tables.xlogx[c]
             lsum += c * tables.logp[i]
     counts.n[y] = total
     counts.distinct[y] = distinct
@@ -503,7 +499,7 @@ def _value_part(y, x, tables, counts, work):
     cell = y * counts.C.shape[1] + x
     if not work.g_valid[cell]:
         c = counts.C[y, x]
-        work.g[cell] = _xlogx(c + 1) - _xlogx(c) - tables.logp[x]
+        work.g[cell] = tables.xlogx[c + 1] - tables.xlogx[c] - tables.logp[x]
         work.g_valid[cell] = True
     return work.g[cell]
 
@@ -528,7 +524,7 @@ def _slack(y, tables, counts, queue, work):
     N1 = counts.tally[CHECKED_TOTAL] + 1
     mc1 = _use_mc(N1, tables)
     if not work.rest_valid[y]:
-        work.rest[y] = counts.S[y] - counts.L[y] - n1 * math.log2(n1)  # n1 D1 - g(x)
+        work.rest[y] = counts.S[y] - counts.L[y] - tables.xlogx[n1]  # n1 D1 - g(x)
         work.rest_valid[y] = True
     rest = work.rest[y]
     bound = np.inf
@@ -583,7 +579,7 @@ def _safe_remove(cell, y, work):
         work.safe_count[y] -= 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _recheck_target(y, keyed_only, tables, counts, queue, work):
     """The safe set after target y's verdicts may have changed. ``keyed_only``: every
     chosen metric is kld or mis, so that the value part g decides outright outside the
@@ -608,7 +604,7 @@ def _recheck_target(y, keyed_only, tables, counts, queue, work):
             _safe_add(cell, y, work)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _earliest_safe(pos, queue, work):
     """The earliest queued entry after ``pos`` among the safe cells (NOT_FOUND if none)."""
     best = NOT_FOUND
@@ -631,7 +627,7 @@ def _earliest_safe(pos, queue, work):
     return best
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, inline="always", _nrt=False)
 def _release_and_settle(record, at, first_request, tables, counts, queue, out, work):
     """Release ``record`` at request ``at``, then the queue passes of SPEC 4 step 4."""
     Y, X = counts.C.shape
