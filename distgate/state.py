@@ -3,7 +3,8 @@
 Tables:
 
 - ``meta``: the settings the state was built with (options, baseline fingerprint, table
-  size), the next request index and which targets have left their grace;
+  size), the version of the gate's decision rules, the next request index and which
+  targets have left their grace;
 - ``requests``: every decided request (the decisions file is written from it);
 - ``released``: released records with the request index that released them;
 - ``queue``: queued records with their arrival index;
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from distgate.errors import InputError
-from distgate.gate import QUEUED, GateRun, GateState
+from distgate.gate import DECISION_RULES_VERSION, QUEUED, GateRun, GateState
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -91,12 +92,22 @@ class StateStore:
                     "INSERT INTO meta VALUES (?, ?)",
                     [
                         ("version", VERSION),
+                        ("decision_rules", str(DECISION_RULES_VERSION)),
                         ("settings", wanted),
                         ("next_request", "0"),
                         ("checked", "null"),
                     ],
                 )
             return
+        rules = self._meta("decision_rules") or "1"  # states of the first rules had none
+        if rules != str(DECISION_RULES_VERSION):
+            raise InputError(
+                f"State file '{self.path}' was written under the gate's decision rules "
+                f"version {rules}, and this distgate decides under version "
+                f"{DECISION_RULES_VERSION} (N_X counts the baseline's domain, exposure is "
+                "judged per target); it does not continue a state under other rules: "
+                "replay the request logs into a new state file."
+            )
         old = json.loads(stored)
         for name in sorted(set(old) | set(settings)):
             if old.get(name) != settings.get(name):

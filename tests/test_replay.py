@@ -187,6 +187,23 @@ def test_state_refuses_other_options_and_resumes_a_finished_log(tmp_path, small_
     assert out.read_bytes() == again.read_bytes()
 
 
+def test_a_state_written_under_other_decision_rules_is_refused(tmp_path, small_log):
+    import sqlite3
+
+    table = str(SAMPLE / "soldiers.csv")
+    state = tmp_path / "old.db"
+    assert replay(table, small_log, "--state", str(state)).exit_code == 0
+    db = sqlite3.connect(state)
+    with db:  # what a state of the first rules looked like: no decision_rules entry
+        db.execute("DELETE FROM meta WHERE name = 'decision_rules'")
+    db.close()
+    before = state.read_bytes()
+    result = replay(table, small_log, "--state", str(state))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "decision rules version 1" in result.stderr and "new state file" in result.stderr
+    assert state.read_bytes() == before
+
+
 def test_unknown_keys_are_listed_or_skipped(tmp_path, write_csv):
     log = write_csv(
         "log.csv", [["id"], ["S00001"], ["nobody"], ["S00002"], *[[f"x{i}"] for i in range(7)]]
@@ -239,6 +256,22 @@ def test_plot_is_written(tmp_path, small_log):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def committed_requests(state) -> int:
+    """Requests a state file holds as committed (0 while it does not exist yet)."""
+    import sqlite3
+
+    if not state.exists():
+        return 0
+    try:
+        db = sqlite3.connect(f"file:{state}?mode=ro", uri=True, timeout=0.1)
+        row = db.execute("SELECT value FROM meta WHERE name = 'next_request'").fetchone()
+        db.close()
+    except sqlite3.Error:
+        return 0
+    return int(row[0]) if row else 0
+
+
+@pytest.mark.slow
 def test_a_killed_replay_resumes_to_the_state_of_an_uninterrupted_run(tmp_path):
     rng = np.random.default_rng(5)
     n = 4000
@@ -280,20 +313,23 @@ def test_a_killed_replay_resumes_to_the_state_of_an_uninterrupted_run(tmp_path):
     )
     assert straight.returncode == 0, straight.stderr
     killed_state = tmp_path / "b.db"
-    kills = 0
-    for delay in (2.5, 1.5):
+    committed = []
+    for _ in range(2):  # killed twice, each time just after one more batch was committed
         process = subprocess.Popen(
             [*command, "--state", str(killed_state), "-o", str(tmp_path / "b.csv")],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        time.sleep(delay)
-        if process.poll() is None:
-            process.send_signal(signal.SIGKILL)
-            kills += 1
+        before = committed[-1] if committed else 0
+        while process.poll() is None and committed_requests(killed_state) <= before:
+            time.sleep(0.005)
+        process.send_signal(signal.SIGKILL)
         process.wait()
-    assert kills >= 1
+        assert process.returncode == -signal.SIGKILL, "the replay ended before the kill"
+        committed.append(committed_requests(killed_state))
+    # the kills landed in the middle of the log, after the first and the second batch
+    assert 0 < committed[0] < committed[1] < 60_000
     resumed = subprocess.run(
         [*command, "--state", str(killed_state), "-o", str(tmp_path / "b.csv")],
         env=env,
