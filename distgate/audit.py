@@ -20,9 +20,17 @@ over all tables consistent with what is published.
 Disclosures of an unpublished cell for a threshold tau: ``existence`` (lower > 0),
 ``upward`` (lower > tau), ``downward`` (upper < tau), ``approximation``
 (upper - lower < tau). :func:`audit` computes bounds and flags; :func:`merge_plan` looks for
-the fewest merges of rows (adjacent ones when rows are ordered) and columns after which the
-merged publication has no disclosure of the chosen types, verifying every candidate by
-recomputing its bounds.
+the fewest merges of rows (adjacent ones when rows are ordered) and columns after which
+no *original* unpublished cell suffers a disclosure of the chosen types, verifying every
+candidate by recomputing its bounds.
+
+What a merge protects ([Li & Lu], Lemma 6.1). After a merge the snooper sees the merged
+table: merged totals and the merged cells whose parts were all published. An original cell
+that shares its merged cell with others can hold anything from 0 to the whole merged cell
+(the other parts take the rest), so its bounds are [0, upper bound of its merged cell]; an
+original cell that stays alone keeps its merged cell's bounds (:func:`original_bounds`).
+Judging the merged cells instead would keep, say, an existence disclosure of a merged cell
+whose parts can each be empty (SPEC 7's example: merging P1 and P2 removes it).
 
 Example (SPEC section 7)::
 
@@ -326,7 +334,8 @@ class MergePlan:
     minimal: bool
     search: str  # "exhaustive" or "greedy"
     evaluated: int
-    after: AuditResult | None = field(default=None, repr=False)
+    after: AuditResult | None = field(default=None, repr=False)  # the merged table
+    original: AuditResult | None = field(default=None, repr=False)  # original cells after it
 
     @property
     def merges(self) -> int:
@@ -343,8 +352,8 @@ class MergePlan:
         return [[self.column_labels[j] for j in g] for g in self.column_groups if len(g) > 1]
 
     def to_dict(self) -> dict:
-        remaining = 0 if self.after is None else int(self.after.disclosed.sum())
-        return {
+        remaining = 0 if self.original is None else int(self.original.disclosed.sum())
+        document = {
             "merge_rows": self.merge_rows,
             "merge_columns": self.merge_columns,
             "safe_after": self.safe_after,
@@ -354,6 +363,10 @@ class MergePlan:
             "evaluated": self.evaluated,
             "disclosed_after": remaining,
         }
+        if self.original is not None and self.after is not None:
+            document["cells_after"] = self.original.to_dict()["cells"]
+            document["merged_table"] = self.after.to_dict()["cells"]
+        return document
 
 
 # --------------------------------------------------------------------------- audit
@@ -444,6 +457,28 @@ def merge_table(
     return merged, hidden == 0
 
 
+def original_bounds(
+    merged_lower: np.ndarray,
+    merged_upper: np.ndarray,
+    row_groups: Sequence[Sequence[int]],
+    column_groups: Sequence[Sequence[int]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of every original cell once the merged table is published ([Li & Lu],
+    Lemma 6.1): [0, upper of its merged cell] for a cell merged with others, its merged
+    cell's bounds for a cell that stays alone."""
+    row_of = np.empty(sum(len(g) for g in row_groups), dtype=np.int64)
+    for g, members in enumerate(row_groups):
+        row_of[list(members)] = g
+    col_of = np.empty(sum(len(g) for g in column_groups), dtype=np.int64)
+    for g, members in enumerate(column_groups):
+        col_of[list(members)] = g
+    where = (row_of[:, None], col_of[None, :])
+    alone = (np.array([len(g) for g in row_groups])[row_of][:, None] == 1) & (
+        np.array([len(g) for g in column_groups])[col_of][None, :] == 1
+    )
+    return np.where(alone, merged_lower[where], 0), merged_upper[where]
+
+
 def _group_label(labels: Sequence[str], members: Sequence[int]) -> str:
     return "+".join(labels[i] for i in members)
 
@@ -492,25 +527,43 @@ def _partitions(size: int, merges: int, ordered: bool) -> Iterator[list[list[int
     return _ordered_partitions(size, merges) if ordered else _set_partitions(size, merges)
 
 
+@dataclass
+class _Judged:
+    """A merge plan's merged table and its original cells judged by Lemma 6.1."""
+
+    merged: AuditResult
+    original: AuditResult
+
+    @property
+    def safe(self) -> bool:
+        return self.original.safe
+
+
 class _Evaluator:
     def __init__(self, base: AuditResult):
         self.base = base
         self.count = 0
 
-    def __call__(self, row_groups, column_groups, *, full: bool = True) -> AuditResult | None:
-        """The audit of a merged publication; with ``full=False``, None when a quick
-        relaxation already shows a disclosure."""
+    def _flags(self, lower, upper, row_groups, column_groups) -> np.ndarray:
+        lower, upper = original_bounds(lower, upper, row_groups, column_groups)
+        b = self.base
+        return disclosure_flags(lower, upper, b.released, b.tau, b.types)
+
+    def __call__(self, row_groups, column_groups, *, full: bool = True) -> _Judged | None:
+        """The audit of a merged publication and of the original cells after it; with
+        ``full=False``, None when a quick relaxation already shows a disclosure."""
         self.count += 1
         b = self.base
         merged, published = merge_table(b.counts, b.released, row_groups, column_groups)
         if not full and published.any():
             # The Fréchet bounds of the revised totals relax the published table (they
             # allow mass on published positions), so they are never tighter than the exact
-            # bounds: a disclosure they show is a real one.
+            # bounds, and neither are the original-cell bounds derived from them: a
+            # disclosure they show is a real one.
             lower, upper = frechet_bounds(np.where(published, 0, merged))
-            if disclosure_flags(lower, upper, published, b.tau, b.types).any():
+            if self._flags(lower, upper, row_groups, column_groups).any():
                 return None
-        return audit(
+        after = audit(
             merged,
             published,
             tau=b.tau,
@@ -518,13 +571,25 @@ class _Evaluator:
             rows=[_group_label(b.rows, g) for g in row_groups],
             columns=[_group_label(b.columns, g) for g in column_groups],
         )
+        lower, upper = original_bounds(after.lower, after.upper, row_groups, column_groups)
+        original = AuditResult(
+            rows=list(b.rows),
+            columns=list(b.columns),
+            counts=b.counts,
+            released=b.released,
+            lower=lower,
+            upper=upper,
+            tau=b.tau,
+            types=b.types,
+            flags=disclosure_flags(lower, upper, b.released, b.tau, b.types),
+        )
+        return _Judged(after, original)
 
 
-def _score(result: AuditResult, row_groups, column_groups) -> tuple[int, int]:
-    """How bad a merged publication is: original cells inside disclosed merged cells,
-    then the number of disclosure flags."""
-    sizes = np.outer([len(g) for g in row_groups], [len(g) for g in column_groups])
-    return int((result.disclosed * sizes).sum()), int(result.flags.sum())
+def _score(judged: _Judged) -> tuple[int, int]:
+    """How bad a merged publication is: original cells with a disclosure, then the number
+    of disclosure flags."""
+    return int(judged.original.disclosed.sum()), int(judged.original.flags.sum())
 
 
 def merge_plan(
@@ -536,8 +601,8 @@ def merge_plan(
     merge_columns: bool = True,
     budget: int = DEFAULT_SEARCH_BUDGET,
 ) -> MergePlan:
-    """The fewest merges of rows and columns after which the merged publication has no
-    disclosure of ``base.types``.
+    """The fewest merges of rows and columns after which no original unpublished cell
+    suffers a disclosure of ``base.types`` (judged by Lemma 6.1, see the module docstring).
 
     Plans are tried by increasing number of merges (all ways of merging k rows/columns,
     adjacent ones only along an ordered axis) until one is safe: that plan is a proven
@@ -553,25 +618,27 @@ def merge_plan(
     identity_rows = [[i] for i in range(m)]
     identity_cols = [[j] for j in range(n)]
 
-    def plan(rg, cg, after, minimal, search):
+    def plan(rg, cg, judged, minimal, search):
         return MergePlan(
             rg,
             cg,
             list(base.rows),
             list(base.columns),
-            after.safe,
+            judged.safe,
             minimal,
             search,
             evaluate.count,
-            after,
+            judged.merged,
+            judged.original,
         )
 
+    unmerged = _Judged(base, base)
     if base.safe:
-        return plan(identity_rows, identity_cols, base, True, "exhaustive")
+        return plan(identity_rows, identity_cols, unmerged, True, "exhaustive")
 
     max_row_merges = m - 1 if merge_rows else 0
     max_col_merges = n - 1 if merge_columns else 0
-    best = (_score(base, identity_rows, identity_cols), identity_rows, identity_cols, base)
+    best = (_score(unmerged), identity_rows, identity_cols, unmerged)
     exhausted = True
     for k in range(1, max_row_merges + max_col_merges + 1):
         for a in range(max(0, k - max_col_merges), min(k, max_row_merges) + 1):
@@ -585,7 +652,7 @@ def merge_plan(
                         continue
                     if after.safe:
                         return plan(rg, cg, after, True, "exhaustive")
-                    score = _score(after, rg, cg)
+                    score = _score(after)
                     if score < best[0]:
                         best = (score, rg, cg, after)
                 if not exhausted:
@@ -606,9 +673,12 @@ def _greedy(
 ) -> MergePlan:
     rg = [[i] for i in range(base.counts.shape[0])]
     cg = [[j] for j in range(base.counts.shape[1])]
-    current = base
+    current = _Judged(base, base)
     while not current.safe:
-        disclosed = current.disclosed
+        # the merged rows and columns that hold a disclosed original cell
+        disclosed = np.zeros((len(rg), len(cg)), dtype=bool)
+        for i, j in zip(*current.original.disclosed.nonzero(), strict=True):
+            disclosed[_group_of(rg, i), _group_of(cg, j)] = True
         candidates = []
         if merge_rows:
             hot = set(np.flatnonzero(disclosed.any(axis=1)).tolist())
@@ -626,7 +696,7 @@ def _greedy(
         for axis, a, b in candidates:
             nrg, ncg = (_join(rg, a, b), cg) if axis == "r" else (rg, _join(cg, a, b))
             after = evaluate(nrg, ncg)
-            score = _score(after, nrg, ncg)
+            score = _score(after)
             if step is None or score < step[0]:
                 step = (score, nrg, ncg, after)
             if after.safe:
@@ -637,6 +707,10 @@ def _greedy(
     if current.safe:
         return plan(rg, cg, current, False, "greedy")
     return plan(best[1], best[2], best[3], False, "greedy")
+
+
+def _group_of(groups: list[list[int]], member: int) -> int:
+    return next(g for g, members in enumerate(groups) if member in members)
 
 
 def _pairs(size: int, ordered: bool) -> list[tuple[int, int]]:

@@ -19,6 +19,7 @@ from distgate.audit import (
     frechet_bounds,
     merge_plan,
     merge_table,
+    original_bounds,
 )
 
 # SPEC section 7, written once and shared by the tests.
@@ -283,7 +284,8 @@ def test_merge_table_sums_cells_and_publishes_only_fully_published_groups():
     np.testing.assert_array_equal(published, [[True, False]])
 
 
-def test_spec_example_fix_merges_p2_p3_and_columns_minimally():
+@pytest.mark.slow
+def test_spec_example_fix_for_downward_and_approximation_is_minimal():
     result = audit(
         SPEC_COUNTS,
         tau=5,
@@ -293,22 +295,123 @@ def test_spec_example_fix_merges_p2_p3_and_columns_minimally():
     )
     plan = merge_plan(result)
     assert plan.safe_after and plan.minimal and plan.search == "exhaustive"
-    assert plan.merges == 3
-    assert plan.merge_rows == [["P2", "P3"]]
-    assert plan.merge_columns == [["T1", "T2"], ["T4", "T5"]]
-    after = plan.after
-    assert after.rows == ["P1", "P2+P3", "P4"]
-    assert after.columns == ["T1+T2", "T3", "T4+T5"]
-    np.testing.assert_array_equal(after.counts, [[14, 14, 1], [5, 2, 2], [1, 2, 2]])
-    assert after.safe
+    lower, upper = merged_brute_force_then_lemma(
+        SPEC_COUNTS, result.released, plan.row_groups, plan.column_groups
+    )
+    np.testing.assert_array_equal(plan.original.lower, lower)
+    np.testing.assert_array_equal(plan.original.upper, upper)
+    assert not disclosure_flags(lower, upper, result.released, 5, result.types).any()
+    assert plan.merges == min_safe_merges(SPEC_COUNTS, result.released, 5, result.types, True)
 
 
-def test_spec_example_existence_cannot_be_merged_away():
-    """P1 holds 29 of 44 and T1 alone 16: every grouping keeps a cell whose row and column
-    totals exceed N, so the exhaustive search reports that no plan is safe."""
-    result = audit(SPEC_COUNTS, tau=5, types=("existence",))
+def test_merging_p1_and_p2_removes_the_existence_disclosure_lemma_6_1():
+    """[Li & Lu] Lemma 6.1: after merging, each *original* cell is judged. P1/T1 (lower 2)
+    and P1/T3 (lower 4) share their merged cells with P2's, which can take all of it."""
+    result = audit(SPEC_COUNTS, tau=5, types=("existence",), rows=SPEC_ROWS)
+    assert result.cell_disclosures(0, 0) == ["existence"]
+    merged, published = merge_table(
+        SPEC_COUNTS, result.released, [[0, 1], [2], [3]], [[j] for j in range(5)]
+    )
+    merged_lower, merged_upper = cell_bounds(merged, published)
+    assert merged_lower[0, 0] > 0  # the merged cell P1+P2/T1 still cannot be empty ...
+    lower, upper = original_bounds(
+        merged_lower, merged_upper, [[0, 1], [2], [3]], [[j] for j in range(5)]
+    )
+    assert lower[0, 0] == 0 and upper[0, 0] == merged_upper[0, 0]  # ... but P1/T1 can
+    assert not disclosure_flags(lower, upper, result.released, 5, ("existence",)).any()
     plan = merge_plan(result)
-    assert not plan.safe_after and plan.minimal and plan.search == "exhaustive"
+    assert plan.safe_after and plan.minimal and plan.merges == 1
+
+
+def brute_force_original_bounds(counts, released, row_groups, column_groups):
+    """Bounds of every original cell over all non-negative integer tables whose merged
+    publication (merged totals, merged cells whose parts were all published) is the one of
+    ``counts``, by enumerating them."""
+    counts = np.asarray(counts)
+    merged, published = merge_table(counts, released, row_groups, column_groups)
+    m, n = counts.shape
+    row_of = {i: g for g, members in enumerate(row_groups) for i in members}
+    col_of = {j: g for g, members in enumerate(column_groups) for j in members}
+    row_left = merged.sum(axis=1).tolist()
+    col_left = merged.sum(axis=0).tolist()
+    cell_left = merged.copy()
+    lower = np.full((m, n), np.iinfo(np.int64).max)
+    upper = np.full((m, n), -1)
+    table = np.zeros((m, n), dtype=int)
+    cells = [(i, j) for i in range(m) for j in range(n)]
+
+    def fill(k):
+        if k == len(cells):
+            if any(row_left) or any(col_left) or (cell_left[published] != 0).any():
+                return
+            np.minimum(lower, table, out=lower)
+            np.maximum(upper, table, out=upper)
+            return
+        i, j = cells[k]
+        r, c = row_of[i], col_of[j]
+        top = min(row_left[r], col_left[c])
+        if published[r, c]:
+            top = min(top, int(cell_left[r, c]))
+        for v in range(top + 1):
+            table[i, j] = v
+            row_left[r] -= v
+            col_left[c] -= v
+            cell_left[r, c] -= v
+            fill(k + 1)
+            row_left[r] += v
+            col_left[c] += v
+            cell_left[r, c] += v
+        table[i, j] = 0
+
+    fill(0)
+    return lower, upper
+
+
+def merged_brute_force_then_lemma(counts, released, row_groups, column_groups):
+    """Original-cell bounds from the brute-force bounds of the merged table and Lemma 6.1
+    (which test_original_bounds_after_a_merge_equal_brute_force checks on its own)."""
+    merged, published = merge_table(counts, released, row_groups, column_groups)
+    return original_bounds(*brute_force_bounds(merged, published), row_groups, column_groups)
+
+
+def min_safe_merges(counts, released, tau, types, ordered):
+    """The fewest merges after which no original cell is disclosed, over every grouping
+    (None if no plan is safe)."""
+    m, n = np.asarray(counts).shape
+    best = None
+    for rg in _all_partitions(m, ordered):
+        for cg in _all_partitions(n, False):
+            k = (m - len(rg)) + (n - len(cg))
+            if best is not None and k >= best:
+                continue
+            lower, upper = merged_brute_force_then_lemma(counts, released, rg, cg)
+            if not disclosure_flags(lower, upper, released, tau, types).any():
+                best = k
+    return best
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_original_bounds_after_a_merge_equal_brute_force(seed):
+    rng = np.random.default_rng(300 + seed)
+    for _ in range(5):
+        m, n = int(rng.integers(2, 4)), int(rng.integers(2, 4))
+        counts = rng.integers(0, 2, size=(m, n))  # small totals: every table is enumerated
+        released = rng.random((m, n)) < 0.25
+        rg = [list(g) for g in next(iter(_random_partition(rng, m)))]
+        cg = [list(g) for g in next(iter(_random_partition(rng, n)))]
+        merged, published = merge_table(counts, released, rg, cg)
+        lower, upper = original_bounds(*cell_bounds(merged, published), rg, cg)
+        brute = brute_force_original_bounds(counts, released, rg, cg)
+        np.testing.assert_array_equal(lower, brute[0])
+        np.testing.assert_array_equal(upper, brute[1])
+
+
+def _random_partition(rng, size):
+    labels = rng.integers(0, size, size)
+    blocks = {}
+    for i, b in enumerate(labels):
+        blocks.setdefault(int(b), []).append(i)
+    yield sorted(blocks.values())
 
 
 def _all_partitions(size: int, ordered: bool):
@@ -328,17 +431,12 @@ def _all_partitions(size: int, ordered: bool):
         yield [list(g) for g in groups]
 
 
-def _brute_safe(counts, released, tau, types) -> bool:
-    lower, upper = brute_force_bounds(counts, released)
-    return not disclosure_flags(lower, upper, released, tau, types).any()
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_fix_plans_leave_no_disclosure_and_are_minimal(seed):
     rng = np.random.default_rng(100 + seed)
-    for _ in range(4):
+    for _ in range(3):
         m, n = int(rng.integers(2, 4)), int(rng.integers(2, 4))
-        counts = rng.integers(0, 4, size=(m, n))
+        counts = rng.integers(0, 3, size=(m, n))
         released = rng.random((m, n)) < 0.2
         tau = int(rng.integers(1, 4))
         types = tuple(t for t in DISCLOSURE_TYPES if rng.random() < 0.6) or ("downward",)
@@ -347,20 +445,16 @@ def test_fix_plans_leave_no_disclosure_and_are_minimal(seed):
         plan = merge_plan(result, ordered_rows=ordered)
         if ordered:
             assert all(g == list(range(g[0], g[-1] + 1)) for g in plan.row_groups)
-        # Independent check over every grouping, with brute-force bounds.
-        safe_by_merges = {}
-        for rg in _all_partitions(m, ordered):
-            for cg in _all_partitions(n, False):
-                merged, published = merge_table(counts, released, rg, cg)
-                k = (m - len(rg)) + (n - len(cg))
-                if _brute_safe(merged, published, tau, types):
-                    safe_by_merges[k] = True
+        # independent check over every grouping, with brute-force original-cell bounds
+        best = min_safe_merges(counts, released, tau, types, ordered)
         if plan.safe_after:
-            merged, published = merge_table(counts, released, plan.row_groups, plan.column_groups)
-            assert _brute_safe(merged, published, tau, types)
-            assert plan.merges == min(safe_by_merges)
+            lower, upper = merged_brute_force_then_lemma(
+                counts, released, plan.row_groups, plan.column_groups
+            )
+            assert not disclosure_flags(lower, upper, released, tau, types).any()
+            assert plan.merges == best
         else:
-            assert not safe_by_merges
+            assert best is None
 
 
 def test_greedy_plan_is_verified_safe_and_says_it_is_not_proven():
@@ -378,8 +472,9 @@ def test_greedy_plan_is_verified_safe_and_says_it_is_not_proven():
         if plan.safe_after:
             assert plan.merges >= exhaustive.merges
             merged, published = merge_table(counts, released, plan.row_groups, plan.column_groups)
-            lower, upper = cell_bounds(merged, published, method="lp")
-            assert not disclosure_flags(lower, upper, published, 5, types).any()
+            merged_bounds = cell_bounds(merged, published, method="lp")
+            lower, upper = original_bounds(*merged_bounds, plan.row_groups, plan.column_groups)
+            assert not disclosure_flags(lower, upper, released, 5, types).any()
             checked += 1
     assert checked >= 8
 

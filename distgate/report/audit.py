@@ -127,7 +127,9 @@ def print_audit(result: AuditResult) -> None:
             if plan.minimal
             else "greedy heuristic: safe, but not proven to use the fewest merges"
         )
-        out.print(f"Merge plan ({plan.merges} merges, {how}): {_plan_text(plan)}.")
+        out.print(
+            f"Merge plan ({plan.merges} merge{'' if plan.merges == 1 else 's'}, {how}): {_plan_text(plan)}."
+        )
     elif plan.minimal:
         out.print(
             "Merge plan: [bold red]no merge of rows and columns removes every disclosure "
@@ -139,7 +141,13 @@ def print_audit(result: AuditResult) -> None:
             "Merge plan: [bold red]no safe plan found[/bold red] (greedy heuristic, not an "
             f"exhaustive search); the least disclosive found is: {_plan_text(plan)}."
         )
-    if plan.after is not None:
-        _show_cells(out, plan.after, "After merging (bounds recomputed)")
-        _summary(out, plan.after)
-        out.print(f"After merging: {verdict(plan.after.safe)}.")
+    if plan.after is not None and plan.original is not None:
+        _show_cells(out, plan.after, "The merged table (what is published; bounds recomputed)")
+        _show_cells(
+            out,
+            plan.original,
+            "The original cells after merging (a cell merged with others: [0, upper of its "
+            "merged cell], [Li & Lu] Lemma 6.1)",
+        )
+        _summary(out, plan.original)
+        out.print(f"After merging: {verdict(plan.original.safe)}.")
