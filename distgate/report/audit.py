@@ -127,9 +127,8 @@ def print_audit(result: AuditResult) -> None:
             if plan.minimal
             else "greedy heuristic: safe, but not proven to use the fewest merges"
         )
-        out.print(
-            f"Merge plan ({plan.merges} merge{'' if plan.merges == 1 else 's'}, {how}): {_plan_text(plan)}."
-        )
+        merges = f"{plan.merges} merge{'' if plan.merges == 1 else 's'}"
+        out.print(f"Merge plan ({merges}, {how}): {_plan_text(plan)}.")
     elif plan.minimal:
         out.print(
             "Merge plan: [bold red]no merge of rows and columns removes every disclosure "
