@@ -274,15 +274,16 @@ class CriticalValues:
         """Quantiles per size, cached per (name, size, alpha); the simulated null sample of
         a size is kept (least recently used first out) so that other alphas reuse it."""
         sizes = np.asarray(sizes)
-        out = np.full(sizes.shape, np.nan)
-        for n in np.unique(sizes[sizes > 0]).astype(np.int64):
-            key = (name, int(n), alpha)
+        unique, where = np.unique(sizes, return_inverse=True)
+        values = np.full(len(unique), np.nan)
+        for i, n in enumerate(unique.astype(np.int64).tolist()):
+            if n <= 0:
+                continue
+            key = (name, n, alpha)
             if key not in self._cache:
-                self._cache[key] = float(
-                    np.quantile(self._null_sample(name, int(n), null), 1 - alpha)
-                )
-            out[sizes == n] = self._cache[key]
-        return out
+                self._cache[key] = float(np.quantile(self._null_sample(name, n, null), 1 - alpha))
+            values[i] = self._cache[key]
+        return values[where].reshape(sizes.shape)
 
     def _null_sample(self, name: str, n: int, null: Callable) -> np.ndarray:
         key = (name, n)
