@@ -201,6 +201,7 @@ def replay(
             position = store.log_position(log.fingerprint, size)
             first, resumed = position.first, position.done
             done = position.done
+            runs = []
             while done < size:
                 stop = min(done + BATCH, size)
                 run = gate.run(records[done:stop])
@@ -212,10 +213,13 @@ def replay(
                     gate.state().checked,
                     gate.next_request,
                 )
+                runs.append(run)
                 done = stop
                 if progress:
                     progress(done, size)
-            rows = store.rows(first, first + size)
+            # rows decided before this replay come from the state, this replay's from memory
+            stored = store.rows(first, first + size, stored_end=first + resumed)
+            rows = _joined_rows(stored, runs, log.keys[resumed:], first + resumed)
     summary = _summary(rows, first, inputs, gate)
     result = ReplayResult(
         rows,
@@ -232,6 +236,35 @@ def replay(
     if decisions:
         write_decisions(result, decisions)
     return result
+
+
+def _joined_rows(stored: dict, runs: list[GateRun], keys: pa.Array, start: int) -> dict:
+    """Rows read from the state (requests before ``start``) followed by the rows of this
+    replay's batches, with the releases of its queued records from later batches."""
+    if not runs:
+        return stored
+    rows = {
+        name: np.concatenate([getattr(run, field) for run in runs])
+        for name, field in (
+            ("request", "request"),
+            ("record", "record"),
+            ("decision", "decision"),
+            ("released_at", "released_at"),
+            ("statistic", "statistic"),
+            ("critical", "critical"),
+            ("released_total", "released_total"),
+        )
+    }
+    late = np.concatenate([run.earlier_request for run in runs])
+    late_at = np.concatenate([run.earlier_released_at for run in runs])
+    mine = late >= start
+    rows["released_at"][late[mine] - start] = late_at[mine]
+    stored_keys = pa.array(list(stored["key"]), type=pa.string())
+    rows["key"] = pa.concat_arrays([stored_keys, keys.cast(pa.string())])
+    for name, values in rows.items():
+        if name != "key":
+            rows[name] = np.concatenate([stored[name].astype(values.dtype), values])
+    return rows
 
 
 def _rows_of_run(run: GateRun, keys: pa.Array) -> dict[str, np.ndarray]:

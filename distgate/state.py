@@ -161,15 +161,18 @@ class StateStore:
             )
         return LogPosition(int(first), int(done))
 
-    def rows(self, first: int, end: int) -> dict[str, np.ndarray]:
+    def rows(self, first: int, end: int, stored_end: int | None = None) -> dict[str, np.ndarray]:
         """The decisions file rows of the log with requests [first, end): its own rows and
-        earlier requests released while it ran; a release after ``end`` is not shown."""
+        earlier requests released while it ran; a release after ``end`` is not shown. With
+        ``stored_end`` only the log's own rows before it are read (the caller holds the
+        rest in memory)."""
+        own_end = end if stored_end is None else stored_end
         fetched = self.db.execute(
             "SELECT request, key, record, decision, released_at, statistic, critical, "
             "released_total "
             "FROM requests WHERE (request >= ? AND request < ?) "
             "OR (request < ? AND released_at >= ? AND released_at < ?) ORDER BY request",
-            (first, end, first, first, end),
+            (first, own_end, first, first, end),
         ).fetchall()
         columns = list(zip(*fetched, strict=True)) if fetched else [()] * 8
         released_at = np.array(columns[4], dtype=np.int64)
