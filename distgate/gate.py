@@ -344,6 +344,11 @@ class Gate:
         return self._released.copy()
 
     @property
+    def checked(self) -> np.ndarray:
+        """Which targets have left their grace."""
+        return self._checked.copy()
+
+    @property
     def next_request(self) -> int:
         return self._next
 
@@ -575,6 +580,8 @@ class Gate:
 
     def _queue_arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """The queue as (arrival indices, records), in arrival order."""
+        if self._q_by_cell is not None:
+            self._set_queue(*self._q_by_cell)
         if self._q_arrays is None:
             by_arrival = self._q_dicts[1]
             count = len(by_arrival)
@@ -589,12 +596,26 @@ class Gate:
         order = np.argsort(arrivals, kind="stable")
         self._q_arrays = (arrivals[order], records[order])
         self._q_dicts = None
+        self._q_by_cell = None
+
+    def _queue_by_cell(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The queue grouped by (target, value) cell, in arrival order within a cell, as
+        (cells, arrivals, records): how the kernel lays it out, and how it leaves it, so
+        that consecutive runs need no sort."""
+        if self._q_by_cell is not None:
+            arrivals, records = self._q_by_cell
+            cells = self.target_codes[records] * self.n_values + self.value_codes[records]
+            return cells, arrivals, records
+        arrivals, records = self._queue_arrays()
+        cells = self.target_codes[records] * self.n_values + self.value_codes[records]
+        order = np.argsort(cells, kind="stable")
+        return cells[order], arrivals[order], records[order]
 
     def _queue_dicts(self) -> tuple[dict, dict, dict]:
         """The queue as dicts for the Python loop, which changes them in place: cell ->
         sorted arrival indices, arrival -> record, record -> arrival."""
         if self._q_dicts is None:
-            arrivals, records = self._q_arrays
+            arrivals, records = self._queue_arrays()
             cells = self.target_codes[records] * self.n_values + self.value_codes[records]
             by_cell = np.argsort(cells, kind="stable")  # keeps arrival order within a cell
             keys, starts = np.unique(cells[by_cell], return_index=True)
@@ -742,11 +763,10 @@ class Gate:
         X = self.n_values
         n_cells = self.n_targets * X
         # the queue laid out per cell: queued entries, then room for this run's requests
-        old, old_records = self._queue_arrays()
-        old_cells = self.target_codes[old_records] * X + self.value_codes[old_records]
+        cells, old, old_records = self._queue_by_cell()
         known = records[records >= 0]
         new_cells = self.target_codes[known] * X + self.value_codes[known]
-        old_per_cell = np.bincount(old_cells, minlength=n_cells).astype(np.int64)
+        old_per_cell = np.bincount(cells, minlength=n_cells).astype(np.int64)
         capacity = old_per_cell + np.bincount(new_cells, minlength=n_cells)
         seg_start = np.zeros(n_cells, dtype=np.int64)
         seg_start[1:] = np.cumsum(capacity)[:-1]
@@ -762,11 +782,9 @@ class Gate:
             queued=np.zeros(len(self.target_codes), dtype=bool),
         )
         # each cell's queued entries, in arrival order, at the start of its segment
-        order = np.argsort(old_cells, kind="stable")
-        cells = old_cells[order]
         rank = np.arange(len(cells)) - np.searchsorted(cells, cells, side="left")
         slots = seg_start[cells] + rank
-        queue.arrival[slots], queue.record[slots] = old[order], old_records[order]
+        queue.arrival[slots], queue.record[slots] = old, old_records
         queue.dead[slots] = False
         queue.queued[old_records] = True
 
@@ -798,7 +816,8 @@ class Gate:
         n_late = kernel.run_kernel(records, first, self._kernel_tables(), counts, queue, out, work)
         # the queue as the run left it
         live = np.flatnonzero(~queue.dead[:-1])
-        self._set_queue(queue.arrival[live], queue.record[live])
+        self._q_arrays = self._q_dicts = None
+        self._q_by_cell = (queue.arrival[live], queue.record[live])  # grouped by cell
         self._next = first + k
         self._refresh_aggregates()
         return GateRun(

@@ -182,7 +182,6 @@ def replay(
         f"table {display_name(inputs.table.source)}",
         skip_unknown=settings.skip_unknown,
     )
-    keys = log.keys.to_pylist() if state else None
     gate = make_gate(inputs, settings)
     size = len(records)
     if state is None:
@@ -208,9 +207,9 @@ def replay(
                 store.commit(
                     log.fingerprint,
                     stop,
-                    keys[done:stop],
+                    log.keys[done:stop],
                     run,
-                    gate.state().checked,
+                    gate.checked,
                     gate.next_request,
                 )
                 runs.append(run)
@@ -259,8 +258,7 @@ def _joined_rows(stored: dict, runs: list[GateRun], keys: pa.Array, start: int) 
     late_at = np.concatenate([run.earlier_released_at for run in runs])
     mine = late >= start
     rows["released_at"][late[mine] - start] = late_at[mine]
-    stored_keys = pa.array(list(stored["key"]), type=pa.string())
-    rows["key"] = pa.concat_arrays([stored_keys, keys.cast(pa.string())])
+    rows["key"] = pa.concat_arrays([stored["key"].cast(pa.string()), keys.cast(pa.string())])
     for name, values in rows.items():
         if name != "key":
             rows[name] = np.concatenate([stored[name].astype(values.dtype), values])

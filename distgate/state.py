@@ -3,17 +3,21 @@
 Tables:
 
 - ``meta``: the settings the state was built with (options, baseline fingerprint, table
-  size), the version of the gate's decision rules, the next request index and which
-  targets have left their grace;
-- ``requests``: every decided request (the decisions file is written from it);
-- ``released``: released records with the request index that released them;
-- ``queue``: queued records with their arrival index;
+  size), the version of the gate's decision rules and of this layout, the next request
+  index and which targets have left their grace;
+- ``batches``: one row per committed batch of requests: its first request index, its size,
+  its decisions as one Arrow IPC column block (key, record, decision, released_at,
+  statistic, critical, released_total, enqueued) and the requests of earlier batches whose
+  queued record it released (request, released_at);
 - ``logs``: each request log by fingerprint, its first request index and how many of its
   requests are recorded.
 
-A replay commits one batch of requests per transaction: the batch's decisions, the
-releases it made (including earlier queued records), the queue changes and the log
-position change together or not at all. Killed at any instant, the state holds the last
+A replay commits one batch per transaction: one row of ``batches`` with everything the
+batch decided and changed, and the log position. The released records and the queue are
+not stored separately: they follow from the decisions (a record is released where its
+request's released_at, after the later batches' releases, is set; a queued record waits
+where its request enqueued it and it was never released), so a resumed gate costs one
+read of the batches, column by column. Killed at any instant, the state holds the last
 committed batch; the replay resumed from it decides the rest exactly as an uninterrupted
 run would, because the gate's decisions are a function of its state.
 """
@@ -27,23 +31,32 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from distgate.errors import InputError
-from distgate.gate import DECISION_RULES_VERSION, QUEUED, GateRun, GateState
+from distgate.gate import DECISION_RULES_VERSION, GateRun, GateState
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS requests (
-    request INTEGER PRIMARY KEY, key TEXT, record INTEGER NOT NULL, decision INTEGER NOT NULL,
-    released_at INTEGER NOT NULL, statistic REAL, critical REAL,
-    released_total INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS released (record INTEGER PRIMARY KEY, released_at INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS queue (request INTEGER PRIMARY KEY, record INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS batches (
+    first INTEGER PRIMARY KEY, size INTEGER NOT NULL, decisions BLOB NOT NULL,
+    late BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS logs (
     fingerprint TEXT PRIMARY KEY, first INTEGER NOT NULL, size INTEGER NOT NULL,
     done INTEGER NOT NULL);
 """
-VERSION = "1"
+VERSION = "2"  # the layout of the tables (1: one row per request, released and queue tables)
+
+
+def _to_ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _from_ipc(blob: bytes) -> pa.Table:
+    return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
 
 
 @dataclass
@@ -99,6 +112,19 @@ class StateStore:
                     ],
                 )
             return
+        layout = self._meta("version") or "1"
+        if layout != VERSION:
+            newer = layout.isdigit() and int(layout) > int(VERSION)
+            raise InputError(
+                f"State file '{self.path}' was written by "
+                + (
+                    f"a newer distgate (state layout {layout}, this one reads {VERSION}): "
+                    "upgrade distgate to continue it."
+                    if newer
+                    else f"an earlier distgate (state layout {layout}), which this one does not "
+                    "continue: replay the request logs into a new state file."
+                )
+            )
         rules = self._meta("decision_rules") or "1"  # states of the first rules had none
         if rules != str(DECISION_RULES_VERSION):
             raise InputError(
@@ -118,24 +144,38 @@ class StateStore:
                 )
 
     # ------------------------------------------------------------------ reading
+    def _history(self) -> dict[str, np.ndarray] | None:
+        """Every committed request's row, indexed by request (they are numbered densely
+        across logs), with released_at as the later batches set it; None when empty."""
+        batches = self.db.execute("SELECT decisions, late FROM batches ORDER BY first").fetchall()
+        if not batches:
+            return None
+        decisions = pa.concat_tables([_from_ipc(blob) for blob, _ in batches])
+        late = pa.concat_tables([_from_ipc(blob) for _, blob in batches])
+        rows = {name: decisions.column(name).to_numpy() for name in _NUMERIC}
+        rows["key"] = decisions.column("key").combine_chunks()
+        rows["request"] = np.arange(decisions.num_rows, dtype=np.int64)
+        rows["released_at"] = rows["released_at"].copy()
+        rows["released_at"][late.column("request").to_numpy()] = late.column(
+            "released_at"
+        ).to_numpy()
+        return rows
+
     def gate_state(self, n_targets: int) -> GateState | None:
         next_request = int(self._meta("next_request") or 0)
-        if next_request == 0:
+        history = self._history()
+        if next_request == 0 or history is None:
             return None
-        released = np.array(
-            self.db.execute("SELECT record, released_at FROM released ORDER BY record").fetchall(),
-            dtype=np.int64,
-        ).reshape(-1, 2)
-        queue = np.array(
-            self.db.execute("SELECT request, record FROM queue ORDER BY request").fetchall(),
-            dtype=np.int64,
-        ).reshape(-1, 2)
+        record, released_at = history["record"], history["released_at"]
+        released = (released_at >= 0) & (record >= 0)
+        order = np.argsort(record[released], kind="stable")
+        waiting = history["enqueued"] & (released_at < 0)
         checked = json.loads(self._meta("checked") or "null")
         return GateState(
-            released_records=released[:, 0],
-            released_at=released[:, 1],
-            queue_requests=queue[:, 0],
-            queue_records=queue[:, 1],
+            released_records=record[released][order],
+            released_at=released_at[released][order],
+            queue_requests=history["request"][waiting],
+            queue_records=record[waiting],
             next_request=next_request,
             checked=np.ones(n_targets, bool) if checked is None else np.array(checked, bool),
         )
@@ -167,72 +207,45 @@ class StateStore:
         ``stored_end`` only the log's own rows before it are read (the caller holds the
         rest in memory)."""
         own_end = end if stored_end is None else stored_end
-        fetched = self.db.execute(
-            "SELECT request, key, record, decision, released_at, statistic, critical, "
-            "released_total "
-            "FROM requests WHERE (request >= ? AND request < ?) "
-            "OR (request < ? AND released_at >= ? AND released_at < ?) ORDER BY request",
-            (first, own_end, first, first, end),
-        ).fetchall()
-        columns = list(zip(*fetched, strict=True)) if fetched else [()] * 8
-        released_at = np.array(columns[4], dtype=np.int64)
-        released_at[released_at >= end] = -1
-        return {
-            "request": np.array(columns[0], dtype=np.int64),
-            "key": np.array(columns[1], dtype=object),
-            "record": np.array(columns[2], dtype=np.int64),
-            "decision": np.array(columns[3], dtype=np.int8),
-            "released_at": released_at,
-            "statistic": np.array([np.nan if v is None else v for v in columns[5]], dtype=float),
-            "critical": np.array([np.nan if v is None else v for v in columns[6]], dtype=float),
-            "released_total": np.array(columns[7], dtype=np.int64),
-        }
+        history = self._history()
+        if history is None:
+            return _empty_rows()
+        request, released_at = history["request"], history["released_at"]
+        chosen = ((request >= first) & (request < own_end)) | (
+            (request < first) & (released_at >= first) & (released_at < end)
+        )
+        rows = {name: values[chosen] for name, values in history.items() if name != "key"}
+        rows["key"] = history["key"].filter(pa.array(chosen))
+        rows["released_at"][rows["released_at"] >= end] = -1
+        del rows["enqueued"]
+        return rows
 
     # ------------------------------------------------------------------ writing
     def commit(
         self,
         fingerprint: str,
         done: int,
-        keys: list[str],
+        keys: pa.Array,
         run: GateRun,
         checked: np.ndarray,
         next_request: int,
     ) -> None:
-        """Record one batch of decisions and the gate's changes in one transaction."""
+        """Record one batch of decisions (one row of ``batches``) and the log position in
+        one transaction."""
+        decisions = pa.table(
+            {
+                "key": keys.cast(pa.string()),
+                **{name: getattr(run, field) for name, field in _NUMERIC.items()},
+            }
+        )
+        late = pa.table({"request": run.earlier_request, "released_at": run.earlier_released_at})
+        first = int(run.request[0]) if len(run) else next_request
         db = self.db
-        own = run.released_at >= 0
         with db:
             db.execute("BEGIN IMMEDIATE")
-            db.executemany(
-                "INSERT INTO requests VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                zip(
-                    run.request.tolist(),
-                    keys,
-                    run.record.tolist(),
-                    run.decision.tolist(),
-                    run.released_at.tolist(),
-                    _nullable(run.statistic),
-                    _nullable(run.critical),
-                    run.released_total.tolist(),
-                    strict=True,
-                ),
-            )
-            db.executemany(
-                "INSERT INTO released VALUES (?, ?)",
-                zip(run.record[own].tolist(), run.released_at[own].tolist(), strict=True),
-            )
-            earlier = list(
-                zip(run.earlier_released_at.tolist(), run.earlier_request.tolist(), strict=True)
-            )
-            db.executemany(
-                "INSERT INTO released SELECT record, ? FROM queue WHERE request = ?", earlier
-            )
-            db.executemany("DELETE FROM queue WHERE request = ?", [(r,) for _, r in earlier])
-            db.executemany("UPDATE requests SET released_at = ? WHERE request = ?", earlier)
-            waiting = run.enqueued & ~own & (run.decision == QUEUED)
-            db.executemany(
-                "INSERT INTO queue VALUES (?, ?)",
-                zip(run.request[waiting].tolist(), run.record[waiting].tolist(), strict=True),
+            db.execute(
+                "INSERT INTO batches VALUES (?, ?, ?, ?)",
+                (first, len(run), _to_ipc(decisions), _to_ipc(late)),
             )
             db.execute("UPDATE logs SET done = ? WHERE fingerprint = ?", (done, fingerprint))
             db.executemany(
@@ -241,5 +254,26 @@ class StateStore:
             )
 
 
-def _nullable(values: np.ndarray) -> list[float | None]:
-    return [None if v != v else v for v in values.tolist()]
+# column of a batch -> attribute of GateRun
+_NUMERIC = {
+    "record": "record",
+    "decision": "decision",
+    "released_at": "released_at",
+    "statistic": "statistic",
+    "critical": "critical",
+    "released_total": "released_total",
+    "enqueued": "enqueued",
+}
+
+
+def _empty_rows() -> dict:
+    return {
+        "request": np.zeros(0, np.int64),
+        "key": pa.array([], type=pa.string()),
+        "record": np.zeros(0, np.int64),
+        "decision": np.zeros(0, np.int8),
+        "released_at": np.zeros(0, np.int64),
+        "statistic": np.zeros(0),
+        "critical": np.zeros(0),
+        "released_total": np.zeros(0, np.int64),
+    }

@@ -344,7 +344,7 @@ def test_a_killed_replay_resumes_to_the_state_of_an_uninterrupted_run(tmp_path):
         db = sqlite3.connect(path)
         tables = {
             name: db.execute(f"SELECT * FROM {name} ORDER BY 1").fetchall()
-            for name in ("requests", "released", "queue", "logs")
+            for name in ("meta", "batches", "logs")
         }
         db.close()
         return tables
