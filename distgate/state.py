@@ -78,6 +78,7 @@ class StateStore:
             raise InputError(f"State file '{self.path}' is a folder.")
         try:
             self.db = sqlite3.connect(self.path, isolation_level=None)
+            self._check_layout()  # before anything is written to the file
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(SCHEMA)
@@ -94,6 +95,28 @@ class StateStore:
     def _meta(self, name: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
         return row[0] if row else None
+
+    def _check_layout(self) -> None:
+        """Refuse a state of another table layout (an earlier or a newer distgate)."""
+        has_meta = self.db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone()
+        layout = self._meta("version") if has_meta else None
+        if has_meta and self._meta("settings") is not None and layout is None:
+            layout = "1"
+        if layout is None or layout == VERSION:
+            return
+        newer = layout.isdigit() and int(layout) > int(VERSION)
+        raise InputError(
+            f"State file '{self.path}' was written by "
+            + (
+                f"a newer distgate (state layout {layout}, this one reads {VERSION}): "
+                "upgrade distgate to continue it."
+                if newer
+                else f"an earlier distgate (state layout {layout}), which this one does not "
+                "continue: replay the request logs into a new state file."
+            )
+        )
 
     def _check_settings(self, settings: dict[str, Any]) -> None:
         stored = self._meta("settings")
@@ -112,19 +135,6 @@ class StateStore:
                     ],
                 )
             return
-        layout = self._meta("version") or "1"
-        if layout != VERSION:
-            newer = layout.isdigit() and int(layout) > int(VERSION)
-            raise InputError(
-                f"State file '{self.path}' was written by "
-                + (
-                    f"a newer distgate (state layout {layout}, this one reads {VERSION}): "
-                    "upgrade distgate to continue it."
-                    if newer
-                    else f"an earlier distgate (state layout {layout}), which this one does not "
-                    "continue: replay the request logs into a new state file."
-                )
-            )
         rules = self._meta("decision_rules") or "1"  # states of the first rules had none
         if rules != str(DECISION_RULES_VERSION):
             raise InputError(

@@ -350,3 +350,33 @@ def test_a_killed_replay_resumes_to_the_state_of_an_uninterrupted_run(tmp_path):
         return tables
 
     assert dump(tmp_path / "a.db") == dump(killed_state)
+
+
+def test_a_truncated_a_garbage_and_a_newer_state_are_refused(tmp_path, small_log):
+    import sqlite3
+
+    table = str(SAMPLE / "soldiers.csv")
+    good = tmp_path / "good.db"
+    assert replay(table, small_log, "--state", str(good)).exit_code == 0
+    truncated = tmp_path / "truncated.db"
+    truncated.write_bytes(good.read_bytes()[:5000])
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(np.random.default_rng(0).bytes(3000))
+    newer = tmp_path / "newer.db"
+    db = sqlite3.connect(newer)
+    with db:
+        db.execute("CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.executemany("INSERT INTO meta VALUES (?, ?)", [("version", "9"), ("settings", "{}")])
+    db.close()
+    for path, words in (
+        (truncated, "is not a distgate state"),
+        (garbage, "is not a distgate state"),
+        (newer, "newer distgate (state layout 9"),
+    ):
+        before = path.read_bytes()
+        result = replay(table, small_log, "--state", str(path))
+        assert result.exit_code == 2, path
+        assert words in result.stderr and str(path) in result.stderr
+        assert "Traceback" not in result.output
+        assert len(result.stderr.strip().splitlines()) == 1
+        assert path.read_bytes() == before
