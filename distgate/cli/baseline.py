@@ -19,6 +19,7 @@ from distgate.cli.common import (
     handles_bad_input,
     table_inputs,
 )
+from distgate.io.atomic import check_outputs
 
 
 @handles_bad_input
@@ -48,6 +49,7 @@ def baseline_command(
     from distgate.config import load_config
     from distgate.io.baseline_file import write_baseline
 
+    check_outputs([table, baseline], [output])
     settings = load_config(config)
     inputs = table_inputs(
         table, settings, attr=attr, target=target, id=id, bins=bins, baseline=baseline

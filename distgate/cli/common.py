@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -41,12 +42,19 @@ def handles_bad_input(func: Callable) -> Callable:
             return func(*args, **kwargs)
         except InputError as exc:
             raise fail(str(exc)) from None
+        except BrokenPipeError:
+            # the reader of our output went away (``| head -1``): stop quietly, as cat does
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(EXIT_OK) from None
         except PermissionError as exc:
             raise fail(
                 f"File '{exc.filename}' cannot be read or written (permission denied)."
             ) from None
         except (UnicodeDecodeError, MemoryError) as exc:
             raise fail(f"The input cannot be read: {exc}.") from None
+        except OSError as exc:  # a full disk, a vanished folder: no traceback, no file
+            where = f" '{exc.filename}'" if exc.filename else ""
+            raise fail(f"Reading or writing{where} failed: {exc.strerror or exc}.") from None
 
     return wrapper
 

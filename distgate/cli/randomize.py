@@ -16,6 +16,7 @@ from distgate.cli.common import (
     handles_bad_input,
 )
 from distgate.errors import InputError
+from distgate.io.atomic import check_outputs
 
 
 class Side(StrEnum):
@@ -97,6 +98,7 @@ def randomize_command(
     from distgate.report.common import console
     from distgate.report.randomize import show_randomize, show_reconstruct
 
+    check_outputs([table], [output])
     columns = _columns(qi)
     fixed = parse_p(p or [])
     if top < 0:

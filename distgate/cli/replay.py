@@ -29,6 +29,7 @@ from distgate.cli.common import (
     metric_setting,
     table_inputs,
 )
+from distgate.io.atomic import check_outputs
 
 
 @handles_bad_input
@@ -94,6 +95,8 @@ def replay_command(
     from distgate.replay import ReplaySettings, replay
     from distgate.report.common import progress
 
+    check_outputs([table, requests, state], [output, plot])
+    check_outputs([table, requests], [state])
     settings = load_config(config)
     replay_settings = ReplaySettings(
         metrics=metric_setting(metric, settings).split(","),

@@ -6,8 +6,36 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+
+from distgate.errors import InputError
+
+
+def check_outputs(inputs: Iterable[str | None], outputs: Iterable[str | None]) -> None:
+    """Refuse, before any work, an output that is one of the inputs (writing it would
+    destroy the input) or whose folder does not exist. ``None`` and ``-`` are skipped."""
+    sources = [Path(p) for p in inputs if p and p != "-" and Path(p).exists()]
+    for out in outputs:
+        if not out or out == "-":
+            continue
+        path = Path(out)
+        for source in sources:
+            if path.exists() and os.path.samefile(path, source):
+                raise InputError(
+                    f"Output '{out}' is the input '{source}': writing it would destroy the "
+                    "input; choose another output path."
+                )
+        folder = path.parent if str(path.parent) else Path(".")
+        if not folder.is_dir():
+            raise InputError(f"The folder of output '{out}' does not exist: '{folder}'.")
+
+
+def _file_mode() -> int:
+    """The mode a new file gets under the process's umask (mkstemp's files are 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 @contextlib.contextmanager
@@ -15,16 +43,33 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path in the target's folder; rename it onto ``path`` on success,
     delete it on any exception."""
     target = Path(path)
+    if target.exists() and not target.is_file():
+        # a device or a pipe (/dev/stdout, a FIFO): written directly, never replaced
+        try:
+            yield target
+        except OSError as exc:
+            raise _write_error(path, exc) from None
+        return
     folder = target.parent if str(target.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, _file_mode())
         os.replace(tmp_path, target)
+    except OSError as exc:  # a full disk: the previous file, if any, stays as it was
+        tmp_path.unlink(missing_ok=True)
+        raise _write_error(path, exc) from None
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise
+
+
+def _write_error(path: str | os.PathLike, exc: OSError) -> Exception:
+    if isinstance(exc, BrokenPipeError):
+        return exc  # the reader went away (``| head``): the CLI ends quietly
+    return InputError(f"Writing '{path}' failed: {exc.strerror or exc}.")
 
 
 @contextlib.contextmanager

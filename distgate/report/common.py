@@ -6,9 +6,17 @@ from __future__ import annotations
 from rich.console import Console
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich exits with 1 here, which distgate reserves for "unsafe": hand the broken
+        # pipe to the CLI, which stops quietly with 0
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def console(stderr: bool = False) -> Console:
     """A rich console; plain text when not writing to a terminal."""
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    return _Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
 def verdict(safe: bool) -> str:
