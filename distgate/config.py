@@ -29,6 +29,53 @@ KNOWN_KEYS = {
 }
 
 
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _is_text_list(value: Any) -> bool:
+    return _is_text(value) or (
+        isinstance(value, list) and bool(value) and all(_is_text(v) for v in value)
+    )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_bins(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(edges, list) and edges and all(_is_number(e) for e in edges)
+        for edges in value.values()
+    )
+
+
+# what each key must hold: a check and the words the error message uses
+VALIDATORS: dict[str, tuple[Any, str]] = {
+    "id": (_is_text, "a column name in quotes"),
+    "attributes": (_is_text_list, "a column name or a list of column names"),
+    "targets": (_is_text_list, "a column name or a list of column names"),
+    "bins": (_is_bins, "a table [bins] of COLUMN = [edges, as numbers]"),
+    "baseline": (_is_text, "a file path in quotes"),
+    "metric": (_is_text_list, 'metric names in quotes, e.g. "kld,cst"'),
+    "alpha": (lambda v: _is_number(v) and 0 < v < 1, "a number strictly between 0 and 1"),
+    "critical": (lambda v: v in ("auto", "asymptotic", "mc"), '"auto", "asymptotic" or "mc"'),
+    "seed": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+        "a whole number >= 0",
+    ),
+}
+
+
+def _line_of(text: str, key: str) -> int | None:
+    """The line of ``key = ...`` (or of ``[key]``) in the config text."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.split("=")[0].strip() == key or stripped == f"[{key}]":
+            return number
+    return None
+
+
 def load_config(path: str | None = None) -> dict[str, Any]:
     """The settings of ``path``, or of ./distgate.toml when it exists, else {}."""
     if path is None:
@@ -40,7 +87,12 @@ def load_config(path: str | None = None) -> dict[str, Any]:
         if not candidate.is_file():
             raise InputError(f"Config file '{path}' does not exist.")
     try:
-        data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+        text = candidate.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"Config file '{candidate}' is not UTF-8 text (byte {exc.start}): save it as UTF-8."
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"Config file '{candidate}' is not valid TOML: {exc}.") from None
     unknown = sorted(set(data) - KNOWN_KEYS)
@@ -49,11 +101,19 @@ def load_config(path: str | None = None) -> dict[str, Any]:
             f"Config file '{candidate}' has the unknown key '{unknown[0]}' "
             f"(known keys: {', '.join(sorted(KNOWN_KEYS))})."
         )
+    for key, value in data.items():
+        valid, expected = VALIDATORS[key]
+        if not valid(value):
+            line = _line_of(text, key)
+            where = f", line {line}" if line else ""
+            raise InputError(
+                f"Config file '{candidate}'{where}: {key} must be {expected}, not {value!r}."
+            )
     for key in ("attributes", "targets"):
         if isinstance(data.get(key), str):
             data[key] = [data[key]]
-    if "bins" in data and not isinstance(data["bins"], dict):
-        raise InputError(f"Config file '{candidate}': [bins] must be a table of COLUMN = [edges].")
+    if isinstance(data.get("metric"), list):
+        data["metric"] = ",".join(data["metric"])
     if "baseline" in data and not Path(data["baseline"]).is_absolute():
         data["baseline"] = str(candidate.parent / data["baseline"])
     return data

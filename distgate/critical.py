@@ -43,6 +43,7 @@ import numpy as np
 from distgate.errors import InputError
 
 MODES = ("auto", "asymptotic", "mc")
+MIN_DRAWS, MAX_DRAWS = 100, 1_000_000
 HANDOVER_RANGE = 100  # mis's hand-over correction applies below 100 x the switch size
 DEFAULT_DRAWS = 10_000
 LN2 = float(np.log(2.0))
@@ -137,11 +138,21 @@ def below(statistic, critical):
 
 
 def check_alpha(alpha: float) -> float:
-    if not 0.0 < float(alpha) < 1.0:
+    if not 0.0 < float(alpha) < 1.0:  # NaN fails too
         raise InputError(
             f"The significance level alpha must lie strictly between 0 and 1, not {alpha:g}."
         )
     return float(alpha)
+
+
+def check_threshold(threshold: float | None) -> float | None:
+    """A fixed critical value of dleak, eleak or emd: a finite number >= 0 (or None)."""
+    if threshold is None:
+        return None
+    value = float(threshold)
+    if not (value >= 0 and value < float("inf")):
+        raise InputError(f"The threshold must be a finite number >= 0, not {threshold:g}.")
+    return value
 
 
 @dataclass
@@ -167,8 +178,17 @@ class CriticalValues:
             raise InputError(
                 f"Unknown critical value mode '{self.mode}' (choose from {', '.join(MODES)})."
             )
-        if self.draws < 100:
-            raise InputError(f"Monte Carlo needs at least 100 draws, not {self.draws}.")
+        if not MIN_DRAWS <= self.draws <= MAX_DRAWS:
+            raise InputError(
+                f"The number of Monte Carlo draws must lie between {MIN_DRAWS:,} and "
+                f"{MAX_DRAWS:,}, not {self.draws:,} (fewer cannot estimate a tail quantile; a "
+                "million already estimates it to about 0.1%, and more only costs memory: each "
+                "draw of a size is kept)."
+            )
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)):
+            raise InputError(f"The seed must be a whole number >= 0, not {self.seed!r}.")
+        if self.seed < 0:
+            raise InputError(f"The seed must be a whole number >= 0, not {self.seed}.")
         self.p = np.asarray(self.p, dtype=float)
         w = np.asarray(self.target_weights, dtype=float)
         self.target_weights = w / w.sum()

@@ -72,6 +72,7 @@ from distgate.critical import (
     CriticalValues,
     below,
     check_alpha,
+    check_threshold,
     chi2_quantile,
 )
 from distgate.errors import InputError
@@ -268,7 +269,7 @@ class Gate:
         self.queue_enabled = bool(queue)
         self.grace = grace
         self.grace_kind, self.grace_value = parse_grace(grace)
-        self.threshold = threshold
+        self.threshold = check_threshold(threshold)
         self.p = np.asarray(critical.p, dtype=float)
         if len(self.p) != self.n_values:
             raise ValueError("the baseline has a different number of values than n_values")

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from distgate.critical import DEFAULT_DRAWS, check_alpha
+from distgate.critical import DEFAULT_DRAWS, check_alpha, check_threshold
 from distgate.gate import (
     DECISION_NAMES,
     QUEUED,
@@ -62,6 +62,7 @@ class ReplaySettings:
     def __post_init__(self) -> None:
         self.metrics = parse_metrics(self.metrics)
         self.alpha = check_alpha(self.alpha)
+        self.threshold = check_threshold(self.threshold)
         parse_grace(self.grace)
 
 

@@ -29,6 +29,7 @@ from distgate.cli.common import (
     metric_setting,
     table_inputs,
 )
+from distgate.errors import InputError
 from distgate.io.atomic import check_outputs
 
 
@@ -95,6 +96,11 @@ def replay_command(
     from distgate.replay import ReplaySettings, replay
     from distgate.report.common import progress
 
+    if table == "-" and requests == "-":
+        raise InputError(
+            "The table and the request log cannot both be read from standard input: "
+            "give one of them as a file."
+        )
     check_outputs([table, requests, state], [output, plot])
     check_outputs([table, requests], [state])
     settings = load_config(config)

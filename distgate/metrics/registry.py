@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from distgate.critical import LN2, CriticalValues, below, chi2_quantile
+from distgate.critical import LN2, CriticalValues, below, check_threshold, chi2_quantile
 from distgate.errors import InputError
 from distgate.metrics.dixon import dixon_critical_array, dixon_q
 from distgate.metrics.information import (
@@ -97,6 +97,7 @@ def evaluate(
     ``threshold`` fixes the critical value of the leakage metrics (dleak, eleak, emd);
     without it they use the Monte Carlo (1 - alpha) quantile at n_y.
     """
+    threshold = check_threshold(threshold)
     c = np.asarray(counts, dtype=float)
     p = critical.p
     n = c.sum(axis=-1)
