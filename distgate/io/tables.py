@@ -10,6 +10,7 @@ in messages are the file's own (the header is line 1, the first record line 2).
 from __future__ import annotations
 
 import io
+import lzma
 import os
 import sys
 from collections.abc import Sequence
@@ -37,9 +38,38 @@ def _stdin_bytes() -> bytes:
     return _stdin_cache[1]
 
 
+# the first bytes of the compressed formats pyarrow reads, whatever the file is called
+MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bz2"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+)
+
+
+def _compression(head: bytes) -> str | None:
+    return next((name for magic, name in MAGIC if head.startswith(magic)), None)
+
+
+def _decompress(stream, kind: str, source) -> io.BytesIO:
+    try:
+        if kind == "xz":  # not among pyarrow's codecs
+            return io.BytesIO(lzma.decompress(stream.read()))
+        with pa.CompressedInputStream(stream, kind) as compressed:
+            return io.BytesIO(compressed.read())
+    except (OSError, ValueError, EOFError, lzma.LZMAError, pa.ArrowException) as exc:
+        raise InputError(
+            f"File {display_name(source)} looks {kind}-compressed but cannot be "
+            f"decompressed: {exc}."
+        ) from None
+
+
 def _open(source: str | os.PathLike):
+    """A path for pyarrow to read, or the bytes (standard input, compressed files)."""
     if str(source) == "-":
-        return io.BytesIO(_stdin_bytes())
+        data = _stdin_bytes()
+        kind = _compression(data[:8])
+        return _decompress(pa.BufferReader(data), kind, source) if kind else io.BytesIO(data)
     path = os.fspath(source)
     if not os.path.exists(path):
         raise InputError(f"File {display_name(source)} does not exist.")
@@ -47,6 +77,10 @@ def _open(source: str | os.PathLike):
         raise InputError(f"File {display_name(source)} is a folder, not a CSV file.")
     if os.path.getsize(path) == 0:
         raise InputError(f"File {display_name(source)} is empty.")
+    with open(path, "rb") as handle:
+        kind = _compression(handle.read(8))
+    if kind:
+        return _decompress(pa.OSFile(path), kind, source)
     return path
 
 
