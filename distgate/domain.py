@@ -136,16 +136,22 @@ def _bin_numbers(table: pa.Table, column: str, name: str, edges: list) -> _Colum
     if values.null_count:
         row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
         raise InputError(f"The {name}, line {row + 2}: column '{column}' has no value.")
-    numbers = values.to_numpy()
     labels = bin_labels(edges)
     cut = np.asarray(edges, dtype=float)
-    if numbers.dtype.kind in "iu" and len(numbers):
-        low, high = int(numbers.min()), int(numbers.max())
+    if pa.types.is_integer(values.type) and len(values):
+        extremes = pc.min_max(values)
+        low, high = extremes["min"].as_py(), extremes["max"].as_py()
         if high - low < _INTEGER_LOOKUP_LIMIT:
             lookup = np.searchsorted(cut, np.arange(low, high + 1, dtype=float), side="right")
-            offsets = np.subtract(numbers, low, dtype=np.int32, casting="unsafe")
+            # chunk by chunk into one int32 array: no concatenated copy of the column
+            offsets = np.empty(len(values), dtype=np.int32)
+            start = 0
+            for chunk in values.chunks:
+                part = chunk.to_numpy()
+                np.subtract(part, low, out=offsets[start : start + len(part)], casting="unsafe")
+                start += len(part)
             return _Column(lookup, offsets, labels)
-    numbers = numbers.astype(float)
+    numbers = values.to_numpy().astype(float)
     bad = ~np.isfinite(numbers)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
@@ -204,6 +210,7 @@ class CountTable:
 # Counting through the dictionaries needs a grid of |dictionary of Y| x |dictionary of X|
 # cells; above this size the per-record codes are counted instead.
 _DICTIONARY_GRID_LIMIT = 1 << 22
+_COUNT_CHUNK = 1 << 16  # records counted per pass (half a megabyte of cell indices)
 
 
 class EncodedTable:
@@ -251,9 +258,19 @@ class EncodedTable:
         t_side, v_side = self._targets_side, self._values_side
         grid = (len(t_side.lookup), len(v_side.lookup))
         if rows is None and grid[0] * grid[1] <= _DICTIONARY_GRID_LIMIT:
-            cell = np.multiply(t_side.indices, grid[1], dtype=np.int64)
-            cell += v_side.indices
-            by_entry = np.bincount(cell, minlength=grid[0] * grid[1]).reshape(grid)
+            # counted in cache-sized chunks into one small buffer: a cell index per record
+            # for ten million records was 80 MB of fresh memory, and touching it cost more
+            # than the counting
+            size = grid[0] * grid[1]
+            flat = np.zeros(size, dtype=np.int64)
+            buffer = np.empty(_COUNT_CHUNK, dtype=np.intp)
+            for start in range(0, len(t_side.indices), _COUNT_CHUNK):
+                t_part = t_side.indices[start : start + _COUNT_CHUNK]
+                cell = buffer[: len(t_part)]
+                np.multiply(t_part, grid[1], out=cell, casting="unsafe")
+                cell += v_side.indices[start : start + _COUNT_CHUNK]
+                flat += np.bincount(cell, minlength=size)
+            by_entry = flat.reshape(grid)
             counts = np.zeros(shape, dtype=np.int64)
             np.add.at(counts, (t_side.lookup[:, None], v_side.lookup[None, :]), by_entry)
             return CountTable(counts, self.target_labels, self.value_labels)
