@@ -16,7 +16,9 @@ Python equivalent of ``distgate replay TABLE REQUESTS -o decisions.csv --state g
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -160,6 +162,42 @@ def make_gate(inputs: Inputs, s: ReplaySettings) -> Gate:
     )
 
 
+class Interrupted(Exception):
+    """A replay stopped by SIGINT or SIGTERM at a batch boundary (``done`` requests of the
+    log are committed to the state; ``signal`` the signal's number)."""
+
+    def __init__(self, done: int, signal: int, state: str | None) -> None:
+        super().__init__(done, signal)
+        self.done, self.signal, self.state = done, signal, state
+
+
+@contextlib.contextmanager
+def _stop_at_batch_boundaries():
+    """While replaying: the first SIGINT or SIGTERM only asks to stop after the batch being
+    decided (it is then committed); a second one stops at once (an uncommitted batch is
+    rolled back by SQLite). Yields a list that holds the signal once one came."""
+    import signal
+
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received  # signal handlers can only be set in the main thread
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def ask_to_stop(number, frame):
+        received.append(number)
+        for sig, handler in previous.items():  # the next one is not caught
+            signal.signal(sig, handler if sig == signal.SIGINT else signal.SIG_DFL)
+
+    for sig in previous:
+        signal.signal(sig, ask_to_stop)
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def replay(
     inputs: Inputs,
     requests: str,
@@ -168,12 +206,15 @@ def replay(
     decisions: str | None = None,
     state: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    wait: bool = False,
 ) -> ReplayResult:
     """Run the gate over the request log ``requests`` (see the module docstring).
 
     With ``state`` the gate starts from (and commits every batch to) the SQLite state;
-    a log already partly recorded there continues after its last committed request.
-    ``progress(done, total)`` is called after every batch.
+    a log already partly recorded there continues after its last committed request, and
+    another replay on the same state is refused (or waited for, with ``wait``). SIGINT or
+    SIGTERM stops the replay after the batch it is deciding, committed, with
+    :class:`Interrupted`. ``progress(done, total)`` is called after every batch.
     """
     log = read_requests(requests, settings.key)
     records = map_keys(
@@ -194,7 +235,10 @@ def replay(
     else:
         from distgate.state import StateStore
 
-        with StateStore(state, _settings_record(inputs, settings)) as store:
+        with (
+            StateStore(state, _settings_record(inputs, settings), wait=wait) as store,
+            _stop_at_batch_boundaries() as received,
+        ):
             saved = store.gate_state(len(inputs.table.target_labels))
             if saved is not None:
                 gate.restore(saved)
@@ -217,6 +261,8 @@ def replay(
                 done = stop
                 if progress:
                     progress(done, size)
+                if received and done < size:
+                    raise Interrupted(done, received[0], state)
             # rows decided before this replay come from the state, this replay's from memory
             stored = store.rows(first, first + size, stored_end=first + resumed)
             rows = _joined_rows(stored, runs, log.keys[resumed:], first + resumed)

@@ -48,6 +48,30 @@ CREATE TABLE IF NOT EXISTS logs (
 VERSION = "2"  # the layout of the tables (1: one row per request, released and queue tables)
 
 
+def _lock(path: str, wait: bool):
+    """An exclusive lock on ``path + '.lock'`` for as long as the returned file is open:
+    one replay at a time decides on a state (two would interleave their decisions). The
+    lock file holds the holder's process id, for the message."""
+    import fcntl
+
+    handle = open(path + ".lock", "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        handle.close()
+        raise InputError(
+            f"State file '{path}' is in use by another replay (process {holder}); run this "
+            "one when it has finished, or add --wait to wait for it."
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
 def _to_ipc(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
@@ -72,10 +96,20 @@ class StateStore:
     under other settings is refused with an InputError naming the first difference.
     """
 
-    def __init__(self, path: str | os.PathLike, settings: dict[str, Any]) -> None:
+    def __init__(
+        self, path: str | os.PathLike, settings: dict[str, Any], *, wait: bool = False
+    ) -> None:
         self.path = str(path)
         if os.path.isdir(self.path):
             raise InputError(f"State file '{self.path}' is a folder.")
+        self._lock = _lock(self.path, wait)
+        try:
+            self._open(settings)
+        except BaseException:
+            self._lock.close()  # a refused state is not kept locked
+            raise
+
+    def _open(self, settings: dict[str, Any]) -> None:
         try:
             self.db = sqlite3.connect(self.path, isolation_level=None)
             self._check_layout()  # before anything is written to the file
@@ -84,13 +118,18 @@ class StateStore:
             self.db.executescript(SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise InputError(f"State file '{self.path}' is not a distgate state ({exc}).") from None
-        self._check_settings(settings)
+        try:
+            self._check_settings(settings)
+        except BaseException:
+            self.db.close()
+            raise
 
     def __enter__(self) -> StateStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.db.close()
+        self._lock.close()
 
     def _meta(self, name: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()

@@ -271,8 +271,10 @@ def committed_requests(state) -> int:
     return int(row[0]) if row else 0
 
 
-@pytest.mark.slow
-def test_a_killed_replay_resumes_to_the_state_of_an_uninterrupted_run(tmp_path):
+@pytest.fixture
+def slow_replay(tmp_path):
+    """A 60,000-request replay that runs in the Python loop (dleak), about a second per
+    batch of 20,000: the command, its environment, and a dump of a state's tables."""
     rng = np.random.default_rng(5)
     n = 4000
     ages = rng.integers(17, 60, n)
@@ -286,25 +288,35 @@ def test_a_killed_replay_resumes_to_the_state_of_an_uninterrupted_run(tmp_path):
     requests = rng.integers(0, n, 60_000)
     log = tmp_path / "log.csv"
     log.write_text("id\n" + "".join(f"r{i}\n" for i in requests))
-    flags = [
-        "-x",
-        "age",
-        "-y",
-        "location",
-        "--id",
-        "id",
-        "--bins",
-        "age=20,30,40,50",
-        "-m",
-        "kld,dleak",
-        "--threshold",
-        "0.3",
-        "--critical",
-        "asymptotic",
-        "-q",
-    ]
+    flags = ["-x", "age", "-y", "location", "--id", "id", "--bins", "age=20,30,40,50"]
+    flags += ["-m", "kld,dleak", "--threshold", "0.3", "--critical", "asymptotic", "-q"]
     command = [sys.executable, "-m", "distgate", "replay", str(table), str(log), *flags]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return command, env
+
+
+def dump(path):
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    tables = {
+        name: db.execute(f"SELECT * FROM {name} ORDER BY 1").fetchall()
+        for name in ("meta", "batches", "logs")
+    }
+    db.close()
+    return tables
+
+
+def start_and_wait_for_a_batch(command, env, state, before=0):
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    while process.poll() is None and committed_requests(state) <= before:
+        time.sleep(0.005)
+    return process
+
+
+@pytest.mark.slow
+def test_a_killed_replay_resumes_to_the_state_of_an_uninterrupted_run(tmp_path, slow_replay):
+    command, env = slow_replay
     straight = subprocess.run(
         [*command, "--state", str(tmp_path / "a.db"), "-o", str(tmp_path / "a.csv")],
         env=env,
@@ -338,17 +350,6 @@ def test_a_killed_replay_resumes_to_the_state_of_an_uninterrupted_run(tmp_path):
     )
     assert resumed.returncode == 0, resumed.stderr
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
-    import sqlite3
-
-    def dump(path):
-        db = sqlite3.connect(path)
-        tables = {
-            name: db.execute(f"SELECT * FROM {name} ORDER BY 1").fetchall()
-            for name in ("meta", "batches", "logs")
-        }
-        db.close()
-        return tables
-
     assert dump(tmp_path / "a.db") == dump(killed_state)
 
 
@@ -380,3 +381,55 @@ def test_a_truncated_a_garbage_and_a_newer_state_are_refused(tmp_path, small_log
         assert "Traceback" not in result.output
         assert len(result.stderr.strip().splitlines()) == 1
         assert path.read_bytes() == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_at_a_batch_boundary_and_the_rerun_is_identical(
+    tmp_path, slow_replay, number
+):
+    command, env = slow_replay
+    straight = [*command, "--state", str(tmp_path / "a.db"), "-o", str(tmp_path / "a.csv")]
+    assert subprocess.run(straight, env=env, capture_output=True).returncode == 0
+    state = tmp_path / "b.db"
+    again = [*command, "--state", str(state), "-o", str(tmp_path / "b.csv")]
+    process = start_and_wait_for_a_batch(again, env, state)
+    process.send_signal(number)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 128 + number
+    message = stderr.decode().strip()
+    assert message.startswith("distgate: interrupted after ") and "Traceback" not in message
+    done = int(message.split("after ")[1].split()[0])
+    # it stopped after the batch it was deciding, committed: 40,000 (or 20,000 when the
+    # signal came in the first batch's commit)
+    assert done in (20_000, 40_000) and committed_requests(state) == done
+    assert not (tmp_path / "b.csv").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+    assert subprocess.run(again, env=env, capture_output=True).returncode == 0
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    assert dump(tmp_path / "a.db") == dump(state)
+
+
+@pytest.mark.slow
+def test_a_second_replay_on_the_same_state_is_refused_or_waits(tmp_path, slow_replay):
+    command, env = slow_replay
+    # a log long enough (ten batches) that the first replay still holds the state when the
+    # second one starts
+    log = tmp_path / "long.csv"
+    lines = (tmp_path / "log.csv").read_text().splitlines()
+    log.write_text("\n".join(lines[:1] + lines[1:] * 4) + "\n")
+    command = [str(log) if part.endswith("log.csv") else part for part in command]
+    state = tmp_path / "s.db"
+    first = start_and_wait_for_a_batch([*command, "--state", str(state)], env, state)
+    refused = subprocess.run([*command, "--state", str(state)], env=env, capture_output=True)
+    assert refused.returncode == 2
+    message = refused.stderr.decode().strip()
+    assert f"is in use by another replay (process {first.pid})" in message
+    assert len(message.splitlines()) == 1
+    waited = subprocess.run(
+        [*command, "--state", str(state), "--wait", "--json"], env=env, capture_output=True
+    )
+    assert first.wait(timeout=120) == 0
+    assert waited.returncode == 0
+    # it waited for the first, which had decided the whole log: nothing left to decide
+    assert json.loads(waited.stdout)["resumed"] == 240_000

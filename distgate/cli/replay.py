@@ -47,6 +47,10 @@ def replay_command(
             "--state", metavar="FILE", help="SQLite file keeping the gate's state between replays."
         ),
     ] = None,
+    wait: Annotated[
+        bool,
+        typer.Option("--wait", help="Wait for another replay on the same --state to finish."),
+    ] = False,
     key: Annotated[
         str, typer.Option("--key", metavar="COLUMN", help="Key column of the request log.")
     ] = "id",
@@ -93,7 +97,7 @@ def replay_command(
     Example: distgate replay soldiers.csv requests.csv -o decisions.csv --state gate.db
     """
     from distgate.config import load_config, setting
-    from distgate.replay import ReplaySettings, replay
+    from distgate.replay import Interrupted, ReplaySettings, replay
     from distgate.report.common import progress
 
     if table == "-" and requests == "-":
@@ -128,14 +132,23 @@ def replay_command(
     )
     with progress(quiet or json) as bar:
         task = bar.add_task("replay", total=None)
-        result = replay(
-            inputs,
-            requests,
-            replay_settings,
-            decisions=output,
-            state=state,
-            progress=lambda done, total: bar.update(task, completed=done, total=total),
-        )
+        try:
+            result = replay(
+                inputs,
+                requests,
+                replay_settings,
+                decisions=output,
+                state=state,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+                wait=wait,
+            )
+        except Interrupted as stop:
+            typer.echo(
+                f"distgate: interrupted after {stop.done} requests of this log; run the same "
+                "command to continue.",
+                err=True,
+            )
+            raise typer.Exit(128 + stop.signal) from None
     if plot:
         from distgate.report.replay import plot_evolution
 
