@@ -31,6 +31,17 @@ def display_name(source: str | os.PathLike) -> str:
 _stdin_cache: list = [None, b""]  # [the stream read, its bytes]
 
 
+_streams: dict[str, bytes] = {}
+
+
+def _stream_bytes(path: str) -> bytes:
+    # A pipe can be read once; the header and the columns are read from the same bytes.
+    if path not in _streams:
+        with open(path, "rb") as handle:
+            _streams[path] = handle.read()
+    return _streams[path]
+
+
 def _stdin_bytes() -> bytes:
     # Standard input can be read once; several readers of the same stream share the bytes.
     if _stdin_cache[0] is not sys.stdin:
@@ -75,6 +86,12 @@ def _open(source: str | os.PathLike):
         raise InputError(f"File {display_name(source)} does not exist.")
     if os.path.isdir(path):
         raise InputError(f"File {display_name(source)} is a folder, not a CSV file.")
+    if not os.path.isfile(path):  # a named pipe, <(process substitution), a device
+        data = _stream_bytes(path)
+        if not data.strip():
+            raise InputError(f"File {display_name(source)} is empty.")
+        kind = _compression(data[:8])
+        return _decompress(pa.BufferReader(data), kind, source) if kind else io.BytesIO(data)
     if os.path.getsize(path) == 0:
         raise InputError(f"File {display_name(source)} is empty.")
     with open(path, "rb") as handle:
@@ -177,6 +194,19 @@ def _read(handle, name: str, columns: list[str], types: dict) -> pa.Table:
     )
     try:
         return pacsv.read_csv(handle, convert_options=convert)
+    except pa.ArrowInvalid:
+        pass
+    # The fast reader splits the file into blocks and refuses a quoted newline or a field
+    # longer than a block; a legal CSV file deserves the slower exact reading.
+    if isinstance(handle, io.BytesIO):
+        handle.seek(0)
+    size = len(handle.getvalue()) if isinstance(handle, io.BytesIO) else os.path.getsize(handle)
+    exact = pacsv.ParseOptions(newlines_in_values=True)
+    whole = pacsv.ReadOptions(block_size=max(1 << 20, min(size + 1, 1 << 31 - 1)))
+    try:
+        return pacsv.read_csv(
+            handle, read_options=whole, parse_options=exact, convert_options=convert
+        )
     except pa.ArrowInvalid as exc:
         detail = str(exc).split("\n")[0]
         raise InputError(f"The {name} is not a well-formed CSV file: {detail}.") from None
