@@ -28,8 +28,11 @@ QuietOption = Annotated[
 
 
 def fail(message: str) -> typer.Exit:
-    """Print one sentence on stderr and return the exit-2 exception to raise."""
-    typer.echo(f"distgate: {message}", err=True)
+    """Print one sentence on stderr and return the exit-2 exception to raise. Control
+    characters quoted from a file (a stray newline, \x1e) are escaped, so that the
+    sentence stays one line."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    typer.echo(f"distgate: {text}", err=True)
     return typer.Exit(EXIT_BAD_INPUT)
 
 

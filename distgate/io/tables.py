@@ -109,9 +109,20 @@ def read_header(source: str | os.PathLike) -> list[str]:
     else:
         with open(handle, "rb") as f:
             first = f.readline()
+    if first.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(
+            f"File {display_name(source)} is UTF-16 text; distgate reads UTF-8: save it as "
+            "UTF-8 (for example with iconv -f UTF-16 -t UTF-8)."
+        )
     if not first.strip():
         raise InputError(f"File {display_name(source)} is empty.")
-    table = pacsv.read_csv(io.BytesIO(first + b"\n"))
+    try:
+        table = pacsv.read_csv(io.BytesIO(first + b"\n"))
+    except pa.ArrowInvalid as exc:
+        detail = str(exc).split("\n")[0]
+        raise InputError(
+            f"File {display_name(source)} has a header line that cannot be read: {detail}."
+        ) from None
     return list(table.column_names)
 
 
