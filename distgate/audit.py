@@ -433,6 +433,14 @@ def audit(
 # --------------------------------------------------------------------------- merging
 
 
+def _group_of_each(groups: Sequence[Sequence[int]]) -> np.ndarray:
+    """For every original row (or column), the number of the group it is merged into."""
+    of = np.empty(sum(len(g) for g in groups), dtype=np.int64)
+    for g, members in enumerate(groups):
+        of[list(members)] = g
+    return of
+
+
 def merge_table(
     counts: np.ndarray,
     released: np.ndarray,
@@ -442,13 +450,7 @@ def merge_table(
     """The merged publication: each merged cell is the sum of its parts, and it is
     published only when all its parts were (publishing the sum of a published and an
     unpublished cell would give the unpublished one away)."""
-    m, n = counts.shape
-    row_of = np.empty(m, dtype=np.int64)
-    for g, members in enumerate(row_groups):
-        row_of[list(members)] = g
-    col_of = np.empty(n, dtype=np.int64)
-    for g, members in enumerate(column_groups):
-        col_of[list(members)] = g
+    row_of, col_of = _group_of_each(row_groups), _group_of_each(column_groups)
     shape = (len(row_groups), len(column_groups))
     merged = np.zeros(shape, dtype=np.int64)
     np.add.at(merged, (row_of[:, None], col_of[None, :]), counts)
@@ -466,12 +468,7 @@ def original_bounds(
     """Bounds of every original cell once the merged table is published ([Li & Lu],
     Lemma 6.1): [0, upper of its merged cell] for a cell merged with others, its merged
     cell's bounds for a cell that stays alone."""
-    row_of = np.empty(sum(len(g) for g in row_groups), dtype=np.int64)
-    for g, members in enumerate(row_groups):
-        row_of[list(members)] = g
-    col_of = np.empty(sum(len(g) for g in column_groups), dtype=np.int64)
-    for g, members in enumerate(column_groups):
-        col_of[list(members)] = g
+    row_of, col_of = _group_of_each(row_groups), _group_of_each(column_groups)
     where = (row_of[:, None], col_of[None, :])
     alone = (np.array([len(g) for g in row_groups])[row_of][:, None] == 1) & (
         np.array([len(g) for g in column_groups])[col_of][None, :] == 1
