@@ -87,8 +87,6 @@ DECISION_NAMES = ("released", "queued", "denied", "duplicate", "unknown")
 # exposure; no recheck of other targets (1: the rules of the first release, unversioned).
 DECISION_RULES_VERSION = 2
 
-GRACE_POLICIES = "none, releases:K, fraction:F, values:V or accuracy:EPS"
-
 # |D| below this is taken as exactly 0: the incremental sums carry rounding noise of the
 # order of 1e-15 where the from-scratch sum gives an exact 0 (a target matching p exactly).
 _ZERO = 1e-12
