@@ -223,6 +223,7 @@ def replay(
         inputs.table.size,
         f"table {display_name(inputs.table.source)}",
         skip_unknown=settings.skip_unknown,
+        table_source=str(inputs.table.source),
     )
     gate = make_gate(inputs, settings)
     size = len(records)

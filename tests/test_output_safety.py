@@ -105,3 +105,47 @@ def test_a_closed_pipe_ends_the_command_quietly(args, expected):
     code = process.wait(timeout=120)
     assert "Traceback" not in stderr and "Error" not in stderr, stderr
     assert code == expected
+
+
+def test_version():
+    from distgate import __version__
+
+    result = run("--version")
+    assert result.exit_code == 0 and result.stdout.strip() == f"distgate {__version__}"
+
+
+def test_dash_o_dash_writes_the_data_to_stdout_and_the_summary_to_stderr(tmp_path):
+    table = str(SAMPLE / "soldiers.csv")
+    log = str(SAMPLE / "requests.csv")
+    result = run("replay", table, log, *TABLE_FLAGS, "-o", "-")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0] == "request,key,target,value,decision,released_at,statistic,critical"
+    assert len(lines) == 1 + 10_040
+    assert "decisions written to standard output" in result.stderr
+    file = tmp_path / "d.csv"
+    assert run("replay", table, log, *TABLE_FLAGS, "-o", str(file), "-q").exit_code == 0
+    assert file.read_text() == result.stdout
+    assert not (tmp_path / "-").exists()
+    base = run("baseline", table, *TABLE_FLAGS, "-o", "-")
+    assert base.exit_code == 0 and base.stdout.splitlines()[0] == "age,probability"
+    both = run("baseline", table, *TABLE_FLAGS, "-o", "-", "--json")
+    assert both.exit_code == 2 and "both write to standard output" in both.stderr
+
+
+def test_a_replay_without_id_names_the_key_column(tmp_path):
+    shutil.copy(SAMPLE / "soldiers.csv", tmp_path / "t.csv")
+    result = run(
+        "replay",
+        str(tmp_path / "t.csv"),
+        str(SAMPLE / "requests.csv"),
+        "-x",
+        "age",
+        "-y",
+        "location",
+    )
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    message = result.stderr.strip()
+    assert "asks for 'S05173' (line 2), not a row number" in message
+    assert "--id (column 'id' holds 'S05173')" in message
+    assert "--skip-unknown" not in message

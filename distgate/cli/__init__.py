@@ -31,6 +31,25 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("simulate", "simulate", "simulate_command"),
 ]
 
+
+def _version(value: bool) -> None:
+    if value:
+        from distgate import __version__
+
+        typer.echo(f"distgate {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Decide whether records can be released without letting an observer infer a
+    sensitive property of an entity from the distribution of released values."""
+
+
 for _name, _module, _function in COMMANDS:
     _command = getattr(importlib.import_module(f"distgate.cli.{_module}"), _function)
     app.command(_name)(_command)

@@ -19,6 +19,7 @@ from distgate.cli.common import (
     handles_bad_input,
     table_inputs,
 )
+from distgate.errors import InputError
 from distgate.io.atomic import check_outputs
 
 
@@ -49,6 +50,8 @@ def baseline_command(
     from distgate.config import load_config
     from distgate.io.baseline_file import write_baseline
 
+    if output == "-" and json:
+        raise InputError("-o - and --json would both write to standard output: choose one.")
     check_outputs([table, baseline], [output])
     settings = load_config(config)
     inputs = table_inputs(

@@ -105,6 +105,8 @@ def replay_command(
             "The table and the request log cannot both be read from standard input: "
             "give one of them as a file."
         )
+    if output == "-" and json:
+        raise InputError("-o - and --json would both write to standard output: choose one.")
     check_outputs([table, requests, state], [output, plot])
     check_outputs([table, requests], [state])
     settings = load_config(config)

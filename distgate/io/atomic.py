@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -42,6 +44,18 @@ def _file_mode() -> int:
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path in the target's folder; rename it onto ``path`` on success,
     delete it on any exception."""
+    if str(path) == "-":  # standard output, as in csvkit: written whole when complete
+        fd, tmp = tempfile.mkstemp(prefix=".distgate.", suffix=".tmp")
+        os.close(fd)
+        try:
+            yield Path(tmp)
+            sys.stdout.flush()
+            with open(tmp, "rb") as done:
+                shutil.copyfileobj(done, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        return
     target = Path(path)
     if target.exists() and not target.is_file():
         # a device or a pipe (/dev/stdout, a FIFO): written directly, never replaced

@@ -59,10 +59,12 @@ def map_keys(
     table_name: str,
     *,
     skip_unknown: bool = False,
+    table_source: str | None = None,
 ) -> np.ndarray:
     """Record position of every request (-1 for a key the table does not have, allowed
     only with ``skip_unknown``; otherwise an InputError lists the unknown keys)."""
     if table_keys is None:
+        _require_row_numbers(log, table_name, table_source)
         values = pa.array(np.arange(table_size).astype(str))
     else:
         values = pa.array(np.asarray(table_keys, dtype=object), type=pa.string())
@@ -81,3 +83,36 @@ def map_keys(
             f"{table_name}: {shown}{more} (use --skip-unknown to mark them unknown and go on)."
         )
     return records
+
+
+def _require_row_numbers(log: RequestLog, table_name: str, source: str | None) -> None:
+    """Without a key column the table's records are keyed by row number; keys that are not
+    whole numbers mean the key column was forgotten (--skip-unknown would then match
+    nothing, or the wrong records)."""
+    text = log.keys.cast(pa.string())
+    numeric = pc.match_substring_regex(text, r"^\s*[0-9]+\s*$")
+    if pc.all(numeric).as_py() is not False:
+        return
+    first = int(np.flatnonzero(~numeric.to_numpy(zero_copy_only=False))[0])
+    key = text[first].as_py()
+    raise InputError(
+        f"The request log {display_name(log.source)} asks for '{key}' (line {first + 2}), "
+        f"not a row number, but the {table_name} is keyed by row number: name its key "
+        f"column with --id{_likely_id_column(source, key)}."
+    )
+
+
+def _likely_id_column(source: str | None, key: str) -> str:
+    """' (column 'id' holds 'S05173')' when one column of the table holds the key."""
+    from distgate.io.tables import read_columns, read_header
+
+    if source is None or source == "-":
+        return ""
+    try:
+        for column in read_header(source):
+            values = read_columns(source, [column]).column(column)
+            if pc.any(pc.equal(values, key)).as_py():
+                return f" (column '{column}' holds '{key}')"
+    except InputError:
+        pass
+    return ""

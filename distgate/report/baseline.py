@@ -42,7 +42,7 @@ def _bar(value: float, scale: float) -> str:
 
 
 def print_baseline(baseline: Baseline, profile: TableProfile, written: str | None) -> None:
-    out = console()
+    out = console(stderr=written == "-")  # the baseline file itself goes to stdout
     top = float(baseline.probabilities.max())
     chart = Table(title=f"Baseline of {' | '.join(baseline.attributes)}", title_justify="left")
     chart.add_column("value")
@@ -90,4 +90,4 @@ def print_baseline(baseline: Baseline, profile: TableProfile, written: str | Non
         f"(D(y) > I + sigma_D): {', '.join(profile.outliers) or 'none'}"
     )
     if written:
-        out.print(f"Baseline written to {written}.")
+        out.print(f"Baseline written to {'standard output' if written == '-' else written}.")

@@ -12,7 +12,7 @@ from distgate.report.common import console
 
 
 def print_summary(result: ReplayResult, decisions: str | None) -> None:
-    out = console()
+    out = console(stderr=decisions == "-")  # the decisions themselves go to stdout
     s = result.settings
     title = (
         f"replay: {', '.join(s.metrics)} at alpha {s.alpha:g}, "
@@ -53,7 +53,8 @@ def print_summary(result: ReplayResult, decisions: str | None) -> None:
     if result.resumed:
         out.print(f"  resumed: {result.resumed} requests of this log were already decided")
     if decisions:
-        out.print(f"  decisions written to {decisions}")
+        where = "standard output" if decisions == "-" else decisions
+        out.print(f"  decisions written to {where}")
 
 
 def plot_evolution(result: ReplayResult, path: str) -> None:
