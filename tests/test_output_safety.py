@@ -149,3 +149,46 @@ def test_a_replay_without_id_names_the_key_column(tmp_path):
     assert "asks for 'S05173' (line 2), not a row number" in message
     assert "--id (column 'id' holds 'S05173')" in message
     assert "--skip-unknown" not in message
+
+
+def distgate(*args, stdout=subprocess.PIPE):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "distgate", *args],
+        cwd=SAMPLE,
+        env=env,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["assess", "soldiers.csv", "--bogus"], "No such option: --bogus"),
+        (["replay", "soldiers.csv"], "Missing argument 'requests'"),
+        (["assess", "soldiers.csv", "--alpha", "x"], "Invalid value for '--alpha'"),
+        (["nosuch"], "No such command 'nosuch'"),
+    ],
+)
+def test_usage_errors_have_the_one_error_style(args, words):
+    result = distgate(*args)
+    message = result.stderr.decode().strip()
+    assert result.returncode == 2
+    assert message.startswith("distgate: ") and len(message.splitlines()) == 1, message
+    assert words in message and "--help" in message
+
+
+def test_dev_stdout_redirected_to_a_file_is_written_and_never_replaced(tmp_path):
+    target = tmp_path / "out.txt"
+    link = os.readlink("/dev/stdout") if os.path.islink("/dev/stdout") else None
+    with open(target, "wb") as handle:
+        result = distgate(
+            "replay", "soldiers.csv", "requests.csv", "-o", "/dev/stdout", "-q", stdout=handle
+        )
+    assert result.returncode == 0
+    lines = target.read_text().splitlines()
+    assert lines[0].startswith("request,key,target") and len(lines) > 10_040
+    if link is not None:
+        assert os.path.islink("/dev/stdout") and os.readlink("/dev/stdout") == link

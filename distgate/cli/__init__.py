@@ -56,5 +56,24 @@ for _name, _module, _function in COMMANDS:
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point. Usage errors (an unknown option, a missing argument, a
+    value of the wrong type) get distgate's one error style too: one sentence on stderr,
+    exit code 2."""
+    import sys
+
+    try:
+        code = app(standalone_mode=False)  # a command's typer.Exit comes back as its code
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(130)
+    except typer.TyperException as exc:  # click's usage errors, vendored by typer
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            typer.echo(exc.format_message())
+            sys.exit(0)
+        context = getattr(exc, "ctx", None)
+        command = context.command_path if context is not None else "distgate"
+        message = exc.format_message().rstrip(".")
+        typer.echo(f"distgate: {message} (see '{command} --help').", err=True)
+        sys.exit(getattr(exc, "exit_code", 2))
+    sys.exit(code if isinstance(code, int) else 0)

@@ -44,7 +44,7 @@ def _file_mode() -> int:
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path in the target's folder; rename it onto ``path`` on success,
     delete it on any exception."""
-    if str(path) == "-":  # standard output, as in csvkit: written whole when complete
+    if str(path) in ("-", "/dev/stdout"):  # standard output, written whole when complete
         fd, tmp = tempfile.mkstemp(prefix=".distgate.", suffix=".tmp")
         os.close(fd)
         try:
@@ -57,8 +57,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             Path(tmp).unlink(missing_ok=True)
         return
     target = Path(path)
-    if target.exists() and not target.is_file():
-        # a device or a pipe (/dev/stdout, a FIFO): written directly, never replaced
+    if str(target).startswith(("/dev/", "/proc/")) or (target.exists() and not target.is_file()):
+        # a device, a pipe or a descriptor (/dev/stdout, /dev/full, a FIFO): written
+        # directly, never replaced (replacing /dev/stdout would put a file in its place)
         try:
             yield target
         except OSError as exc:
