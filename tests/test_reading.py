@@ -55,3 +55,13 @@ def test_a_field_longer_than_a_block_is_read(tmp_path):
     document = assess(path, "-x", "age", "-y", "location", "-m", "kld", "--json")
     assert document["released"] == 3
     assert sorted(t["count"] for t in document["metrics"][0]["targets"]) == [1, 2]
+
+
+def test_text_that_is_not_utf8_names_the_line_and_byte(tmp_path):
+    path = tmp_path / "latin.csv"
+    path.write_bytes(b"id,age,location\n1,20,L1\n2,30,L\xe92\n3,40,L1\n")
+    result = run("assess", str(path), "-x", "age", "-y", "location", "-m", "kld")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    message = result.stderr.strip()
+    assert len(message.splitlines()) == 1
+    assert "is not UTF-8 text, line 3, byte 30 (0xe9)" in message and "iconv" in message

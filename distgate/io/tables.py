@@ -220,7 +220,28 @@ def _read(handle, name: str, columns: list[str], types: dict) -> pa.Table:
         )
     except pa.ArrowInvalid as exc:
         detail = str(exc).split("\n")[0]
+        if "invalid UTF8" in detail:
+            raise _encoding_error(handle, name) from None
         raise InputError(f"The {name} is not a well-formed CSV file: {detail}.") from None
+
+
+def _encoding_error(handle, name: str) -> InputError:
+    """Name the line and byte of the first byte sequence that is not UTF-8."""
+    if isinstance(handle, io.BytesIO):
+        data = handle.getvalue()
+    else:
+        with open(handle, "rb") as file:
+            data = file.read()
+    try:
+        data.decode("utf-8")
+        where = ""
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        where = f", line {line}, byte {exc.start} (0x{data[exc.start]:02x})"
+    return InputError(
+        f"The {name} is not UTF-8 text{where}: save it as UTF-8 (for example with iconv -f "
+        "LATIN1 -t UTF-8 when it was written as Latin-1)."
+    )
 
 
 def require_values(table: pa.Table, columns: Sequence[str], name: str) -> None:
