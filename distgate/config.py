@@ -26,6 +26,7 @@ KNOWN_KEYS = {
     "alpha",
     "critical",
     "seed",
+    "missing",
 }
 
 
@@ -60,6 +61,7 @@ VALIDATORS: dict[str, tuple[Any, str]] = {
     "metric": (_is_text_list, 'metric names in quotes, e.g. "kld,cst"'),
     "alpha": (lambda v: _is_number(v) and 0 < v < 1, "a number strictly between 0 and 1"),
     "critical": (lambda v: v in ("auto", "asymptotic", "mc"), '"auto", "asymptotic" or "mc"'),
+    "missing": (lambda v: v in ("error", "drop", "keep"), '"error", "drop" or "keep"'),
     "seed": (
         lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
         "a whole number >= 0",
@@ -129,6 +131,7 @@ class TableOptions:
     id_column: str | None = None
     bins: tuple[tuple[str, tuple[float, ...]], ...] = ()
     baseline: str | None = None
+    missing: str = "error"  # what a record with a missing X or Y value does
 
     @property
     def bins_dict(self) -> dict[str, list[float]]:
@@ -144,6 +147,7 @@ def table_options(
     id_column: str | None = None,
     bins: list[str] | None = None,
     baseline: str | None = None,
+    missing: str | None = None,
 ) -> TableOptions:
     """Merge command-line flags (when given) over the config file's settings."""
     from distgate.domain import parse_bins
@@ -163,6 +167,7 @@ def table_options(
         id_column=id_column or config.get("id"),
         bins=tuple((c, tuple(e)) for c, e in merged_bins.items()),
         baseline=baseline or config.get("baseline"),
+        missing=missing or config.get("missing", "error"),
     )
 
 

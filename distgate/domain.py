@@ -109,8 +109,12 @@ def _encode_column(table: pa.Table, column: str, name: str, edges: list | None) 
         return _bin_numbers(table, column, name, edges)
     values, indices = dictionary_column(table, column, name)
     if edges is not None:
+        labels = bin_labels(edges)
         numbers = np.empty(len(values))
         for i, value in enumerate(values):
+            if value == MISSING_LABEL:  # --missing keep: after every bin
+                numbers[i] = np.nan
+                continue
             try:
                 numbers[i] = float(value)
             except ValueError:
@@ -120,7 +124,10 @@ def _encode_column(table: pa.Table, column: str, name: str, edges: list | None) 
                     f"value '{value}'."
                 ) from None
         lookup = np.searchsorted(np.asarray(edges, dtype=float), numbers, side="right")
-        return _Column(lookup, indices, bin_labels(edges))
+        if np.isnan(numbers).any():
+            lookup = np.where(np.isnan(numbers), len(labels), lookup)
+            labels = [*labels, MISSING_LABEL]
+        return _Column(lookup, indices, labels)
     ordered = _sort_key(values)
     where = {value: i for i, value in enumerate(values)}
     rank = np.empty(len(values), dtype=np.int64)
@@ -232,6 +239,7 @@ class EncodedTable:
         self._targets_side, self._values_side = targets_side, values_side
         self.target_labels, self.value_labels = target_labels, value_labels
         self.keys, self.attributes, self.targets, self.source = keys, attributes, targets, source
+        self.dropped = 0  # records left out for a missing value (--missing drop)
         self._codes: dict[str, np.ndarray] = {}
 
     @property
@@ -289,12 +297,14 @@ def encode_table(
     bins: Mapping[str, Sequence[float]] | None = None,
     id_column: str | None = None,
     value_domain: Sequence[str] | None = None,
+    missing: str = "error",
 ) -> EncodedTable:
     """Read a table and encode each record as (target code, value code).
 
     ``value_domain`` (the baseline's labels, in order) fixes the value codes; a value of
     the table that it does not list is an InputError naming the value and its line.
-    With ``id_column``, record keys are read and must be unique.
+    With ``id_column``, record keys are read and must be unique. ``missing`` says what a
+    record with a missing attribute or target value does (see :func:`handle_missing`).
     """
     if not attributes:
         raise InputError("No attribute column given: name one with -x/--attr.")
@@ -315,6 +325,7 @@ def encode_table(
     )
     if id_column:
         require_values(table, [id_column], name)
+    table, dropped = handle_missing(table, encoded_columns, name, missing)
 
     value_columns = [_encode_column(table, c, name, bins.get(c)) for c in attributes]
     values_side, value_labels = _combine(value_columns)
@@ -327,7 +338,7 @@ def encode_table(
     if id_column:
         keys = table.column(id_column).to_numpy(zero_copy_only=False)
         _require_unique_keys(table.column(id_column), id_column, name)
-    return EncodedTable(
+    encoded = EncodedTable(
         targets_side,
         values_side,
         target_labels,
@@ -337,6 +348,72 @@ def encode_table(
         tuple(targets),
         str(source),
     )
+    encoded.dropped = dropped
+    return encoded
+
+
+MISSING_MODES = ("error", "drop", "keep")
+MISSING_LABEL = "missing"
+
+
+def _missing_mask(column: pa.ChunkedArray) -> np.ndarray | None:
+    """Records whose value is missing: null (an empty field, or in a column read as numbers
+    one of the reader's null markers such as NA or NaN) or blank text. None if none."""
+    kind = column.type
+    if pa.types.is_dictionary(kind):
+        chunks = column.chunks
+        values = chunks[0].dictionary.to_pylist() if chunks else []
+        blank = [i for i, v in enumerate(values) if v is None or not v.strip()]
+        if not blank and not column.null_count:
+            return None
+        indices = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])
+        mask = np.isin(indices, blank)
+        if column.null_count:
+            mask |= np.concatenate([c.is_null().to_numpy(zero_copy_only=False) for c in chunks])
+        return mask
+    if not column.null_count:
+        return None
+    return column.is_null().to_numpy(zero_copy_only=False)
+
+
+def handle_missing(
+    table: pa.Table, columns: Sequence[str], name: str, mode: str
+) -> tuple[pa.Table, int]:
+    """Records with a missing value in ``columns``: ``error`` names how many and where,
+    ``drop`` leaves them out (returning how many), ``keep`` makes "missing" a value of its
+    own (after every bin, for a binned column)."""
+    if mode not in MISSING_MODES:
+        raise InputError(
+            f"Unknown --missing mode '{mode}' (choose from {', '.join(MISSING_MODES)})."
+        )
+    masks = {c: m for c in columns if (m := _missing_mask(table.column(c))) is not None}
+    if not masks:
+        return table, 0
+    anywhere = np.logical_or.reduce(list(masks.values()))
+    if mode == "error":
+        rows = np.flatnonzero(anywhere)
+        lines = ", ".join(str(int(r) + 2) for r in rows[:3])
+        noun = "record has" if len(rows) == 1 else "records have"
+        raise InputError(
+            f"The {name}: {len(rows)} {noun} a missing value in "
+            f"{' or '.join(repr(c) for c in masks)} (first at line{'s' if len(rows) > 1 else ''} "
+            f"{lines}): use --missing drop to leave them out, or --missing keep to count "
+            f"'{MISSING_LABEL}' as a value of its own."
+        )
+    if mode == "drop":
+        table = table.filter(pa.array(~anywhere))
+        for column in columns:  # dictionaries without the values that were left out
+            if pa.types.is_dictionary(table.schema.field(column).type):
+                text = pc.cast(table.column(column), pa.string()).combine_chunks()
+                index = table.schema.get_field_index(column)
+                table = table.set_column(index, column, pc.dictionary_encode(text))
+        return table, int(anywhere.sum())
+    for column, mask in masks.items():
+        text = pc.cast(table.column(column), pa.string())
+        filled = pc.if_else(pa.array(mask), MISSING_LABEL, text.combine_chunks())
+        index = table.schema.get_field_index(column)
+        table = table.set_column(index, column, pc.dictionary_encode(filled))
+    return table, 0
 
 
 def _map_to_domain(side: _Codes, labels, domain, name) -> tuple[_Codes, list[str]]:

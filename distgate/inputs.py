@@ -74,6 +74,7 @@ def load_inputs(options: TableOptions, *, need_keys: bool = False) -> Inputs:
         bins=options.bins_dict,
         id_column=options.id_column if (need_keys or options.id_column) else None,
         value_domain=baseline.labels if baseline is not None else None,
+        missing=options.missing,
     )
     counts = table.count_table().counts
     if baseline is None:

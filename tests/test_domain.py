@@ -65,7 +65,7 @@ def test_numeric_binning_routes_agree(write_csv, ages):
 
 
 @pytest.mark.parametrize(
-    ("bad", "words"), [("", "has no value"), ("NA", "has no value"), ("old", "'old'")]
+    ("bad", "words"), [("", "a missing value"), ("NA", "a missing value"), ("old", "'old'")]
 )
 def test_binned_column_with_a_blank_or_text_names_the_line(write_csv, bad, words):
     path = write_csv("t.csv", [["age", "loc"], ["20", "A"], ["30", "B"], [bad, "A"]])

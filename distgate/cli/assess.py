@@ -19,6 +19,7 @@ from distgate.cli.common import (
     IdOption,
     JsonOption,
     MetricOption,
+    MissingOption,
     QuietOption,
     SeedOption,
     TableArgument,
@@ -38,6 +39,7 @@ def assess_command(
     target: TargetOption = None,
     id: IdOption = None,
     bins: BinsOption = None,
+    missing: MissingOption = None,
     baseline: BaselineOption = None,
     metric: MetricOption = None,
     alpha: AlphaOption = None,
@@ -63,7 +65,14 @@ def assess_command(
     metrics = parse_metrics(metric_setting(metric, settings))
     level = check_alpha(setting(alpha, settings, "alpha", DEFAULT_ALPHA))
     inputs = table_inputs(
-        table, settings, attr=attr, target=target, id=id, bins=bins, baseline=baseline
+        table,
+        settings,
+        attr=attr,
+        target=target,
+        id=id,
+        bins=bins,
+        baseline=baseline,
+        missing=missing,
     )
     values = inputs.critical_values(
         setting(critical, settings, "critical", DEFAULT_CRITICAL),
@@ -74,7 +83,7 @@ def assess_command(
         inputs.counts, inputs.table.target_labels, metrics, level, values, threshold
     )
     if json:
-        emit_json(assessment.to_dict())
+        emit_json({**assessment.to_dict(), "dropped_missing": inputs.table.dropped})
     else:
         from distgate.report.assess import print_assessment
 

@@ -13,6 +13,7 @@ from distgate.cli.common import (
     ConfigOption,
     IdOption,
     JsonOption,
+    MissingOption,
     TableArgument,
     TargetOption,
     emit_json,
@@ -30,6 +31,7 @@ def baseline_command(
     target: TargetOption = None,
     id: IdOption = None,
     bins: BinsOption = None,
+    missing: MissingOption = None,
     baseline: BaselineOption = None,
     output: Annotated[
         str | None,
@@ -55,7 +57,14 @@ def baseline_command(
     check_outputs([table, baseline], [output])
     settings = load_config(config)
     inputs = table_inputs(
-        table, settings, attr=attr, target=target, id=id, bins=bins, baseline=baseline
+        table,
+        settings,
+        attr=attr,
+        target=target,
+        id=id,
+        bins=bins,
+        baseline=baseline,
+        missing=missing,
     )
     profile = profile_table(inputs.counts, inputs.baseline, inputs.table.target_labels)
     if output:
@@ -63,7 +72,9 @@ def baseline_command(
     if json:
         from distgate.report.baseline import baseline_dict
 
-        emit_json(baseline_dict(inputs.baseline, profile))
+        emit_json(
+            {**baseline_dict(inputs.baseline, profile), "dropped_missing": inputs.table.dropped}
+        )
     else:
         from distgate.report.baseline import print_baseline
 

@@ -114,6 +114,15 @@ BinsOption = Annotated[
         help="Cut a numeric attribute into ranges, e.g. age=18,20,25,30.",
     ),
 ]
+MissingOption = Annotated[
+    str | None,
+    typer.Option(
+        "--missing",
+        metavar="MODE",
+        help="A record with a missing attribute or target value: error (the default), drop "
+        "it, or keep 'missing' as a value of its own.",
+    ),
+]
 BaselineOption = Annotated[
     str | None,
     typer.Option(
@@ -192,12 +201,26 @@ def table_inputs(
     bins: list[str] | None,
     baseline: str | None,
     need_keys: bool = False,
+    missing: str | None = None,
 ):
     """Read the table named by the shared table options (flags over ``distgate.toml``)."""
     from distgate.config import table_options
     from distgate.inputs import load_inputs
 
     options = table_options(
-        table, settings, attributes=attr, targets=target, id_column=id, bins=bins, baseline=baseline
+        table,
+        settings,
+        attributes=attr,
+        targets=target,
+        id_column=id,
+        bins=bins,
+        baseline=baseline,
+        missing=missing,
     )
-    return load_inputs(options, need_keys=need_keys)
+    inputs = load_inputs(options, need_keys=need_keys)
+    if inputs.table.dropped:
+        typer.echo(
+            f"note: left out {inputs.table.dropped} records with a missing value (--missing drop).",
+            err=True,
+        )
+    return inputs

@@ -19,6 +19,7 @@ from distgate.cli.common import (
     IdOption,
     JsonOption,
     MetricOption,
+    MissingOption,
     QuietOption,
     SeedOption,
     TableArgument,
@@ -81,6 +82,7 @@ def replay_command(
     target: TargetOption = None,
     id: IdOption = None,
     bins: BinsOption = None,
+    missing: MissingOption = None,
     baseline: BaselineOption = None,
     metric: MetricOption = None,
     alpha: AlphaOption = None,
@@ -131,6 +133,7 @@ def replay_command(
         bins=bins,
         baseline=baseline,
         need_keys=True,
+        missing=missing,
     )
     with progress(quiet or json) as bar:
         task = bar.add_task("replay", total=None)

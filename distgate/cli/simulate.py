@@ -15,6 +15,7 @@ from distgate.cli.common import (
     DrawsOption,
     IdOption,
     JsonOption,
+    MissingOption,
     QuietOption,
     SeedOption,
     TableArgument,
@@ -32,6 +33,7 @@ def simulate_command(
     target: TargetOption = None,
     id: IdOption = None,
     bins: BinsOption = None,
+    missing: MissingOption = None,
     baseline: BaselineOption = None,
     metric: Annotated[
         str, typer.Option("--metric", "-m", metavar="M[,M...]", help="Metrics to compare.")
@@ -100,7 +102,14 @@ def simulate_command(
     except ValueError:
         raise InputError(f"--alpha must be numbers separated by commas, not '{alpha}'.") from None
     inputs = table_inputs(
-        table, settings, attr=attr, target=target, id=id, bins=bins, baseline=baseline
+        table,
+        settings,
+        attr=attr,
+        target=target,
+        id=id,
+        bins=bins,
+        baseline=baseline,
+        missing=missing,
     )
     seed_value = setting(seed, settings, "seed", 0)
     values = inputs.critical_values(
