@@ -465,7 +465,10 @@ class Gate:
             ok = math.isnan(crit) or below(D1, crit)
             return ok, D1, crit
         if name == "mis":
-            info = (self._A - (self._term[y] if self._n[y] > 0 else 0.0) + n1 * D1) / N1
+            # Python floats: an impossible value released in grace makes A infinite, and
+            # inf - inf is then a NaN statistic (unsafe) without a numpy warning
+            old = float(self._term[y]) if self._n[y] > 0 else 0.0
+            info = (float(self._A) - old + n1 * D1) / N1
             df = (self._NX - 1) * NY1
             if df <= 0:
                 return True, info, math.nan

@@ -26,10 +26,10 @@ def dixon_q(distances) -> tuple[np.ndarray, np.ndarray]:
     last = np.take_along_axis(d, np.maximum(n - 1, 0)[..., None], axis=-1)[..., 0]
     second = np.take_along_axis(d, np.maximum(n - 2, 0)[..., None], axis=-1)[..., 0]
     first = d[..., 0]
-    step = np.diff(d, axis=-1)
-    distinct = 1 + np.where(np.isnan(step), False, step > 0).sum(axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # inf - inf: equal, not distinct
+        step = np.diff(d, axis=-1)
         q = (last - second) / (last - first)
+    distinct = 1 + np.where(np.isnan(step), False, step > 0).sum(axis=-1)
     q = np.where(np.isinf(last), 1.0, q)
     applicable = (n >= 3) & (distinct >= 3) & (last > first)
     return np.where(applicable, q, np.nan), n
