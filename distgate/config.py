@@ -2,12 +2,14 @@
 
 Looked up in the working directory (or given with ``--config FILE``). Keys: ``id``,
 ``attributes``, ``targets``, ``[bins]``, ``baseline``, ``metric``, ``alpha`` (and
-``critical``, ``seed``). Command-line flags override the file. A relative ``baseline``
-path is taken relative to the config file's folder.
+``critical``, ``seed``, ``missing``, ``engine``, ``scheduler``). Command-line flags
+override the file. A relative ``baseline`` path is taken relative to the config file's
+folder.
 """
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,8 @@ KNOWN_KEYS = {
     "critical",
     "seed",
     "missing",
+    "engine",
+    "scheduler",
 }
 
 
@@ -62,6 +66,11 @@ VALIDATORS: dict[str, tuple[Any, str]] = {
     "alpha": (lambda v: _is_number(v) and 0 < v < 1, "a number strictly between 0 and 1"),
     "critical": (lambda v: v in ("auto", "asymptotic", "mc"), '"auto", "asymptotic" or "mc"'),
     "missing": (lambda v: v in ("error", "drop", "keep"), '"error", "drop" or "keep"'),
+    "engine": (
+        lambda v: v in ("auto", "arrow", "duckdb", "dask"),
+        '"auto", "arrow", "duckdb" or "dask"',
+    ),
+    "scheduler": (_is_text, 'a Dask scheduler address in quotes, e.g. "tcp://host:8786"'),
     "seed": (
         lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
         "a whole number >= 0",
@@ -132,6 +141,8 @@ class TableOptions:
     bins: tuple[tuple[str, tuple[float, ...]], ...] = ()
     baseline: str | None = None
     missing: str = "error"  # what a record with a missing X or Y value does
+    engine: str = "auto"  # who counts: auto, arrow, duckdb or dask (distgate.engines)
+    scheduler: str | None = None  # the Dask scheduler's address (None: a local cluster)
 
     @property
     def bins_dict(self) -> dict[str, list[float]]:
@@ -148,6 +159,8 @@ def table_options(
     bins: list[str] | None = None,
     baseline: str | None = None,
     missing: str | None = None,
+    engine: str | None = None,
+    scheduler: str | None = None,
 ) -> TableOptions:
     """Merge command-line flags (when given) over the config file's settings."""
     from distgate.domain import parse_bins
@@ -168,6 +181,8 @@ def table_options(
         bins=tuple((c, tuple(e)) for c, e in merged_bins.items()),
         baseline=baseline or config.get("baseline"),
         missing=missing or config.get("missing", "error"),
+        engine=engine or config.get("engine", "auto"),
+        scheduler=scheduler or config.get("scheduler") or os.environ.get("DASK_SCHEDULER_ADDRESS"),
     )
 
 

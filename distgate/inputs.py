@@ -16,12 +16,15 @@ from distgate.io.baseline_file import read_baseline
 
 @dataclass(frozen=True)
 class Inputs:
-    """The encoded table, its counts C[y, x] (all records) and the baseline."""
+    """The encoded table, its counts C[y, x] (all records), the baseline and the engine
+    that counted them."""
 
-    table: EncodedTable
+    table: EncodedTable  # or an engines.EngineTable with the same attributes
     baseline: Baseline
     options: TableOptions
     counts: np.ndarray
+    engine: str = "arrow"
+    engine_reason: str = ""
 
     def critical_values(
         self, mode: str = "auto", seed: int = 0, draws: int = DEFAULT_DRAWS
@@ -64,9 +67,14 @@ def load_inputs(options: TableOptions, *, need_keys: bool = False) -> Inputs:
 
     Without a baseline file the baseline is the table's own distribution of X.
     """
+    from distgate.engines import choose_engine
+
     baseline = None
     if options.baseline:
         baseline = read_baseline(options.baseline, options.attributes)
+    engine, reason = choose_engine(options.source, options.engine)
+    if engine != "arrow":
+        return _load_with_engine(options, baseline, engine, reason, need_keys)
     table = encode_table(
         options.source,
         options.attributes,
@@ -79,4 +87,37 @@ def load_inputs(options: TableOptions, *, need_keys: bool = False) -> Inputs:
     counts = table.count_table().counts
     if baseline is None:
         baseline = Baseline.from_counts(counts, table.value_labels, options.attributes)
-    return Inputs(table, baseline, options, counts)
+    return Inputs(table, baseline, options, counts, engine, reason)
+
+
+def _load_with_engine(options, baseline, engine: str, reason: str, need_keys: bool) -> Inputs:
+    """Counts (and codes on demand) from the duckdb or dask engine."""
+    from distgate.engines import EngineSettings, load_table
+
+    plan = {
+        "attributes": tuple(options.attributes),
+        "targets": tuple(options.targets),
+        "bins": options.bins_dict,
+        "key": options.id_column if (need_keys or options.id_column) else None,
+        "missing": options.missing,
+        "value_domain": tuple(baseline.labels) if baseline is not None else None,
+    }
+    _check_columns(options)
+    settings = EngineSettings(options.engine, options.scheduler)
+    table = load_table(options.source, plan, settings, engine, need_keys=need_keys)
+    counts = table.counts
+    if baseline is None:
+        baseline = Baseline.from_counts(counts, table.value_labels, options.attributes)
+    return Inputs(table, baseline, options, counts, engine, reason)
+
+
+def _check_columns(options: TableOptions) -> None:
+    """The arrow path's sentences for columns named wrongly (before any reading)."""
+    from distgate.errors import InputError
+
+    if set(options.attributes) & set(options.targets):
+        column = sorted(set(options.attributes) & set(options.targets))[0]
+        raise InputError(f"Column '{column}' cannot be both an attribute and a target.")
+    unknown = [c for c, _ in options.bins if c not in options.attributes]
+    if unknown:
+        raise InputError(f"Bins are given for '{unknown[0]}', which is not an attribute.")

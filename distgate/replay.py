@@ -217,14 +217,17 @@ def replay(
     :class:`Interrupted`. ``progress(done, total)`` is called after every batch.
     """
     log = read_requests(requests, settings.key)
-    records = map_keys(
-        log,
-        inputs.table.keys,
-        inputs.table.size,
-        f"table {display_name(inputs.table.source)}",
-        skip_unknown=settings.skip_unknown,
-        table_source=str(inputs.table.source),
-    )
+    if hasattr(inputs.table, "map_requests"):  # an out-of-core engine joins the keys
+        records = inputs.table.map_requests(log, skip_unknown=settings.skip_unknown)
+    else:
+        records = map_keys(
+            log,
+            inputs.table.keys,
+            inputs.table.size,
+            f"table {display_name(inputs.table.source)}",
+            skip_unknown=settings.skip_unknown,
+            table_source=str(inputs.table.source),
+        )
     gate = make_gate(inputs, settings)
     size = len(records)
     if state is None:

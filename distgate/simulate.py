@@ -212,6 +212,7 @@ def simulate(
     keep_evolution: bool = False,
     progress: Callable[[], None] | None = None,
     workers: int | None = None,
+    cluster=None,
 ) -> Simulation:
     """Run the gate for every (metric, alpha) over ``sequences`` random request orders.
 
@@ -219,7 +220,8 @@ def simulate(
     called once per gate run. With ``keep_evolution`` the first sequence's run of every
     configuration is kept for plotting. ``workers`` processes share the configurations
     (default: one per core, at most one per configuration); every gate run is
-    deterministic, so the results do not depend on how many there are.
+    deterministic, so the results do not depend on how many there are. With ``cluster``
+    (a ``dask.distributed`` client) every sequence is a task on its workers instead.
     """
     metrics = parse_metrics(metrics)
     alphas = [check_alpha(a) for a in alphas]
@@ -241,7 +243,13 @@ def simulate(
     final = np.zeros((len(configs), sequences, n_targets, n_values), dtype=np.int64)
     evolutions: list[Evolution] = []
     job = _Job(target_codes, value_codes, n_targets, critical, orders, queue, grace, keep_evolution)
-    for k, (counts, evolution) in _run_configs(job, configs, workers, progress, sequences):
+    if cluster is not None:
+        from distgate.engines.dask import run_configs
+
+        results = run_configs(cluster, job, configs, progress, sequences)
+    else:
+        results = _run_configs(job, configs, workers, progress, sequences)
+    for k, (counts, evolution) in results:
         final[k] = counts
         released[k] = counts.sum(axis=2)
         if evolution is not None:

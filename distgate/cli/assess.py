@@ -16,11 +16,13 @@ from distgate.cli.common import (
     ConfigOption,
     CriticalOption,
     DrawsOption,
+    EngineOption,
     IdOption,
     JsonOption,
     MetricOption,
     MissingOption,
     QuietOption,
+    SchedulerOption,
     SeedOption,
     TableArgument,
     TargetOption,
@@ -40,6 +42,8 @@ def assess_command(
     id: IdOption = None,
     bins: BinsOption = None,
     missing: MissingOption = None,
+    engine: EngineOption = None,
+    scheduler: SchedulerOption = None,
     baseline: BaselineOption = None,
     metric: MetricOption = None,
     alpha: AlphaOption = None,
@@ -73,6 +77,9 @@ def assess_command(
         bins=bins,
         baseline=baseline,
         missing=missing,
+        engine=engine,
+        scheduler=scheduler,
+        quiet=quiet or json,
     )
     values = inputs.critical_values(
         setting(critical, settings, "critical", DEFAULT_CRITICAL),
@@ -83,7 +90,13 @@ def assess_command(
         inputs.counts, inputs.table.target_labels, metrics, level, values, threshold
     )
     if json:
-        emit_json({**assessment.to_dict(), "dropped_missing": inputs.table.dropped})
+        emit_json(
+            {
+                **assessment.to_dict(),
+                "dropped_missing": inputs.table.dropped,
+                "engine": inputs.engine,
+            }
+        )
     else:
         from distgate.report.assess import print_assessment
 

@@ -11,9 +11,11 @@ from distgate.cli.common import (
     BaselineOption,
     BinsOption,
     ConfigOption,
+    EngineOption,
     IdOption,
     JsonOption,
     MissingOption,
+    SchedulerOption,
     TableArgument,
     TargetOption,
     emit_json,
@@ -32,6 +34,8 @@ def baseline_command(
     id: IdOption = None,
     bins: BinsOption = None,
     missing: MissingOption = None,
+    engine: EngineOption = None,
+    scheduler: SchedulerOption = None,
     baseline: BaselineOption = None,
     output: Annotated[
         str | None,
@@ -65,6 +69,9 @@ def baseline_command(
         bins=bins,
         baseline=baseline,
         missing=missing,
+        engine=engine,
+        scheduler=scheduler,
+        quiet=json,
     )
     profile = profile_table(inputs.counts, inputs.baseline, inputs.table.target_labels)
     if output:
@@ -73,7 +80,11 @@ def baseline_command(
         from distgate.report.baseline import baseline_dict
 
         emit_json(
-            {**baseline_dict(inputs.baseline, profile), "dropped_missing": inputs.table.dropped}
+            {
+                **baseline_dict(inputs.baseline, profile),
+                "dropped_missing": inputs.table.dropped,
+                "engine": inputs.engine,
+            }
         )
     else:
         from distgate.report.baseline import print_baseline

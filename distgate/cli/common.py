@@ -123,6 +123,25 @@ MissingOption = Annotated[
         "it, or keep 'missing' as a value of its own.",
     ),
 ]
+EngineOption = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        metavar="ENGINE",
+        help="Who counts the table: auto (arrow for a file that fits in memory, duckdb "
+        "otherwise), arrow, duckdb (out of core; CSV, Parquet, folders, globs) or dask "
+        "(a cluster) [default: auto].",
+    ),
+]
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="Dask scheduler for --engine dask, e.g. tcp://host:8786 (default: "
+        "DASK_SCHEDULER_ADDRESS, else a local cluster on this machine's cores).",
+    ),
+]
 BaselineOption = Annotated[
     str | None,
     typer.Option(
@@ -202,6 +221,9 @@ def table_inputs(
     baseline: str | None,
     need_keys: bool = False,
     missing: str | None = None,
+    engine: str | None = None,
+    scheduler: str | None = None,
+    quiet: bool = False,
 ):
     """Read the table named by the shared table options (flags over ``distgate.toml``)."""
     from distgate.config import table_options
@@ -216,8 +238,14 @@ def table_inputs(
         bins=bins,
         baseline=baseline,
         missing=missing,
+        engine=engine,
+        scheduler=scheduler,
     )
     inputs = load_inputs(options, need_keys=need_keys)
+    if inputs.engine != "arrow" and not quiet:
+        typer.echo(
+            f"note: counted with the {inputs.engine} engine ({inputs.engine_reason}).", err=True
+        )
     if inputs.table.dropped:
         typer.echo(
             f"note: left out {inputs.table.dropped} records with a missing value (--missing drop).",

@@ -16,11 +16,13 @@ from distgate.cli.common import (
     ConfigOption,
     CriticalOption,
     DrawsOption,
+    EngineOption,
     IdOption,
     JsonOption,
     MetricOption,
     MissingOption,
     QuietOption,
+    SchedulerOption,
     SeedOption,
     TableArgument,
     TargetOption,
@@ -83,6 +85,8 @@ def replay_command(
     id: IdOption = None,
     bins: BinsOption = None,
     missing: MissingOption = None,
+    engine: EngineOption = None,
+    scheduler: SchedulerOption = None,
     baseline: BaselineOption = None,
     metric: MetricOption = None,
     alpha: AlphaOption = None,
@@ -134,6 +138,9 @@ def replay_command(
         baseline=baseline,
         need_keys=True,
         missing=missing,
+        engine=engine,
+        scheduler=scheduler,
+        quiet=quiet or json,
     )
     with progress(quiet or json) as bar:
         task = bar.add_task("replay", total=None)
@@ -159,7 +166,7 @@ def replay_command(
 
         plot_evolution(result, plot)
     if json:
-        emit_json(result.to_dict(output, state))
+        emit_json({**result.to_dict(output, state), "engine": inputs.engine})
     else:
         from distgate.report.replay import print_summary
 

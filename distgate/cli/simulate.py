@@ -13,10 +13,12 @@ from distgate.cli.common import (
     ConfigOption,
     CriticalOption,
     DrawsOption,
+    EngineOption,
     IdOption,
     JsonOption,
     MissingOption,
     QuietOption,
+    SchedulerOption,
     SeedOption,
     TableArgument,
     TargetOption,
@@ -34,6 +36,8 @@ def simulate_command(
     id: IdOption = None,
     bins: BinsOption = None,
     missing: MissingOption = None,
+    engine: EngineOption = None,
+    scheduler: SchedulerOption = None,
     baseline: BaselineOption = None,
     metric: Annotated[
         str, typer.Option("--metric", "-m", metavar="M[,M...]", help="Metrics to compare.")
@@ -110,6 +114,9 @@ def simulate_command(
         bins=bins,
         baseline=baseline,
         missing=missing,
+        engine=engine,
+        scheduler=scheduler,
+        quiet=quiet or json,
     )
     seed_value = setting(seed, settings, "seed", 0)
     values = inputs.critical_values(
@@ -132,6 +139,7 @@ def simulate_command(
             keep_evolution=plot is not None,
             progress=lambda: bar.advance(task),
             workers=workers,
+            cluster=getattr(inputs.table, "client", None),
         )
     written = []
     if plot:
@@ -140,7 +148,7 @@ def simulate_command(
         sample = chi_square_fit_sample(values, result.requests, draws, seed_value)
         written = write_plots(result, plot, sample)
     if json:
-        emit_json(result.to_dict())
+        emit_json({**result.to_dict(), "engine": inputs.engine})
     else:
         from distgate.report.simulate import print_simulation
 

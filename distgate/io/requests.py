@@ -69,10 +69,18 @@ def map_keys(
     else:
         values = pa.array(np.asarray(table_keys, dtype=object), type=pa.string())
     index = pc.index_in(log.keys, value_set=values)
-    unknown = index.is_null()
     records = index.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-    if not skip_unknown and pc.any(unknown).as_py():
-        rows = np.flatnonzero(unknown.to_numpy(zero_copy_only=False))
+    require_known(log, records, table_name, skip_unknown)
+    return records
+
+
+def require_known(
+    log: RequestLog, records: np.ndarray, table_name: str, skip_unknown: bool
+) -> None:
+    """InputError listing the requests whose key the table does not have (record -1),
+    unless ``skip_unknown``."""
+    if not skip_unknown and (records < 0).any():
+        rows = np.flatnonzero(records < 0)
         shown = ", ".join(
             f"'{log.keys[int(r)].as_py()}' (line {int(r) + 2})" for r in rows[:SHOWN_UNKNOWN]
         )
@@ -82,7 +90,6 @@ def map_keys(
             f"The request log {display_name(log.source)} has {len(rows)} {noun} not in the "
             f"{table_name}: {shown}{more} (use --skip-unknown to mark them unknown and go on)."
         )
-    return records
 
 
 def _require_row_numbers(log: RequestLog, table_name: str, source: str | None) -> None:

@@ -1,0 +1,207 @@
+"""Counting engines: who turns a table into the count table C[y, x] (and, for replay and
+simulate, each record's codes).
+
+* ``arrow``: the in-memory reader of :mod:`distgate.domain` (files that fit in memory);
+* ``duckdb``: embedded DuckDB, out of core: CSV (also compressed), Parquet, folders, globs;
+* ``dask``: a ``dask.distributed`` cluster (``--scheduler ADDRESS`` or
+  ``DASK_SCHEDULER_ADDRESS``; a local cluster otherwise) reading partitions anywhere fsspec
+  reaches, sending back only grouped counts (and the codes replay and simulate need);
+* ``auto``: arrow for one plain file that fits comfortably in memory, duckdb otherwise.
+
+Every engine applies the same binning, missing-value and label-order rules, so the counts,
+and everything computed from them, are the same whichever counted them.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from distgate.errors import InputError
+
+ENGINES = ("auto", "arrow", "duckdb", "dask")
+# arrow's reading peaks near this many times the CSV's size (measured: 10M records,
+# 505 MiB peak for a 190 MB file); auto keeps it below half of the memory available
+ARROW_PEAK_FACTOR = 3
+COMPRESSION_RATIO = 8  # assumed for a compressed CSV whose plain size is not known
+
+
+def check_engine(name: str) -> str:
+    if name not in ENGINES:
+        raise InputError(f"Unknown --engine '{name}' (choose from {', '.join(ENGINES)}).")
+    return name
+
+
+def available_memory() -> int:
+    """Bytes of memory available now (MemAvailable), or the physical memory."""
+    try:
+        with open("/proc/meminfo") as info:
+            for line in info:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def choose_engine(source: str, engine: str) -> tuple[str, str]:
+    """(engine, why): ``auto`` resolved by what ``source`` is and how large."""
+    from distgate.engines.sources import is_remote
+
+    check_engine(engine)
+    if engine != "auto":
+        return engine, "as asked"
+    if is_remote(source):
+        return "dask", "a URL only the Dask workers read"
+    if source == "-" or (
+        os.path.exists(source) and not os.path.isdir(source) and not os.path.isfile(source)
+    ):
+        return "arrow", "a stream"
+    if not os.path.isfile(source):
+        return "duckdb", "several files"
+    with open(source, "rb") as handle:
+        head = handle.read(8)
+    if head.startswith(b"PAR1"):
+        return "duckdb", "a Parquet file"
+    from distgate.io.tables import MAGIC
+
+    size = os.path.getsize(source)
+    if any(head.startswith(magic) for magic, _ in MAGIC):
+        size *= COMPRESSION_RATIO
+    if size * ARROW_PEAK_FACTOR <= available_memory() // 2:
+        return "arrow", "fits in memory"
+    return "duckdb", "larger than memory comfortably holds"
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Which engine counts, and for dask, which scheduler (None: a local cluster)."""
+
+    name: str = "auto"
+    scheduler: str | None = None
+
+
+def open_reader(source: str, settings: EngineSettings, engine: str):
+    """The reader of the duckdb or dask engine for ``source``."""
+    if engine == "duckdb":
+        from distgate.engines.sources import is_remote
+
+        if is_remote(source):
+            raise InputError(
+                f"The duckdb engine reads local files; read '{source}' with --engine dask."
+            )
+        from distgate.engines.duckdb import DuckDBReader
+
+        return DuckDBReader(source)
+    from distgate.engines.dask import DaskReader
+
+    return DaskReader(source, settings.scheduler)
+
+
+class EngineTable:
+    """A table counted by the duckdb or dask engine, with what the commands read of an
+    :class:`~distgate.domain.EncodedTable`: the labels, the size, the records left out,
+    the per-record codes (computed on first use) and the mapping of request keys."""
+
+    def __init__(self, reader, encoding, engine: str) -> None:
+        self._reader, self._encoding, self.engine = reader, encoding, engine
+        plan = encoding.plan
+        self.target_labels = encoding.target_labels
+        self.value_labels = encoding.value_labels
+        self.size, self.dropped = encoding.size, encoding.dropped
+        self.counts = encoding.counts
+        self.attributes, self.targets = plan.attributes, plan.targets
+        self.source = plan.source.given
+        self.keys = None  # keys are matched by the engine (map_requests), never loaded
+        self._codes: tuple[np.ndarray, np.ndarray] | None = None
+        self._closer = weakref.finalize(self, reader.close)
+
+    @property
+    def client(self):
+        """The dask.distributed client of the dask engine (None for duckdb)."""
+        return getattr(self._reader, "client", None)
+
+    def close(self) -> None:
+        self._closer()
+
+    def _all_codes(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._codes is None:
+            self._codes = self._reader.codes(self._encoding)
+        return self._codes
+
+    @property
+    def target_codes(self) -> np.ndarray:
+        return self._all_codes()[0]
+
+    @property
+    def value_codes(self) -> np.ndarray:
+        return self._all_codes()[1]
+
+    def map_requests(self, log, *, skip_unknown: bool = False) -> np.ndarray:
+        """Record position of every request of ``log`` (-1 for an unknown key): the log's
+        distinct keys are joined against the table's key column as it streams past."""
+        from distgate.io.requests import map_keys, require_known
+
+        plan = self._encoding.plan
+        name = plan.source.name
+        if plan.key is None:
+            return map_keys(
+                log, None, self.size, name, skip_unknown=skip_unknown, table_source=self.source
+            )
+        keys = log.keys.cast(pa.string())
+        distinct = pc.unique(keys)
+        positions = self._reader.positions(self._encoding, distinct)
+        records = positions[pc.index_in(keys, value_set=distinct).to_numpy()]
+        require_known(log, records, name, skip_unknown)
+        return records
+
+
+def load_table(
+    source: str,
+    plan_options: dict,
+    settings: EngineSettings,
+    engine: str,
+    *,
+    need_keys: bool = False,
+) -> EngineTable:
+    """Count ``source`` with ``engine`` (duckdb or dask); ``plan_options`` are the
+    :class:`~distgate.engines.plan.Plan` fields other than the source."""
+    from distgate.engines.plan import Plan, decode
+
+    reader = open_reader(source, settings, engine)
+    try:
+        plan = Plan(reader.source, **plan_options)
+        grouped = reader.grouped(plan)
+        if grouped.num_rows == 0:
+            raise InputError(f"The {plan.source.name} has a header but no records.")
+        encoding = decode(plan, grouped, reader.find)
+        if need_keys and plan.key:
+            _check_keys(reader, plan)
+    except BaseException:
+        reader.close()
+        raise
+    return EngineTable(reader, encoding, engine)
+
+
+def _check_keys(reader, plan) -> None:
+    """Every record has a key and no key is there twice (as the arrow path requires)."""
+    from distgate.engines.plan import quote
+
+    key = f"CAST({quote(plan.key)} AS VARCHAR)"
+    blank = reader.find(f"regexp_full_match(coalesce({key}, ''), '\\s*')", 1, None)
+    if blank:
+        where = f", {blank[0][0]}" if blank[0][0] else ""
+        raise InputError(f"The {plan.source.name}{where}: column '{plan.key}' has no value.")
+    twice = reader.duplicate_key(plan)
+    if twice is not None:
+        text = "'" + twice.replace("'", "''") + "'"
+        lines = [w for w, _ in reader.find(f"{key} = {text}", 2, None)]
+        where = f" ({' and '.join(lines)})" if lines else ""
+        raise InputError(
+            f"The {plan.source.name} has the key '{twice}' twice in column '{plan.key}'{where}."
+        )

@@ -1,0 +1,184 @@
+"""The ``duckdb`` engine: counts out of core with embedded DuckDB.
+
+One GROUP BY over the file(s) gives a few rows per (target, value) cell, whatever the
+table's size; DuckDB spills to a private temporary folder past its memory limit
+(``DISTGATE_DUCKDB_MEMORY``, default 1GB). Per-record codes (replay, simulate) and the
+mapping of a request log's keys are streamed in record batches in the table's order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from distgate.engines.plan import Plan, quote
+from distgate.engines.sources import Source, resolve_local, spool_folder
+from distgate.errors import InputError
+from distgate.io.tables import display_name, read_header
+
+DEFAULT_MEMORY = "1GB"
+BATCH_ROWS = 1 << 20
+
+
+def columns_of(source: Source) -> list[str]:
+    if source.kind == "parquet":
+        import pyarrow.parquet as pq
+
+        return list(pq.read_schema(source.files[0]).names)
+    return read_header(source.files[0])
+
+
+def check_columns(source: Source, wanted: list[str]) -> None:
+    """The arrow path's sentence for a column the table does not have."""
+    header = columns_of(source)
+    missing = [c for c in wanted if c not in header]
+    if missing:
+        raise InputError(
+            f"The {source.name} has no column '{missing[0]}' (its columns are: "
+            f"{', '.join(header)})."
+        )
+
+
+def relation(source: Source, *, filename: bool = False) -> str:
+    """DuckDB's table function reading ``source`` (every column as text for CSV)."""
+    files = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in source.files) + "]"
+    extra = ", filename = true" if filename else ""
+    if source.kind == "parquet":
+        return f"read_parquet({files}{extra})"
+    return (
+        f"read_csv({files}, header = true, delim = ',', quote = '\"', escape = '\"', "
+        f"all_varchar = true, compression = '{source.compression}'{extra})"
+    )
+
+
+class DuckDBReader:
+    """One table read through one DuckDB connection (closed with :meth:`close`)."""
+
+    name = "duckdb"
+
+    def __init__(self, given: str, memory_limit: str | None = None) -> None:
+        import duckdb
+
+        self._spool = spool_folder()
+        self.source = resolve_local(given, self._spool.name)
+        config = {
+            "memory_limit": memory_limit
+            or os.environ.get("DISTGATE_DUCKDB_MEMORY", DEFAULT_MEMORY),
+            "temp_directory": os.path.join(self._spool.name, "spill"),
+            "preserve_insertion_order": True,
+        }
+        self._con = duckdb.connect(config=config)
+
+    def close(self) -> None:
+        self._con.close()
+        self._spool.cleanup()
+
+    @contextlib.contextmanager
+    def _errors(self):
+        """A DuckDB error (a malformed file) as one sentence naming the table."""
+        import duckdb
+
+        try:
+            yield
+        except duckdb.Error as exc:
+            detail = str(exc).strip().split("\n")[0]
+            raise InputError(f"The {self.source.name} cannot be read: {detail}.") from None
+
+    def _table(self, sql: str) -> pa.Table:
+        with self._errors():
+            relation = self._con.sql(sql)
+            # DuckDB 2 renamed fetch_arrow_table / fetch_record_batch to to_arrow_*
+            fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
+            return fetch()
+
+    def _batches(self, sql: str) -> Iterator[pa.RecordBatch]:
+        with self._errors():
+            relation = self._con.sql(sql)
+            fetch = getattr(relation, "to_arrow_reader", None) or relation.fetch_record_batch
+            yield from fetch(BATCH_ROWS)
+
+    def grouped(self, plan: Plan) -> pa.Table:
+        check_columns(self.source, list(plan.columns) + ([plan.key] if plan.key else []))
+        return self._table(plan.grouped_sql(relation(self.source)))
+
+    def batches(self, plan: Plan) -> Iterator[pa.RecordBatch]:
+        """``plan.codes_sql`` rows in the table's order."""
+        yield from self._batches(plan.codes_sql(relation(self.source)))
+
+    def find(self, condition: str, limit: int, column: str | None):
+        """Where the first ``limit`` records matching ``condition`` are (a full scan, only
+        on the way to an error message), with the raw text of ``column``."""
+        value = f"CAST({quote(column)} AS VARCHAR)" if column else "NULL"
+        sql = (
+            f"SELECT coalesce(({condition}), false) AS hit, {value} AS v, filename "
+            f"FROM {relation(self.source, filename=True)}"
+        )
+        found: list[tuple[str, str | None]] = []
+        rows: dict[str, int] = {}  # records of each file before this batch
+        for batch in self._batches(sql):
+            hit = batch.column(0).to_numpy(zero_copy_only=False)
+            files = batch.column(2)
+            if not hit.any():
+                for entry in pc.value_counts(files).to_pylist():
+                    rows[entry["values"]] = rows.get(entry["values"], 0) + entry["counts"]
+                continue
+            values = batch.column(1).to_pylist()
+            for i, file in enumerate(files.to_pylist()):
+                if hit[i]:
+                    found.append((self._where(file, rows.get(file, 0)), values[i]))
+                    if len(found) == limit:
+                        return found
+                rows[file] = rows.get(file, 0) + 1
+        return found
+
+    def _where(self, file: str, row: int) -> str:
+        if self.source.kind == "csv":
+            line = f"line {row + 2}"
+            return line if len(self.source.files) == 1 else f"file {display_name(file)}, {line}"
+        return f"file {display_name(file)}, row {row + 1}"
+
+    def duplicate_key(self, plan: Plan) -> str | None:
+        sql = (
+            f"SELECT k FROM ({plan.codes_sql(relation(self.source))}) "
+            "GROUP BY k HAVING count(*) > 1 LIMIT 1"
+        )
+        rows = self._table(sql).column(0).to_pylist()
+        return rows[0] if rows else None
+
+    def codes(self, encoding) -> tuple[np.ndarray, np.ndarray]:
+        """Every counted record's (target code, value code), in the table's order."""
+        targets, values = [], []
+        for batch in self.batches(encoding.plan):
+            _, t, v = encoding.record_codes(batch)
+            targets.append(t)
+            values.append(v)
+        return _joined(targets), _joined(values)
+
+    def positions(self, encoding, keys: pa.Array) -> np.ndarray:
+        """Position among the counted records of each of the distinct ``keys`` (-1 where
+        the table has none): a hash join of the keys against the streamed key column."""
+        found = np.full(len(keys), -1, dtype=np.int64)
+        base = 0
+        for batch in self.batches(encoding.plan):
+            kept, _, _ = encoding.record_codes(batch)
+            base = _match(batch.column(batch.num_columns - 1), kept, keys, found, base)
+        return found
+
+
+def _match(column: pa.Array, kept: np.ndarray, keys: pa.Array, found: np.ndarray, base: int):
+    """Write the positions of ``keys`` found in this batch's kept records; the next base."""
+    table_keys = column.filter(pa.array(kept))
+    index = pc.index_in(table_keys, value_set=keys)
+    hit = ~index.is_null().to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(hit)
+    found[index.drop_null().to_numpy()] = base + rows
+    return base + len(table_keys)
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
