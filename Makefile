@@ -23,7 +23,7 @@ demo: $(STAMP)
 		-o $(DEMO_OUT)/decisions.csv --plot $(DEMO_OUT)/replay.png
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 bench: $(STAMP)
 	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

@@ -242,7 +242,8 @@ def table_inputs(
         scheduler=scheduler,
     )
     inputs = load_inputs(options, need_keys=need_keys)
-    if inputs.engine != "arrow" and not quiet:
+    if inputs.engine != options.engine and inputs.engine != "arrow" and not quiet:
+        # auto chose an out-of-core engine: say so (an explicit --engine needs no note)
         typer.echo(
             f"note: counted with the {inputs.engine} engine ({inputs.engine_reason}).", err=True
         )

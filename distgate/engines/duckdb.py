@@ -96,44 +96,76 @@ class DuckDBReader:
             fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
             return fetch()
 
-    def _batches(self, sql: str) -> Iterator[pa.RecordBatch]:
-        with self._errors():
-            relation = self._con.sql(sql)
-            fetch = getattr(relation, "to_arrow_reader", None) or relation.fetch_record_batch
-            yield from fetch(BATCH_ROWS)
-
     def grouped(self, plan: Plan) -> pa.Table:
         check_columns(self.source, list(plan.columns) + ([plan.key] if plan.key else []))
         return self._table(plan.grouped_sql(relation(self.source)))
 
-    def batches(self, plan: Plan) -> Iterator[pa.RecordBatch]:
+    def _ordered(self, columns: list[str], sql_of) -> Iterator[tuple[str, pa.Table]]:
+        """(file, rows) of ``sql_of(relation)`` over the table in its order: DuckDB's own
+        parallel scan does not keep the order of records across Parquet files, so the
+        files are streamed here one batch at a time and each batch is queried alone."""
+        import duckdb
+
+        con = duckdb.connect(config={"threads": 1})
+        try:
+            for file in self.source.files:
+                for batch in self._file_batches(file, columns):
+                    with self._errors():
+                        con.register("part", batch)
+                        relation = con.sql(sql_of("part"))
+                        fetch = getattr(relation, "to_arrow_table", None)
+                        yield file, (fetch or relation.fetch_arrow_table)()
+                        con.unregister("part")
+        finally:
+            con.close()
+
+    def _file_batches(self, path: str, columns: list[str]) -> Iterator[pa.RecordBatch]:
+        if self.source.kind == "parquet":
+            import pyarrow.parquet as pq
+
+            yield from pq.ParquetFile(path).iter_batches(BATCH_ROWS, columns=columns)
+            return
+        import pyarrow.csv as pacsv
+
+        compression = None if self.source.compression == "none" else self.source.compression
+        convert = pacsv.ConvertOptions(
+            include_columns=columns, column_types=dict.fromkeys(columns, pa.string())
+        )
+        try:
+            with pa.input_stream(path, compression=compression) as stream:
+                yield from pacsv.open_csv(
+                    stream,
+                    read_options=pacsv.ReadOptions(block_size=1 << 24),
+                    parse_options=pacsv.ParseOptions(newlines_in_values=True),
+                    convert_options=convert,
+                )
+        except pa.ArrowInvalid as exc:
+            detail = str(exc).split("\n")[0]
+            raise InputError(f"The {self.source.name} cannot be read: {detail}.") from None
+
+    def batches(self, plan: Plan) -> Iterator[pa.Table]:
         """``plan.codes_sql`` rows in the table's order."""
-        yield from self._batches(plan.codes_sql(relation(self.source)))
+        columns = list(dict.fromkeys([*plan.columns, *([plan.key] if plan.key else [])]))
+        for _, rows in self._ordered(columns, plan.codes_sql):
+            yield rows
 
     def find(self, condition: str, limit: int, column: str | None):
         """Where the first ``limit`` records matching ``condition`` are (a full scan, only
         on the way to an error message), with the raw text of ``column``."""
         value = f"CAST({quote(column)} AS VARCHAR)" if column else "NULL"
-        sql = (
-            f"SELECT coalesce(({condition}), false) AS hit, {value} AS v, filename "
-            f"FROM {relation(self.source, filename=True)}"
-        )
+        columns = [c for c in columns_of(self.source) if quote(c) in condition or c == column]
         found: list[tuple[str, str | None]] = []
         rows: dict[str, int] = {}  # records of each file before this batch
-        for batch in self._batches(sql):
-            hit = batch.column(0).to_numpy(zero_copy_only=False)
-            files = batch.column(2)
-            if not hit.any():
-                for entry in pc.value_counts(files).to_pylist():
-                    rows[entry["values"]] = rows.get(entry["values"], 0) + entry["counts"]
-                continue
-            values = batch.column(1).to_pylist()
-            for i, file in enumerate(files.to_pylist()):
-                if hit[i]:
-                    found.append((self._where(file, rows.get(file, 0)), values[i]))
-                    if len(found) == limit:
-                        return found
-                rows[file] = rows.get(file, 0) + 1
+        sql_of = lambda part: f"SELECT coalesce(({condition}), false), {value} FROM {part}"  # noqa: E731
+        for file, batch in self._ordered(columns, sql_of):
+            hit = np.flatnonzero(batch.column(0).to_numpy(zero_copy_only=False))
+            for i in hit[: limit - len(found)]:
+                found.append(
+                    (self._where(file, rows.get(file, 0) + int(i)), batch.column(1)[int(i)].as_py())
+                )
+            if len(found) == limit:
+                break
+            rows[file] = rows.get(file, 0) + batch.num_rows
         return found
 
     def _where(self, file: str, row: int) -> str:
