@@ -175,7 +175,7 @@ def load_table(
 
     reader = open_reader(source, settings, engine)
     try:
-        plan = Plan(reader.source, **plan_options)
+        plan = Plan(reader.source, numeric=reader.numeric_columns(), **plan_options)
         grouped = reader.grouped(plan)
         if grouped.num_rows == 0:
             raise InputError(f"The {plan.source.name} has a header but no records.")

@@ -72,24 +72,30 @@ class DaskReader:
             self._cluster.close()
         self._spool.cleanup()
 
-    def _partitions(self, columns: list[str]):
-        """The table's partitions as delayed pandas DataFrames, in the table's order."""
+    def numeric_columns(self) -> frozenset[str]:
+        if is_remote(self.source.given):
+            return frozenset()  # read as text by the workers' DuckDB, then cast
+        from distgate.engines.duckdb import numeric_columns
+
+        return numeric_columns(self.source)
+
+    def _partitions(self, columns: list[str]) -> list:
+        """The table's partitions in its order: a Parquet file's path (its worker's DuckDB
+        reads it), or a delayed pandas DataFrame of a block of CSV text."""
+        if self.source.kind == "parquet":
+            return [("parquet", f) for f in self.source.files]
         import dask.dataframe as dd
 
-        files = list(self.source.files)
-        if self.source.kind == "parquet":
-            frame = dd.read_parquet(files, columns=columns)
-        else:
-            compression = self.source.compression
-            frame = dd.read_csv(
-                files,
-                usecols=columns,
-                dtype=str,
-                keep_default_na=False,
-                na_filter=False,
-                compression=None if compression == "none" else compression,
-                blocksize=CSV_BLOCK if compression == "none" else None,
-            )
+        compression = self.source.compression
+        frame = dd.read_csv(
+            list(self.source.files),
+            usecols=columns,
+            dtype=str,
+            keep_default_na=False,
+            na_filter=False,
+            compression=None if compression == "none" else compression,
+            blocksize=CSV_BLOCK if compression == "none" else None,
+        )
         return frame.to_delayed()
 
     def _compute(self, tasks) -> list:
@@ -115,8 +121,7 @@ class DaskReader:
         parts = self._compute(
             [delayed(_grouped_part)(p, plan) for p in self._partitions(list(plan.columns))]
         )
-        keys = [f"g{i}" for i in range(len(plan.columns))]
-        listed = ", ".join(keys)
+        listed = ", ".join(plan.group_names())
         return _sql(
             pa.concat_tables(parts),
             lambda t: f"SELECT {listed}, sum(n)::BIGINT AS n FROM {t} GROUP BY ALL",
@@ -141,17 +146,16 @@ class DaskReader:
         return used or names
 
     def duplicate_key(self, plan: Plan) -> str | None:
-        """A key held by two records: the key column is shuffled by key across the
-        workers and each looks at its share."""
-        import dask.dataframe as dd
+        """A key held by two records: every worker sends the keys of its partitions as
+        hash buckets, and the buckets are checked one by one, each on a worker."""
+        from dask import delayed
 
-        frame = dd.from_delayed(self._partitions([plan.key]))
-        shuffled = frame.shuffle(on=plan.key)
-        twice = shuffled.map_partitions(
-            lambda part: part[part.duplicated(subset=[plan.key])], meta=frame._meta
-        )
-        found = self._compute([twice.head(1, npartitions=-1, compute=False)])[0]
-        return None if found.empty else str(found[plan.key].iloc[0])
+        buckets = 16
+        parts = self._partitions([plan.key])
+        split = [delayed(_key_buckets, nout=buckets)(p, plan.key, buckets) for p in parts]
+        checks = [delayed(_repeated)([s[b] for s in split]) for b in range(buckets)]
+        found = [k for k in self._compute(checks) if k is not None]
+        return found[0] if found else None
 
     def codes(self, encoding) -> tuple[np.ndarray, np.ndarray]:
         from dask import delayed
@@ -184,14 +188,24 @@ class DaskReader:
         return found
 
 
-def _sql(frame, sql_of):
+def _sql(part, sql_of):
+    """``sql_of(relation)`` over one partition, on one thread (so in the partition's order)."""
     import duckdb
 
     con = duckdb.connect(config={"threads": 1})
     try:
-        con.register("part", frame)
-        relation = con.sql(sql_of("part"))
-        fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
+        if isinstance(part, tuple):  # ("parquet", path or URL)
+            path = part[1]
+            if is_remote(path):
+                import fsspec
+
+                con.register_filesystem(fsspec.filesystem(path.split("://")[0]))
+            relation = f"read_parquet('{path.replace(chr(39), chr(39) * 2)}')"
+        else:
+            con.register("part", part)
+            relation = "part"
+        result = con.sql(sql_of(relation))
+        fetch = getattr(result, "to_arrow_table", None) or result.fetch_arrow_table
         return fetch()
     finally:
         con.close()
@@ -199,6 +213,24 @@ def _sql(frame, sql_of):
 
 def _grouped_part(frame, plan: Plan) -> pa.Table:
     return _sql(frame, plan.grouped_sql)
+
+
+def _key_buckets(part, key: str, buckets: int) -> list[pa.Array]:
+    """A partition's keys split by hash into ``buckets`` lists."""
+    from distgate.engines.plan import quote
+
+    text = f"CAST({quote(key)} AS VARCHAR)"
+    rows = _sql(part, lambda t: f"SELECT {text} AS k, hash({text}) % {buckets} AS b FROM {t}")
+    keys, bucket = rows.column("k"), rows.column("b")
+    return [keys.filter(pc.equal(bucket, b)) for b in range(buckets)]
+
+
+def _repeated(parts: list[pa.ChunkedArray]) -> str | None:
+    """A key found twice among the keys of one bucket, or None."""
+    chunks = [chunk for part in parts for chunk in part.chunks]
+    counts = pc.value_counts(pa.chunked_array(chunks, type=pa.string()))
+    twice = pc.filter(counts, pc.greater(counts.field("counts"), 1))
+    return twice[0]["values"].as_py() if len(twice) else None
 
 
 def _first_match(frame, condition: str, column: str | None):

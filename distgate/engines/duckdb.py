@@ -33,6 +33,22 @@ def columns_of(source: Source) -> list[str]:
     return read_header(source.files[0])
 
 
+def numeric_columns(source: Source) -> frozenset[str]:
+    """The columns a Parquet source stores as numbers (a CSV file's are all text)."""
+    if source.kind != "parquet":
+        return frozenset()
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(source.files[0])
+    return frozenset(
+        f.name
+        for f in schema
+        if pa.types.is_integer(f.type)
+        or pa.types.is_floating(f.type)
+        or pa.types.is_decimal(f.type)
+    )
+
+
 def check_columns(source: Source, wanted: list[str]) -> None:
     """The arrow path's sentence for a column the table does not have."""
     header = columns_of(source)
@@ -95,6 +111,9 @@ class DuckDBReader:
             # DuckDB 2 renamed fetch_arrow_table / fetch_record_batch to to_arrow_*
             fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
             return fetch()
+
+    def numeric_columns(self) -> frozenset[str]:
+        return numeric_columns(self.source)
 
     def grouped(self, plan: Plan) -> pa.Table:
         check_columns(self.source, list(plan.columns) + ([plan.key] if plan.key else []))

@@ -1,14 +1,15 @@
-"""The counting step written once for the out-of-core engines: SQL expressions that turn a
-record's raw attribute and target values into group keys, and the decoding of the
-grouped rows (a few per (target, value) cell) into labels, codes and the count table.
+"""The counting step written once for the out-of-core engines: a GROUP BY over the raw
+attribute and target values (binned numbers cut in SQL), and the decoding of the grouped
+rows (a few per (target, value) cell) into labels, codes and the count table.
 
-The rules are those of the arrow path (:mod:`distgate.domain`), applied to the grouped
-rows instead of every record: a text value is kept as written, blank or empty is missing;
-a binned column's value is a number (cut at the edges, searchsorted ``right``), missing
-when empty or one of the CSV reader's null markers, and an error when it is not a finite
-number; ``--missing`` drops, keeps (as the value ``missing``) or refuses the records with
-a missing value; text labels sort numerically when every one is a number; several columns
-make joint values over the combinations present, in the order of the parts' domains.
+Per record the engine only groups: a text value as written, a binned value's bin index
+(and its text when it is not a finite number). Every rule of the arrow path
+(:mod:`distgate.domain`) is then applied to the grouped rows: blank or empty text is
+missing; a binned value is cut at the edges (searchsorted ``right``), missing when empty or
+one of the CSV reader's null markers, an error when it is not a finite number;
+``--missing`` drops, keeps (as the value ``missing``) or refuses the records with a missing
+value; text labels sort numerically when every one is a number; several columns make joint
+values over the combinations present, in the order of the parts' domains.
 """
 
 from __future__ import annotations
@@ -25,25 +26,32 @@ from distgate.engines.sources import Source
 from distgate.errors import InputError
 
 # pyarrow's CSV null markers: a binned column holding one of these has no value
-NULL_MARKERS = (
-    "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
-    "N/A", "NA", "NULL", "NaN", "n/a", "nan", "null",
+NULL_MARKERS = frozenset(
+    ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+     "1.#QNAN", "N/A", "NA", "NULL", "NaN", "n/a", "nan", "null")
 )  # fmt: skip
-NOT_A_NUMBER = -1  # the group key of a binned value that is not a number
+MISSING = object()  # a grouped value that is missing
+DROPPED = -1  # the code of a record left out (--missing drop)
 
 
 def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _text(value: str) -> str:
+def sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
+
+
+# find(condition SQL, limit, column) -> (where, value of column) of the first records that
+# match, e.g. ("line 5", "abc"); an engine that cannot tell the place returns ("", value)
+Finder = Callable[[str, int, str | None], list[tuple[str, str | None]]]
 
 
 @dataclass(frozen=True)
 class Plan:
     """What to count: the attribute and target columns (attributes first), the bins of
-    binned attributes, the key column and the missing-value mode."""
+    binned attributes, the key column, the missing-value mode and the baseline's domain.
+    ``numeric`` names the columns the source stores as numbers (Parquet)."""
 
     source: Source
     attributes: tuple[str, ...]
@@ -52,68 +60,119 @@ class Plan:
     key: str | None = None
     missing: str = "error"
     value_domain: tuple[str, ...] | None = None
+    numeric: frozenset[str] = frozenset()
 
     @property
     def columns(self) -> tuple[str, ...]:
         return self.attributes + self.targets
 
-    def expression(self, column: str) -> str:
-        """The group key of ``column``: its text (NULL when blank), or for a binned column
-        its bin index (NULL when missing, -1 when not a number)."""
-        raw = f"CAST({quote(column)} AS VARCHAR)"
-        edges = self.bins.get(column)
-        if edges is None:
-            return (
-                f"CASE WHEN regexp_full_match(coalesce({raw}, ''), '\\s*') THEN NULL ELSE {raw} END"
-            )
-        trimmed = f"trim({raw})"
-        number = f"TRY_CAST({trimmed} AS DOUBLE)"
-        markers = ", ".join(_text(m) for m in NULL_MARKERS)
-        cut = " + ".join(f"({number} >= {float(e)!r})::INTEGER" for e in edges)
-        return (
-            f"CASE WHEN coalesce({trimmed}, '') IN ('', {markers}) THEN NULL "
-            f"WHEN {number} IS NULL OR NOT isfinite({number}) THEN {NOT_A_NUMBER} "
-            f"ELSE {cut} END"
-        )
+    def raw(self, column: str) -> str:
+        """A column's value as text."""
+        if column in self.numeric or self.source.kind == "parquet":
+            return f"CAST({quote(column)} AS VARCHAR)"
+        return quote(column)
+
+    def _number(self, column: str) -> str:
+        if column in self.numeric:
+            return f"CAST({quote(column)} AS DOUBLE)"
+        return f"TRY_CAST({quote(column)} AS DOUBLE)"
 
     def select_list(self) -> str:
-        return ", ".join(f"{self.expression(c)} AS g{i}" for i, c in enumerate(self.columns))
+        """Per column the group key g{i}: the text, or for a binned column its bin index
+        (NULL unless a finite number) and, in t{i}, the text of a value that is not."""
+        parts = []
+        for i, column in enumerate(self.columns):
+            edges = self.bins.get(column)
+            if edges is None:
+                parts.append(f"{self.raw(column)} AS g{i}")
+                continue
+            number = self._number(column)
+            cut = " + ".join(f"({number} >= {float(e)!r})::INTEGER" for e in edges)
+            finite = f"coalesce(isfinite({number}), false)"
+            parts.append(f"CASE WHEN {finite} THEN {cut} END AS g{i}")
+            parts.append(f"CASE WHEN NOT {finite} THEN {self.raw(column)} END AS t{i}")
+        return ", ".join(parts)
+
+    def group_names(self) -> list[str]:
+        names = []
+        for i, column in enumerate(self.columns):
+            names.append(f"g{i}")
+            if column in self.bins:
+                names.append(f"t{i}")
+        return names
 
     def grouped_sql(self, relation: str) -> str:
-        """Records per combination of group keys (columns g0.., n)."""
-        keys = ", ".join(f"g{i}" for i in range(len(self.columns)))
+        """Records per combination of group keys (the group columns and n)."""
+        keys = ", ".join(self.group_names())
         return (
             f"SELECT {keys}, count(*) AS n FROM (SELECT {self.select_list()} FROM {relation}) "
-            f"GROUP BY ALL"
+            "GROUP BY ALL"
         )
 
     def codes_sql(self, relation: str) -> str:
-        """Every record's group keys (and key), in the table's order."""
+        """Every record's group keys (and key, last), in the order of ``relation``."""
         key = f", CAST({quote(self.key)} AS VARCHAR) AS k" if self.key else ""
         return f"SELECT {self.select_list()}{key} FROM {relation}"
 
+    def matches(self, column: str, raws: list) -> str:
+        """SQL: the column's text is one of ``raws`` (None = NULL)."""
+        raw = self.raw(column)
+        texts = [sql_text(r) for r in raws if r is not None]
+        parts = [f"{raw} IN ({', '.join(texts)})"] if texts else []
+        if any(r is None for r in raws):  # DuckDB's CSV reader: NULL; pyarrow's: ''
+            parts.append(f"{raw} IS NULL OR {raw} = ''")
+        return "(" + " OR ".join(parts or ["false"]) + ")"
 
-# find(condition SQL, limit, column) -> (where, value of column) of the first records that
-# match, e.g. ("line 5", "abc"); engines that cannot tell return []
-Finder = Callable[[str, int, str | None], list[tuple[str, str | None]]]
+
+def _is_missing_text(value) -> bool:
+    return value is None or not value.strip()
+
+
+def _is_missing_number(text) -> bool:
+    return text is None or text.strip() in NULL_MARKERS
+
+
+@dataclass
+class _Column:
+    """One column decoded: the code of every distinct raw text (``DROPPED`` for a missing
+    one under drop), and for a binned column the codes of the bins."""
+
+    name: str
+    binned: bool
+    texts: list  # distinct raw texts met (text column: every value; binned: non-numbers)
+    text_codes: np.ndarray
+    labels: list[str]
+    null_code: int = DROPPED
+
+    def codes(self, g: pa.ChunkedArray | pa.Array, t=None) -> np.ndarray:
+        """Codes of a batch: the bin index itself, else the code of the text."""
+        raw = t if self.binned else g
+        value_set = pa.array([v for v in self.texts if v is not None], type=pa.string())
+        index = pc.index_in(raw, value_set=value_set)
+        lookup = self.text_codes[[i for i, v in enumerate(self.texts) if v is not None]]
+        lookup = np.append(lookup, self.null_code)
+        position = index.fill_null(len(value_set)).to_numpy(zero_copy_only=False)
+        codes = lookup[position]
+        if self.binned:
+            bins = pc.fill_null(g, -1).to_numpy(zero_copy_only=False)
+            codes = np.where(bins >= 0, bins, codes)
+        return codes.astype(np.int64)
 
 
 @dataclass
 class _Side:
-    """One side (values or targets): per column the known group keys in domain order,
-    and the joint codes of the combinations present."""
+    """One side (values or targets): its columns and the joint codes present."""
 
-    columns: list[str]
-    keys: list[list]  # per column, the group keys in code order
+    columns: list[_Column]
     radix: np.ndarray
     present: np.ndarray  # sorted mixed-radix numbers of the combinations present
     labels: list[str]
     remap: np.ndarray | None = None  # joint code -> baseline position
 
     def codes(self, components: list[np.ndarray]) -> np.ndarray:
-        joint = np.zeros(len(components[0]) if components else 0, dtype=np.int64)
+        joint = np.zeros(len(components[0]), dtype=np.int64)
         for part, r in zip(components, self.radix, strict=True):
-            joint += part.astype(np.int64) * r
+            joint += part * r
         codes = np.searchsorted(self.present, joint)
         return (self.remap[codes] if self.remap is not None else codes).astype(np.int32)
 
@@ -131,118 +190,18 @@ class Encoding:
     values: _Side
     targets: _Side
 
-    def record_codes(self, batch: pa.RecordBatch | pa.Table) -> tuple[np.ndarray, ...]:
+    def record_codes(self, batch: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(kept, target codes, value codes) of a batch of ``codes_sql`` rows; ``kept``
         marks the records counted (all but the dropped ones)."""
         parts = []
-        kept = np.ones(batch.num_rows, dtype=bool)
-        for i, column in enumerate(self.plan.columns):
-            side = self.values if i < len(self.plan.attributes) else self.targets
-            j = i if i < len(self.plan.attributes) else i - len(self.plan.attributes)
-            raw = batch.column(i)
-            if self.plan.missing == "keep":
-                raw = pc.fill_null(raw, self._missing_key(column))
-            codes = pc.index_in(raw, value_set=_key_array(side.keys[j], raw.type))
-            kept &= ~codes.is_null().to_numpy(zero_copy_only=False)
-            parts.append(codes.fill_null(0).to_numpy(zero_copy_only=False))
-        n_attr = len(self.plan.attributes)
-        values = self.values.codes(parts[:n_attr])
-        targets = self.targets.codes(parts[n_attr:])
-        return kept, targets[kept], values[kept]
-
-    def _missing_key(self, column: str):
-        edges = self.plan.bins.get(column)
-        return MISSING_LABEL if edges is None else len(edges) + 1
-
-
-def _key_array(keys: list, kind: pa.DataType) -> pa.Array:
-    return pa.array(keys, type=kind if pa.types.is_integer(kind) else pa.string())
-
-
-def decode(plan: Plan, grouped: pa.Table, find: Finder) -> Encoding:
-    """Labels, codes and counts from the grouped rows (``grouped_sql``); InputError, as
-    the arrow path words it, for a value that is not a number, a missing value (mode
-    error) or a value outside the baseline's domain."""
-    if plan.missing not in MISSING_MODES:
-        raise InputError(
-            f"Unknown --missing mode '{plan.missing}' (choose from {', '.join(MISSING_MODES)})."
-        )
-    columns = plan.columns
-    keys = [grouped.column(f"g{i}").to_pylist() for i in range(len(columns))]
-    n = grouped.column("n").to_numpy(zero_copy_only=False).astype(np.int64)
-    name = plan.source.name
-
-    nulls = {c: np.array([v is None for v in keys[i]]) for i, c in enumerate(columns)}
-    nulls = {c: m for c, m in nulls.items() if m.any()}
-    dropped = 0
-    if nulls:
-        anywhere = np.logical_or.reduce(list(nulls.values()))
-        if plan.missing == "error":
-            total = int(n[anywhere].sum())
-            condition = " OR ".join(f"({plan.expression(c)}) IS NULL" for c in nulls)
-            where = [w for w, _ in find(condition, 3, None) if w]
-            noun = "record has" if total == 1 else "records have"
-            if where and all(w.startswith("line ") for w in where):  # one CSV file
-                lines = ", ".join(w.removeprefix("line ") for w in where)
-                first = f" (first at line{'s' if total > 1 else ''} {lines})"
-            else:
-                first = f" (first at {', '.join(where)})" if where else ""
-            raise InputError(
-                f"The {name}: {total} {noun} a missing value in "
-                f"{' or '.join(repr(c) for c in nulls)}{first}: use --missing drop to leave "
-                f"them out, or --missing keep to count '{MISSING_LABEL}' as a value of its own."
-            )
-        if plan.missing == "drop":
-            dropped = int(n[anywhere].sum())
-            keys = [[v for v, gone in zip(k, anywhere, strict=True) if not gone] for k in keys]
-            n = n[~anywhere]
-        else:
-            for i, column in enumerate(columns):
-                if column in nulls:
-                    fill = MISSING_LABEL if column not in plan.bins else len(plan.bins[column]) + 1
-                    keys[i] = [fill if v is None else v for v in keys[i]]
-
-    for i, column in enumerate(columns):
-        if column in plan.bins and NOT_A_NUMBER in keys[i]:
-            condition = f"{plan.expression(column)} = {NOT_A_NUMBER}"
-            where = find(condition, 1, column)
-            at = f", {where[0][0]}" if where and where[0][0] else ""
-            value = f" '{where[0][1]}'" if where else ""
-            raise InputError(f"The {name}{at}: column '{column}' has the non-numeric value{value}.")
-
-    components, orders, labels = [], [], []
-    for i, column in enumerate(columns):
-        edges = plan.bins.get(column)
-        if edges is None:
-            order = _sort_key(sorted(set(keys[i])))
-            names = order
-        else:
-            order = list(range(len(edges) + 2))
-            names = [*bin_labels(edges), MISSING_LABEL]
-        position = {v: j for j, v in enumerate(order)}
-        components.append(np.array([position[v] for v in keys[i]], dtype=np.int64))
-        orders.append(order)
-        labels.append(names)
-    n_attr = len(plan.attributes)
-    values = _side(list(plan.attributes), components[:n_attr], orders[:n_attr], labels[:n_attr])
-    targets = _side(list(plan.targets), components[n_attr:], orders[n_attr:], labels[n_attr:])
-    x = values.codes(components[:n_attr])
-    y = targets.codes(components[n_attr:])
-    if plan.value_domain is not None:
-        _to_domain(plan, values, find)
-        x = values.remap[x]
-    counts = np.zeros((len(targets.labels), len(values.labels)), dtype=np.int64)
-    np.add.at(counts, (y, x), n)
-    return Encoding(
-        plan,
-        counts,
-        targets.labels,
-        values.labels,
-        dropped,
-        int(n.sum()),
-        values,
-        targets,
-    )
+        for i, column in enumerate(self.values.columns + self.targets.columns):
+            g = batch.column(f"g{i}")
+            t = batch.column(f"t{i}") if column.binned else None
+            parts.append(column.codes(g, t))
+        kept = np.logical_and.reduce([p != DROPPED for p in parts])
+        n_attr = len(self.values.columns)
+        parts = [p[kept] for p in parts]
+        return kept, self.targets.codes(parts[n_attr:]), self.values.codes(parts[:n_attr])
 
 
 def _sort_key(values: list[str]) -> list[str]:
@@ -252,20 +211,160 @@ def _sort_key(values: list[str]) -> list[str]:
         return sorted(values)
 
 
-def _side(columns, components, orders, labels) -> _Side:
+def decode(plan: Plan, grouped: pa.Table, find: Finder) -> Encoding:
+    """Labels, codes and counts from the grouped rows (``grouped_sql``); InputError, as
+    the arrow path words it, for a missing value (mode error), a value that is not a
+    number or a value outside the baseline's domain."""
+    if plan.missing not in MISSING_MODES:
+        raise InputError(
+            f"Unknown --missing mode '{plan.missing}' (choose from {', '.join(MISSING_MODES)})."
+        )
+    name = plan.source.name
+    n = grouped.column("n").to_numpy(zero_copy_only=False).astype(np.int64)
+    # per column, every grouped row's value: text, bin index or MISSING; and the raw text
+    values, raws, bad = [], [], {}
+    for i, column in enumerate(plan.columns):
+        g = grouped.column(f"g{i}").to_pylist()
+        if column not in plan.bins:
+            values.append([MISSING if _is_missing_text(v) else v for v in g])
+            raws.append(g)
+            continue
+        t = grouped.column(f"t{i}").to_pylist()
+        row_values = []
+        for b, text in zip(g, t, strict=True):
+            if b is not None:
+                row_values.append(b)
+            elif _is_missing_number(text):
+                row_values.append(MISSING)
+            else:
+                row_values.append(MISSING)  # left to the missing-value rule, then refused
+                bad.setdefault(column, text)
+        values.append(row_values)
+        raws.append(t)
+
+    missing_rows = {
+        c: np.array([v is MISSING for v in values[i]]) for i, c in enumerate(plan.columns)
+    }
+    numbers_bad = {c: np.array([_not_number(plan, c, r) for r in raws[i]])
+                   for i, c in enumerate(plan.columns) if c in bad}  # fmt: skip
+    for c, wrong in numbers_bad.items():
+        missing_rows[c] &= ~wrong
+    missing_rows = {c: m for c, m in missing_rows.items() if m.any()}
+    dropped = 0
+    keep = np.ones(len(n), dtype=bool)
+    if missing_rows:
+        anywhere = np.logical_or.reduce(list(missing_rows.values()))
+        if plan.missing == "error":
+            _missing_error(plan, raws, missing_rows, int(n[anywhere].sum()), find)
+        if plan.missing == "drop":
+            dropped = int(n[anywhere].sum())
+            keep = ~anywhere
+    for column, wrong in numbers_bad.items():
+        if (wrong & keep).any():
+            text = bad[column]
+            where = find(plan.matches(column, [text]), 1, column)
+            at = f", {where[0][0]}" if where and where[0][0] else ""
+            raise InputError(
+                f"The {name}{at}: column '{column}' has the non-numeric value '{text}'."
+            )
+
+    columns = []
+    for i, column in enumerate(plan.columns):
+        columns.append(_decode_column(plan, column, values[i], raws[i], keep))
+    n_attr = len(plan.attributes)
+    components = []
+    for i, column in enumerate(columns):
+        code_of = dict(zip(column.texts, column.text_codes.tolist(), strict=True))
+        row_codes = [
+            v if isinstance(v, int) else code_of[r] for v, r in zip(values[i], raws[i], strict=True)
+        ]
+        components.append(np.array(row_codes, dtype=np.int64)[keep])
+    values_side = _side(columns[:n_attr], components[:n_attr])
+    targets_side = _side(columns[n_attr:], components[n_attr:])
+    x = values_side.codes(components[:n_attr])
+    y = targets_side.codes(components[n_attr:])
+    if plan.value_domain is not None:
+        _to_domain(plan, values_side, find)
+        x = values_side.remap[x]
+    counts = np.zeros((len(targets_side.labels), len(values_side.labels)), dtype=np.int64)
+    np.add.at(counts, (y, x), n[keep])
+    return Encoding(
+        plan,
+        counts,
+        targets_side.labels,
+        values_side.labels,
+        dropped,
+        int(n[keep].sum()),
+        values_side,
+        targets_side,
+    )
+
+
+def _not_number(plan: Plan, column: str, text) -> bool:
+    return column in plan.bins and not _is_missing_number(text)
+
+
+def _missing_error(plan: Plan, raws, missing_rows, total: int, find: Finder) -> None:
+    """The arrow path's sentence: how many records, in which columns, the first lines."""
+    conditions = []
+    for column, rows in missing_rows.items():
+        i = plan.columns.index(column)
+        texts = list({raws[i][j] for j in np.flatnonzero(rows)})
+        conditions.append(plan.matches(column, texts))
+    where = [w for w, _ in find(" OR ".join(conditions), 3, None) if w]
+    noun = "record has" if total == 1 else "records have"
+    if where and all(w.startswith("line ") for w in where):  # one CSV file
+        lines = ", ".join(w.removeprefix("line ") for w in where)
+        first = f" (first at line{'s' if total > 1 else ''} {lines})"
+    else:
+        first = f" (first at {', '.join(where)})" if where else ""
+    raise InputError(
+        f"The {plan.source.name}: {total} {noun} a missing value in "
+        f"{' or '.join(repr(c) for c in missing_rows)}{first}: use --missing drop to leave "
+        f"them out, or --missing keep to count '{MISSING_LABEL}' as a value of its own."
+    )
+
+
+def _decode_column(plan: Plan, column: str, values: list, raws: list, keep) -> _Column:
+    """A column's labels in domain order and the code of each raw text."""
+    edges = plan.bins.get(column)
+    kept_values = [v for v, k in zip(values, keep, strict=True) if k]
+    has_missing = any(v is MISSING for v in kept_values)
+    keep_missing = plan.missing == "keep" and has_missing
+    if edges is not None:
+        labels = [*bin_labels(edges), MISSING_LABEL]
+        missing_code = len(edges) + 1 if keep_missing else DROPPED
+        texts = list(dict.fromkeys(raws))
+        codes = np.array([missing_code] * len(texts), dtype=np.int64)
+        return _Column(column, True, texts, codes, labels, missing_code)
+    present = {v for v in kept_values if v is not MISSING}
+    if keep_missing:
+        present.add(MISSING_LABEL)
+    labels = _sort_key(list(present))
+    position = {label: j for j, label in enumerate(labels)}
+    missing_code = position[MISSING_LABEL] if keep_missing else DROPPED
+    texts = list(dict.fromkeys(raws))
+    codes = np.array(
+        [missing_code if _is_missing_text(r) else position.get(r, DROPPED) for r in texts],
+        dtype=np.int64,
+    )
+    return _Column(column, False, texts, codes, labels, missing_code)
+
+
+def _side(columns: list[_Column], components: list[np.ndarray]) -> _Side:
+    sizes = [len(c.labels) for c in columns]
     radix = np.ones(len(columns), dtype=np.int64)
     for i in range(len(columns) - 2, -1, -1):
-        radix[i] = radix[i + 1] * len(orders[i + 1])
-    joint = sum(c * r for c, r in zip(components, radix, strict=True))
+        radix[i] = radix[i + 1] * sizes[i + 1]
+    joint = np.zeros(len(components[0]), dtype=np.int64)
+    for part, r in zip(components, radix, strict=True):
+        joint += part * r
     present = np.unique(joint)
     names = []
     for value in present.tolist():
-        parts = [
-            part[(value // r) % len(order)]
-            for part, order, r in zip(labels, orders, radix, strict=True)
-        ]
+        parts = [c.labels[(value // r) % s] for c, r, s in zip(columns, radix, sizes, strict=True)]
         names.append(JOINT_SEPARATOR.join(parts))
-    return _Side(columns, orders, radix, present, names)
+    return _Side(columns, radix, present, names)
 
 
 def _to_domain(plan: Plan, side: _Side, find: Finder) -> None:
@@ -273,11 +372,11 @@ def _to_domain(plan: Plan, side: _Side, find: Finder) -> None:
     for j, label in enumerate(side.labels):
         if label not in position:
             value = int(side.present[j])
-            condition = " AND ".join(
-                _equals(plan, column, order[(value // r) % len(order)])
-                for column, order, r in zip(side.columns, side.keys, side.radix, strict=True)
-            )
-            where = find(condition, 1, None)
+            conditions = []
+            for column, r in zip(side.columns, side.radix, strict=True):
+                code = (value // r) % len(column.labels)
+                conditions.append(_has_code(plan, column, code))
+            where = find(" AND ".join(conditions), 1, None)
             at = f", {where[0][0]}" if where and where[0][0] else ""
             raise InputError(
                 f"The {plan.source.name}{at}: value '{label}' is not in the baseline "
@@ -287,8 +386,12 @@ def _to_domain(plan: Plan, side: _Side, find: Finder) -> None:
     side.labels = list(plan.value_domain)
 
 
-def _equals(plan: Plan, column: str, key) -> str:
-    expression = plan.expression(column)
-    if column in plan.bins:
-        return f"coalesce({expression}, {len(plan.bins[column]) + 1}) = {int(key)}"
-    return f"coalesce({expression}, {_text(MISSING_LABEL)}) = {_text(str(key))}"
+def _has_code(plan: Plan, column: _Column, code: int) -> str:
+    """SQL: the record's value in ``column`` has component code ``code``."""
+    texts = [t for t, c in zip(column.texts, column.text_codes, strict=True) if c == code]
+    condition = plan.matches(column.name, texts)
+    if not column.binned:
+        return condition
+    number = plan._number(column.name)
+    cut = " + ".join(f"({number} >= {float(e)!r})::INTEGER" for e in plan.bins[column.name])
+    return f"({condition} OR (coalesce(isfinite({number}), false) AND {cut} = {code}))"
