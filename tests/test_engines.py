@@ -322,3 +322,12 @@ def test_a_glob_and_a_bz2_file_are_read_by_duckdb(tables, tmp_path):
     shutil.rmtree(tmp_path / "nothing", ignore_errors=True)
     result = run("assess", str(tmp_path / "none-*.csv"), "-x", "a", "-y", "b", "--engine", "duckdb")
     assert_bad_input(result, "No file matches")
+
+
+def test_audit_counts_records_with_duckdb_as_with_arrow():
+    flags = ["-x", "age", "-y", "location", "--bins", "age=18,30,45", "--tau", "3", "--json"]
+    expected = run("audit", str(SAMPLE / "soldiers.csv"), *flags)
+    duck = run("audit", str(SAMPLE / "soldiers.csv"), *flags, "--engine", "duckdb")
+    assert expected.exit_code == duck.exit_code and expected.exit_code in (0, 1)
+    document = json.loads(duck.stdout)
+    assert document == json.loads(expected.stdout) and len(document["cells"]) > 0

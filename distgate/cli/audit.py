@@ -10,8 +10,10 @@ from distgate.cli.common import (
     EXIT_OK,
     EXIT_UNSAFE,
     BinsOption,
+    EngineOption,
     JsonOption,
     QuietOption,
+    SchedulerOption,
     emit_json,
     handles_bad_input,
 )
@@ -113,6 +115,8 @@ def audit_command(
         ),
     ] = None,
     bins: BinsOption = None,
+    engine: EngineOption = None,
+    scheduler: SchedulerOption = None,
     budget: Annotated[
         int,
         typer.Option(
@@ -149,17 +153,29 @@ def audit_command(
         raise InputError(f"--search-budget must be 0 or more; got {budget}.")
     if bool(attributes) != bool(targets):
         raise InputError("Counting a table of records needs both -x/--attr and -y/--target.")
-    if bins and not attributes:
-        raise InputError("--bins applies to a table of records, given with -x and -y.")
+    if (bins or engine or scheduler) and not attributes:
+        raise InputError(
+            "--bins, --engine and --scheduler apply to a table of records, given with -x and -y."
+        )
 
     if attributes:
-        from distgate.domain import count_table, parse_bins
+        from distgate.config import table_options
+        from distgate.inputs import load_inputs
 
-        table = count_table(counts, attributes, targets, bins=parse_bins(bins))
+        options = table_options(
+            counts,
+            {},
+            attributes=attributes,
+            targets=targets,
+            bins=bins,
+            engine=engine,
+            scheduler=scheduler,
+        )
+        inputs = load_inputs(options)
         data = Counts(
-            np.asarray(table.counts).T.astype(np.int64),
-            list(table.value_labels),
-            list(table.target_labels),
+            np.asarray(inputs.counts).T.astype(np.int64),
+            list(inputs.table.value_labels),
+            list(inputs.table.target_labels),
         )
     else:
         data = read_counts(counts)
