@@ -102,11 +102,15 @@ class Plan:
         return names
 
     def grouped_sql(self, relation: str) -> str:
-        """Records per combination of group keys (the group columns and n)."""
+        """Records per combination of group keys (the group columns and n): grouped by
+        the raw values first (as cheap as DuckDB's own GROUP BY), then the few distinct
+        values are cut into bins and grouped again."""
         keys = ", ".join(self.group_names())
+        raw = ", ".join(quote(c) for c in self.columns)
+        distinct = f"SELECT {raw}, count(*) AS n FROM {relation} GROUP BY ALL"
         return (
-            f"SELECT {keys}, count(*) AS n FROM (SELECT {self.select_list()} FROM {relation}) "
-            "GROUP BY ALL"
+            f"SELECT {keys}, sum(n)::BIGINT AS n FROM (SELECT {self.select_list()}, n "
+            f"FROM ({distinct})) GROUP BY ALL"
         )
 
     def codes_sql(self, relation: str) -> str:
