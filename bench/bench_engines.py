@@ -107,7 +107,7 @@ def main() -> None:
     from distributed import Client, LocalCluster
 
     with LocalCluster(
-        n_workers=2, threads_per_worker=1, dashboard_address=None, silence_logs=logging.CRITICAL
+        n_workers=2, threads_per_worker=1, dashboard_address=":0", silence_logs=logging.CRITICAL
     ) as cluster, Client(cluster) as client:  # fmt: skip
         address = ["--engine", "dask", "--scheduler", cluster.scheduler_address]
         timed([*assess, *address])  # workers import distgate once

@@ -99,7 +99,7 @@ def scheduler():
         n_workers=2,
         threads_per_worker=1,
         processes=True,
-        dashboard_address=None,
+        dashboard_address=":0",
         silence_logs=logging.CRITICAL,
     )
     yield cluster.scheduler_address

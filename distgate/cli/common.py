@@ -58,6 +58,10 @@ def handles_bad_input(func: Callable) -> Callable:
         except OSError as exc:  # a full disk, a vanished folder: no traceback, no file
             where = f" '{exc.filename}'" if exc.filename else ""
             raise fail(f"Reading or writing{where} failed: {exc.strerror or exc}.") from None
+        finally:
+            engines = sys.modules.get("distgate.engines")
+            if engines is not None:  # an engine's temporary files and local cluster
+                engines.close_all()
 
     return wrapper
 

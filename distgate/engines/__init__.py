@@ -103,6 +103,16 @@ def open_reader(source: str, settings: EngineSettings, engine: str):
     return DaskReader(source, settings.scheduler)
 
 
+_OPEN: list[weakref.finalize] = []  # readers still open (temporary folders, clusters)
+
+
+def close_all() -> None:
+    """Close every reader still open: the CLI leaves with os._exit, which runs no
+    finalizer, so a command closes them (and a local cluster's processes) itself."""
+    while _OPEN:
+        _OPEN.pop()()
+
+
 class EngineTable:
     """A table counted by the duckdb or dask engine, with what the commands read of an
     :class:`~distgate.domain.EncodedTable`: the labels, the size, the records left out,
@@ -120,6 +130,7 @@ class EngineTable:
         self.keys = None  # keys are matched by the engine (map_requests), never loaded
         self._codes: tuple[np.ndarray, np.ndarray] | None = None
         self._closer = weakref.finalize(self, reader.close)
+        _OPEN.append(self._closer)
 
     @property
     def client(self):

@@ -43,7 +43,7 @@ def connect(scheduler: str | None):
         n_workers=os.cpu_count() or 1,
         threads_per_worker=1,
         processes=True,
-        dashboard_address=None,
+        dashboard_address=":0",
         silence_logs=logging.CRITICAL,
     )
     return Client(cluster), cluster

@@ -111,7 +111,8 @@ def resolve_local(given: str, spool_dir: str) -> Source:
     if compression in ("bz2", "xz"):
         files = [_decompress(path, compression, spool_dir, i) for i, path in enumerate(files)]
         compression = "none"
-    return Source(given, tuple(files), kind, compression)
+    # absolute: Dask workers started in another folder read the same files
+    return Source(given, tuple(os.path.abspath(f) for f in files), kind, compression)
 
 
 def _decompress(path: str, kind: str, spool_dir: str, number: int) -> str:
