@@ -331,3 +331,18 @@ def test_audit_counts_records_with_duckdb_as_with_arrow():
     assert expected.exit_code == duck.exit_code and expected.exit_code in (0, 1)
     document = json.loads(duck.stdout)
     assert document == json.loads(expected.stdout) and len(document["cells"]) > 0
+
+
+@pytest.mark.slow
+def test_dask_names_the_file_that_holds_a_missing_value(tables, scheduler):
+    result = run(
+        "assess", tables["parquet"], "-x", "city", "-y", "unit", "--engine", "dask",
+        "--scheduler", scheduler,
+    )  # fmt: skip
+    assert_bad_input(result, "a missing value in 'city' or 'unit' (first at file", "part-0.parquet")
+
+
+def test_a_header_with_a_column_twice_is_refused_by_duckdb(write_csv):
+    path = write_csv("twice.csv", [["a", "b", "a"], ["1", "2", "3"]])
+    result = run("assess", path, "-x", "a", "-y", "b", "--engine", "duckdb")
+    assert_bad_input(result, "has the column 'a' twice in its header")

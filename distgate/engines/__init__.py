@@ -62,6 +62,8 @@ def choose_engine(source: str, engine: str) -> tuple[str, str]:
         os.path.exists(source) and not os.path.isdir(source) and not os.path.isfile(source)
     ):
         return "arrow", "a stream"
+    if not os.path.exists(source) and not set("*?[") & set(source):
+        return "arrow", "no such file"  # the arrow path words the error
     if not os.path.isfile(source):
         return "duckdb", "several files"
     with open(source, "rb") as handle:

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from distgate.engines.plan import Plan
 from distgate.engines.sources import is_remote, resolve_local, resolve_remote, spool_folder
 from distgate.errors import InputError
+from distgate.io.tables import display_name
 
 CONNECT_TIMEOUT = "5s"
 CSV_BLOCK = "64MB"  # bytes of a plain CSV file per partition
@@ -128,13 +129,18 @@ class DaskReader:
         )
 
     def find(self, condition: str, limit: int, column: str | None):
-        """Whether some record matches ``condition`` (and its ``column``); the workers do
-        not know line numbers, so the place is left empty."""
+        """Records matching ``condition`` (and their ``column``), the first of each
+        partition: the workers know the file of a Parquet partition, not the line of a
+        block of CSV text, so that place is left empty."""
         from dask import delayed
 
         parts = self._partitions(self._condition_columns(condition, column))
         hits = self._compute([delayed(_first_match)(p, condition, column) for p in parts])
-        return [("", hit[0]) for hit in hits if hit is not None][:limit]
+        return [
+            (f"file {display_name(part[1])}" if isinstance(part, tuple) else "", hit[0])
+            for part, hit in zip(parts, hits, strict=True)
+            if hit is not None
+        ][:limit]
 
     def _condition_columns(self, condition: str, column: str | None) -> list[str]:
         """The columns a condition names (they are quoted in it)."""

@@ -52,6 +52,9 @@ def numeric_columns(source: Source) -> frozenset[str]:
 def check_columns(source: Source, wanted: list[str]) -> None:
     """The arrow path's sentence for a column the table does not have."""
     header = columns_of(source)
+    if len(set(header)) != len(header):
+        twice = next(c for c in header if header.count(c) > 1)
+        raise InputError(f"The {source.name} has the column '{twice}' twice in its header.")
     missing = [c for c in wanted if c not in header]
     if missing:
         raise InputError(
