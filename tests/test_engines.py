@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
@@ -220,7 +221,7 @@ def _replay(table, engine, tmp_path, *extra):
 def test_replay_decisions_are_the_same_for_every_engine(tmp_path, scheduler):
     folder = tmp_path / "soldiers"
     folder.mkdir()
-    table = pa.csv.read_csv(SAMPLE / "soldiers.csv")
+    table = pacsv.read_csv(SAMPLE / "soldiers.csv")
     for k, start in enumerate(range(0, table.num_rows, 4000)):
         pq.write_table(table.slice(start, 4000), folder / f"part-{k}.parquet")
     expected, counts, _ = _replay(str(SAMPLE / "soldiers.csv"), "arrow", tmp_path)
@@ -346,3 +347,14 @@ def test_a_header_with_a_column_twice_is_refused_by_duckdb(write_csv):
     path = write_csv("twice.csv", [["a", "b", "a"], ["1", "2", "3"]])
     result = run("assess", path, "-x", "a", "-y", "b", "--engine", "duckdb")
     assert_bad_input(result, "has the column 'a' twice in its header")
+
+
+def test_auto_leaves_arrow_for_a_file_too_large_for_the_memory_left(tables, monkeypatch):
+    import distgate.engines as engines
+
+    assert engines.choose_engine(tables["csv"], "auto") == ("arrow", "fits in memory")
+    monkeypatch.setattr(engines, "available_memory", lambda: 1 << 10)
+    engine, reason = engines.choose_engine(tables["csv"], "auto")
+    assert (engine, reason) == ("duckdb", "larger than memory comfortably holds")
+    assert engines.choose_engine("s3://bucket/table/", "auto")[0] == "dask"
+    assert engines.choose_engine(tables["csv"], "dask") == ("dask", "as asked")
