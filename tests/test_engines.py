@@ -190,6 +190,8 @@ def test_assess_json_is_the_same_for_every_engine(tables, scheduler):
     assert _assess(tables["parquet"], "duckdb") == expected
     assert _assess(tables["gzip"], "dask", "--scheduler", scheduler) == expected
     assert _assess(tables["parquet"], "dask", "--scheduler", scheduler) == expected
+    url = "file://" + tables["parquet"]  # any fsspec URL: read by the workers through fsspec
+    assert _assess(url, "dask", "--scheduler", scheduler) == expected
 
 
 def test_missing_error_is_the_same_sentence(tables):

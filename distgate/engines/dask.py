@@ -80,7 +80,7 @@ class DaskReader:
 
         return numeric_columns(self.source)
 
-    def _partitions(self, columns: list[str]) -> list:
+    def _partitions(self, columns: list[str] | None) -> list:
         """The table's partitions in its order: a Parquet file's path (its worker's DuckDB
         reads it), or a delayed pandas DataFrame of a block of CSV text."""
         if self.source.kind == "parquet":
@@ -142,14 +142,14 @@ class DaskReader:
             if hit is not None
         ][:limit]
 
-    def _condition_columns(self, condition: str, column: str | None) -> list[str]:
+    def _condition_columns(self, condition: str, column: str | None) -> list[str] | None:
         """The columns a condition names (they are quoted in it)."""
         from distgate.engines.duckdb import columns_of
         from distgate.engines.plan import quote
 
         names = columns_of(self.source) if not is_remote(self.source.given) else []
         used = [c for c in names if quote(c) in condition or c == column]
-        return used or names
+        return used or names or None  # None: every column (a URL's header is not read here)
 
     def duplicate_key(self, plan: Plan) -> str | None:
         """A key held by two records: every worker sends the keys of its partitions as

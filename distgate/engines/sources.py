@@ -43,7 +43,7 @@ class Source:
 
 
 def is_remote(path: str) -> bool:
-    return "://" in path and not path.startswith("file://")
+    return "://" in path
 
 
 def _kind(path: str) -> tuple[str, str | None]:
