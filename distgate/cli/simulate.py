@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -95,6 +96,8 @@ def simulate_command(
     from distgate.report.common import progress
     from distgate.simulate import chi_square_fit_sample, simulate
 
+    if plot is not None and os.path.exists(plot) and not os.path.isdir(plot):
+        raise InputError(f"--plot names a folder for the plots, and '{plot}' is a file.")
     settings = load_config(config)
     metrics = parse_metrics(metric)
     try:
