@@ -21,7 +21,10 @@ def assess_counts(
 ) -> list[MetricResult]:
     """Evaluate every metric on counts (..., |Y|, |X|); batch dimensions are kept."""
     alpha = check_alpha(alpha)
-    return [evaluate(name, counts, alpha, critical, threshold) for name in parse_metrics(metrics)]
+    return [
+        evaluate(name, counts, alpha, critical, threshold)
+        for name in parse_metrics(metrics, offline=True)
+    ]
 
 
 @dataclass
@@ -73,18 +76,8 @@ class Assessment:
 
 
 def critical_method(r: MetricResult) -> str:
-    """How the critical value was obtained, in words."""
-    if r.metric == "cst":
-        return "chi-square"
-    if r.metric == "exposure":
-        return "mean + std"
-    if r.metric == "dqt":
-        return "monte carlo" if bool(r.monte_carlo) else "r10 table"
-    if r.monte_carlo is None:
-        return "chi-square"
-    if r.metric in ("dleak", "eleak", "emd") and not bool(r.monte_carlo):
-        return "threshold"
-    return "monte carlo" if bool(r.monte_carlo) else "chi-square"
+    """How the critical value was obtained, in words (the metric's record says)."""
+    return r.method
 
 
 def _value(x) -> float | None:

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from distgate.errors import InputError
+from distgate.metrics.registry import REGISTRY
 
 MODES = ("auto", "asymptotic", "mc")
 MIN_DRAWS, MAX_DRAWS = 100, 1_000_000
@@ -55,8 +56,11 @@ LN2 = float(np.log(2.0))
 GROW_LIMIT = 1024
 SAMPLES_KEPT = 512  # null samples kept for reuse by other alphas (80 KB each)
 
-# stable small integers mixed into the seed so each statistic gets its own stream
-_STREAM = {"kld": 1, "mis": 2, "dqt": 3, "dleak": 4, "eleak": 5, "emd": 6}
+
+def _stream(name: str) -> int:
+    """The stable small integer mixed into the seed of a statistic's draws (its record's
+    Monte Carlo stream), so that each statistic gets its own random numbers."""
+    return REGISTRY[name].stream
 
 
 def chi2_quantile(alpha: float, df) -> np.ndarray:
@@ -242,7 +246,7 @@ class CriticalValues:
         return total < self.switch_size
 
     def _rng(self, name: str, *size: int) -> np.random.Generator:
-        return np.random.default_rng([self.seed, _STREAM[name], *size])
+        return np.random.default_rng([self.seed, _stream(name), *size])
 
     def per_target(self, name: str, statistic: Callable, sizes, alpha: float) -> np.ndarray:
         """(1 - alpha) quantile of ``statistic`` over draws of n_y values from the baseline,
@@ -280,7 +284,7 @@ class CriticalValues:
 
     def _grower(self, name: str, probs: np.ndarray, rows: int) -> _GrowingNull:
         if name not in self._growers:
-            stream = _STREAM[name]
+            stream = _stream(name)
             self._growers[name] = _GrowingNull(
                 lambda j: np.random.default_rng([self.seed, stream, j]),
                 probs,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from distgate.cli.common import (
@@ -18,7 +20,6 @@ from distgate.cli.common import (
     DrawsOption,
     IdOption,
     JsonOption,
-    MetricOption,
     MissingOption,
     QuietOption,
     SeedOption,
@@ -30,6 +31,17 @@ from distgate.cli.common import (
     metric_setting,
     table_inputs,
 )
+from distgate.metrics.registry import METRICS
+
+AssessMetricOption = Annotated[
+    str | None,
+    typer.Option(
+        "--metric",
+        "-m",
+        metavar="M[,M...]",
+        help=f"Metric(s), comma-separated: {', '.join(METRICS)} [default: kld].",
+    ),
+]
 
 
 @handles_bad_input
@@ -41,7 +53,7 @@ def assess_command(
     bins: BinsOption = None,
     missing: MissingOption = None,
     baseline: BaselineOption = None,
-    metric: MetricOption = None,
+    metric: AssessMetricOption = None,
     alpha: AlphaOption = None,
     critical: CriticalOption = None,
     seed: SeedOption = None,
@@ -62,7 +74,7 @@ def assess_command(
     from distgate.metrics.registry import parse_metrics
 
     settings = load_config(config)
-    metrics = parse_metrics(metric_setting(metric, settings))
+    metrics = parse_metrics(metric_setting(metric, settings), offline=True)
     level = check_alpha(setting(alpha, settings, "alpha", DEFAULT_ALPHA))
     inputs = table_inputs(
         table,
