@@ -248,9 +248,13 @@ class CriticalValues:
     def _rng(self, name: str, *size: int) -> np.random.Generator:
         return np.random.default_rng([self.seed, _stream(name), *size])
 
-    def per_target(self, name: str, statistic: Callable, sizes, alpha: float) -> np.ndarray:
+    def per_target(
+        self, name: str, statistic: Callable, sizes, alpha: float, variant: str = ""
+    ) -> np.ndarray:
         """(1 - alpha) quantile of ``statistic`` over draws of n_y values from the baseline,
-        for every size in ``sizes`` (NaN where n_y = 0)."""
+        for every size in ``sizes`` (NaN where n_y = 0). ``variant`` tells apart statistics
+        of one metric that share its draws but not its quantiles (tclose's ground
+        distances)."""
         grower = self._grower(name, self.p, 1)
 
         def null(n: int) -> np.ndarray:
@@ -262,7 +266,7 @@ class CriticalValues:
                 return grower.information()
             return statistic(grower.counts[:, None, :], self.p)[:, 0]
 
-        return self._quantiles(name, sizes, alpha, null)
+        return self._quantiles(f"{name}:{variant}" if variant else name, sizes, alpha, null)
 
     def mutual_information(self, totals, alpha: float) -> np.ndarray:
         """(1 - alpha) quantile of I over draws of N tuples with X ~ baseline and

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -25,13 +26,26 @@ from distgate.cli.common import (
     SeedOption,
     TableArgument,
     TargetOption,
-    ThresholdOption,
     emit_json,
     handles_bad_input,
     metric_setting,
     table_inputs,
 )
-from distgate.metrics.registry import METRICS
+from distgate.metrics.registry import METRICS, REGISTRY
+
+
+class Ground(StrEnum):
+    ordered = "ordered"
+    equal = "equal"
+    hierarchical = "hierarchical"
+
+
+class Diversity(StrEnum):
+    distinct = "distinct"
+    entropy = "entropy"
+
+
+_TAKERS = ", ".join(f"{r.threshold} of {m}" for m, r in REGISTRY.items() if r.threshold)
 
 AssessMetricOption = Annotated[
     str | None,
@@ -58,7 +72,37 @@ def assess_command(
     critical: CriticalOption = None,
     seed: SeedOption = None,
     draws: DrawsOption = 10_000,
-    threshold: ThresholdOption = None,
+    threshold: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--threshold",
+            metavar="[METRIC=]T",
+            help=f"Fixed bound instead of a Monte Carlo critical value: T for every metric "
+            f"that takes one, or METRIC=T (repeat): {_TAKERS}. kanon and ldiv need one.",
+        ),
+    ] = None,
+    ground: Annotated[
+        Ground | None,
+        typer.Option(
+            "--ground",
+            metavar="DISTANCE",
+            help="Ground distance of tclose: ordered, equal or hierarchical [default: ordered "
+            "for numbers and bins, equal for text; hierarchical with --hierarchy].",
+        ),
+    ] = None,
+    hierarchy: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--hierarchy",
+            metavar="COLUMN=EDGES",
+            help="One level of tclose's hierarchy as coarser nested ranges, e.g. age=30,50 "
+            "(repeat for more levels).",
+        ),
+    ] = None,
+    diversity: Annotated[
+        Diversity,
+        typer.Option("--diversity", metavar="KIND", help="ldiv's l: distinct or entropy."),
+    ] = Diversity.distinct,
     config: ConfigOption = None,
     json: JsonOption = False,
     quiet: QuietOption = False,
@@ -68,7 +112,7 @@ def assess_command(
     Example: distgate assess soldiers.csv -x age -y location --bins age=18,20,25
     --metric kld,cst --alpha 0.05
     """
-    from distgate.assess import assess_release
+    from distgate.assess import assess_release, classic_settings, parse_thresholds
     from distgate.config import load_config, setting
     from distgate.critical import check_alpha
     from distgate.metrics.registry import parse_metrics
@@ -91,8 +135,20 @@ def assess_command(
         seed=setting(seed, settings, "seed", 0),
         draws=draws,
     )
+    settings_of_metrics = classic_settings(
+        inputs,
+        ground=ground.value if ground else None,
+        hierarchy=hierarchy or (),
+        diversity=diversity.value,
+    )
     assessment = assess_release(
-        inputs.counts, inputs.table.target_labels, metrics, level, values, threshold
+        inputs.counts,
+        inputs.table.target_labels,
+        metrics,
+        level,
+        values,
+        parse_thresholds(threshold or [], metrics),
+        settings_of_metrics,
     )
     if json:
         emit_json({**assessment.to_dict(), "dropped_missing": inputs.table.dropped})

@@ -41,6 +41,7 @@ class Column:
 
     label: str
     field: str
+    whole: bool = False  # shown as a count or bound ("1299", "2.5"), not to 6 decimals
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,8 @@ class Metric:
     """One metric. ``stream`` seeds its Monte Carlo draws (None: it never simulates);
     ``threshold`` names its fixed bound (None: it takes none) and ``needs_threshold`` says
     that it has no statistical critical value to fall back on; ``summary`` names the
-    global statistic printed under the table (None: the metric has none); ``online``
+    global statistic printed under the table (None: the metric has none) and
+    ``lists_failing`` that the report names the classes (targets) that fail; ``online``
     says whether the release gate (replay, simulate) can run it."""
 
     name: str
@@ -81,6 +83,7 @@ class Metric:
     summary: str | None = None
     threshold: str | None = None
     needs_threshold: bool = False
+    lists_failing: bool = False
 
     @property
     def is_global(self) -> bool:
@@ -173,6 +176,56 @@ _RECORDS = (
         columns=(STATISTIC, CRITICAL, DECISION),
         threshold="T",
     ),
+    Metric(
+        "kanon",
+        PER_TARGET,
+        "k-anonymity: each target's class holds at least k records",
+        _evaluator("classic", "kanon"),
+        CriticalMethod("threshold", "threshold"),
+        stream=None,
+        columns=(
+            Column("class size", "statistic", whole=True),
+            Column("k", "critical", whole=True),
+            DECISION,
+        ),
+        online=False,
+        summary="k",
+        threshold="k",
+        needs_threshold=True,
+        lists_failing=True,
+    ),
+    Metric(
+        "ldiv",
+        PER_TARGET,
+        "l-diversity: at least l (distinct or entropy) X values within each target",
+        _evaluator("classic", "ldiv"),
+        CriticalMethod("threshold", "threshold"),
+        stream=None,
+        columns=(
+            Column("distinct l", "distinct_l", whole=True),
+            Column("entropy l", "entropy_l"),
+            Column("l", "critical", whole=True),
+            DECISION,
+        ),
+        online=False,
+        summary="l",
+        threshold="l",
+        needs_threshold=True,
+        lists_failing=True,
+    ),
+    Metric(
+        "tclose",
+        PER_TARGET,
+        "t-closeness: earth mover's distance of q(.|y) from p at most t",
+        _evaluator("classic", "tclose"),
+        CriticalMethod("threshold"),
+        stream=7,
+        columns=(Column("EMD", "statistic"), Column("critical", "critical"), DECISION),
+        online=False,
+        summary="t",
+        threshold="t",
+        lists_failing=True,
+    ),
 )
 
 REGISTRY: dict[str, Metric] = {record.name: record for record in _RECORDS}
@@ -195,7 +248,8 @@ class MetricResult:
     Per-target arrays have shape (..., |Y|); global ones (...). For global metrics
     ``statistic`` holds each target's D(y) (E(y) for exposure) and ``critical`` is NaN
     unless the metric has a per-target bound (exposure: mean + std). ``extra`` holds
-    further per-target arrays a metric reports (its record's columns name them).
+    further per-target arrays a metric reports (its record's columns name them),
+    ``details`` the settings it was evaluated with (tclose's ground distance...).
     """
 
     metric: str
@@ -209,6 +263,7 @@ class MetricResult:
     groups: np.ndarray | None = None
     monte_carlo: np.ndarray | None = None  # (...): critical value simulated
     extra: dict[str, np.ndarray] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)  # settings used, e.g. the ground
 
     @property
     def record(self) -> Metric:
