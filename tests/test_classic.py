@@ -267,7 +267,7 @@ def test_cli_tclose_hierarchical_ground():
     result, doc = run_json("assess", *TABLE, *flags, "--hierarchy", "age=30,50")
     assert result.exit_code == 0
     tclose = doc["metrics"][0]
-    assert tclose["ground"] == "hierarchical (height 3)"
+    assert tclose["ground"] == "hierarchical, height 3"
     tree = hierarchy_ground(ref.AGE_BANDS, [[20, 30, 40, 50], [30, 50]], ref.AGE_EDGES)
     expected = tree.emd(ref.COUNTS, ref.BASELINE)
     np.testing.assert_allclose([t["statistic"] for t in tclose["targets"]], expected, rtol=1e-12)

@@ -98,10 +98,10 @@ class GroundDistance:
         return f"{self.kind}{self.levels}" if self.levels else self.kind
 
     def describe(self) -> str:
-        """'ordered', 'equal' or 'hierarchical (height H)'."""
+        """'ordered', 'equal' or 'hierarchical, height H'."""
         if self.kind != "hierarchical":
             return self.kind
-        return f"hierarchical (height {len(self.levels) + 1})"
+        return f"hierarchical, height {len(self.levels) + 1}"
 
     def matrix(self, m: int) -> np.ndarray:
         """The m x m distances between values (for inspection; :meth:`emd` never forms it)."""

@@ -197,7 +197,7 @@ _RECORDS = (
     Metric(
         "ldiv",
         PER_TARGET,
-        "l-diversity: at least l (distinct or entropy) X values within each target",
+        "l-diversity: distinct or entropy l of X >= l in each target",
         _evaluator("classic", "ldiv"),
         CriticalMethod("threshold", "threshold"),
         stream=None,
@@ -216,7 +216,7 @@ _RECORDS = (
     Metric(
         "tclose",
         PER_TARGET,
-        "t-closeness: earth mover's distance of q(.|y) from p at most t",
+        "t-closeness: earth mover's distance of q(.|y) from p <= t",
         _evaluator("classic", "tclose"),
         CriticalMethod("threshold"),
         stream=7,

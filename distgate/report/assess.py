@@ -32,15 +32,16 @@ def _print_classic_summary(out, assessment: Assessment, r: MetricResult) -> None
     shown = number(value) if r.metric == "tclose" else _bound(value)
     line = f"  {symbol} = {shown} for the table"
     bound = float(r.global_critical)
+    method = ""
     if bound == bound:  # a fixed bound
         relation = "<=" if r.metric == "tclose" else ">="
         line += f", required {symbol} {relation} {bound:g}"
     else:
-        line += f", critical values per target by {r.method} at alpha {r.alpha:g}"
-    settings = "; ".join(f"{key} {value}" for key, value in r.details.items())
-    out.print(f"{line}{f' [{settings}]' if settings else ''}: {verdict(bool(r.safe))}")
+        method = f"critical values: {r.method} at alpha {r.alpha:g}; "
+    settings = ", ".join(f"{key}: {value}" for key, value in r.details.items())
+    out.print(f"{line}{f' ({settings})' if settings else ''}: {verdict(bool(r.safe))}")
     failing = [t for i, t in enumerate(assessment.target_labels) if not r.target_safe[i]]
-    out.print(f"  failing classes: {', '.join(failing) if failing else 'none'}")
+    out.print(f"  {method}failing classes: {', '.join(failing) if failing else 'none'}")
 
 
 def print_assessment(assessment: Assessment) -> None:
