@@ -16,7 +16,8 @@ Python equivalents of the command::
 
 The array-level building blocks live in :mod:`distgate.randomize.matrices` (retention
 matrices, factor-by-factor inverse, reconstruction, expected error),
-:mod:`distgate.randomize.risk` and :mod:`distgate.randomize.calibrate`.
+:mod:`distgate.randomize.risk` and :mod:`distgate.randomize.calibrate`; randomization with any
+retention matrix (PRAM, ``--matrix``) is :mod:`distgate.randomize.pram`.
 """
 
 from __future__ import annotations
