@@ -55,6 +55,7 @@ from distgate.randomize import (
     _names,
     _risk_rows,
     _utility,
+    parse_assignments,
 )
 from distgate.randomize.calibrate import calibrate_scales
 from distgate.randomize.matrices import (
@@ -178,30 +179,28 @@ def read_matrices(path: str | os.PathLike) -> dict[str, RetentionMatrix]:
 
 def parse_weights(items: Sequence[str]) -> dict[str, float]:
     """``["disease=0.5", ...]`` as a mapping; InputError for a malformed item."""
-    weights: dict[str, float] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        try:
-            number = float(value)
-        except ValueError:
-            number = None
-        if not sep or not name or number is None:
+    return parse_assignments(
+        items,
+        malformed="A mixing weight is ATTRIBUTE=WEIGHT (such as disease=0.5), not '{item}'.",
+        twice="The mixing weight of '{name}' is given twice.",
+    )
+
+
+def _fixed_weights(
+    weights: Mapping[str, float] | None, matrices: Mapping[str, RetentionMatrix]
+) -> dict[str, float]:
+    """The given mixing weights, each in (0, 1] and for an attribute that has a matrix."""
+    fixed = {}
+    for attribute, weight in (weights or {}).items():
+        if attribute not in matrices:
+            raise InputError(f"A mixing weight is given for '{attribute}', which has no matrix.")
+        if not 0.0 < weight <= 1.0:
             raise InputError(
-                f"A mixing weight is ATTRIBUTE=WEIGHT (such as disease=0.5), not '{item}'."
+                f"The mixing weight of '{attribute}' must be in (0, 1] (1 applies its matrix "
+                f"as given), not {weight:g}."
             )
-        if name in weights:
-            raise InputError(f"The mixing weight of '{name}' is given twice.")
-        weights[name] = number
-    return weights
-
-
-def _check_weight(attribute: str, weight: float) -> float:
-    if not 0.0 < weight <= 1.0:
-        raise InputError(
-            f"The mixing weight of '{attribute}' must be in (0, 1] (1 applies its matrix as "
-            f"given), not {weight:g}."
-        )
-    return float(weight)
+        fixed[attribute] = float(weight)
+    return fixed
 
 
 def _encode_over(column: pa.ChunkedArray, retention: RetentionMatrix, name: str) -> np.ndarray:
@@ -261,10 +260,7 @@ def randomize_with_matrices(
     given)."""
     if tau is not None and not (0.0 < tau <= 1.0):
         raise InputError(f"tau must be in (0, 1], not {tau:g}.")
-    fixed = {a: _check_weight(a, w) for a, w in (weights or {}).items()}
-    for attribute in fixed:
-        if attribute not in matrices:
-            raise InputError(f"A mixing weight is given for '{attribute}', which has no matrix.")
+    fixed = _fixed_weights(weights, matrices)
     table, qi, attributes, categories, codes, dims = _setup(
         source, qi, sensitive, matrices, "table"
     )
@@ -360,10 +356,7 @@ def reconstruct_with_matrices(
     """Estimate the original joint distribution of (QI..., sensitive) from a table
     randomized with ``matrices`` mixed by ``weights`` (1 where not given): P^-1 lambda
     factor by factor, negatives clipped. The result's ``p`` holds the weights."""
-    fixed = {a: _check_weight(a, w) for a, w in (weights or {}).items()}
-    for attribute in fixed:
-        if attribute not in matrices:
-            raise InputError(f"A mixing weight is given for '{attribute}', which has no matrix.")
+    fixed = _fixed_weights(weights, matrices)
     table, qi, attributes, categories, codes, dims = _setup(
         source, qi, sensitive, matrices, "table"
     )
