@@ -293,6 +293,11 @@ def test_cli_bad_classic_options(flags, words):
     assert_bad_input(run("assess", *TABLE, *flags), *words)
 
 
-def test_the_gate_refuses_the_classic_models_at_option_parsing():
+def test_the_gate_refuses_the_classic_models_at_option_parsing(tmp_path):
     result = run("simulate", *TABLE, "-m", "kld,kanon", "--sequences", "1")
     assert_bad_input(result, "Metric 'kanon' judges a whole release", "use it with assess")
+    requests = str(SAMPLE / "requests.csv")
+    decisions = tmp_path / "decisions.csv"
+    result = run("replay", *TABLE, requests, "-m", "tclose", "-o", str(decisions))
+    assert_bad_input(result, "Metric 'tclose' judges a whole release")
+    assert not decisions.exists()
