@@ -341,6 +341,7 @@ def evaluate(
     import numpy as np
 
     from distgate.critical import check_threshold
+    from distgate.metrics.information import kl_distance
 
     record = REGISTRY[name]
     bound = check_threshold(threshold_for(name, threshold))
@@ -353,8 +354,6 @@ def evaluate(
     p = critical.p
     n = c.sum(axis=-1)
     present = n > 0
-    from distgate.metrics.information import kl_distance
-
     d = kl_distance(c, p)
     possible = ~(present & np.isinf(d))
     total = n.sum(axis=-1)
