@@ -16,7 +16,8 @@ Python equivalents of the command::
 
 The array-level building blocks live in :mod:`distgate.randomize.matrices` (retention
 matrices, factor-by-factor inverse, reconstruction, expected error),
-:mod:`distgate.randomize.risk` and :mod:`distgate.randomize.calibrate`.
+:mod:`distgate.randomize.risk` and :mod:`distgate.randomize.calibrate`; randomization with any
+retention matrix (PRAM, ``--matrix``) is :mod:`distgate.randomize.pram`.
 """
 
 from __future__ import annotations
@@ -241,7 +242,17 @@ def _risk_rows(
 
 def parse_p(items: Sequence[str]) -> dict[str, float]:
     """``["gender=0.8", ...]`` as a mapping; InputError for a malformed item."""
-    fixed: dict[str, float] = {}
+    return parse_assignments(
+        items,
+        malformed="--p expects ATTRIBUTE=PROBABILITY (such as gender=0.8), not '{item}'.",
+        twice="--p gives the retention probability of '{name}' twice.",
+    )
+
+
+def parse_assignments(items: Sequence[str], *, malformed: str, twice: str) -> dict[str, float]:
+    """``NAME=NUMBER`` items as a mapping; InputError with ``malformed`` (formatted with
+    the item) or ``twice`` (with the name) for a bad or repeated item."""
+    values: dict[str, float] = {}
     for item in items:
         name, sep, value = item.partition("=")
         try:
@@ -249,13 +260,11 @@ def parse_p(items: Sequence[str]) -> dict[str, float]:
         except ValueError:
             number = None
         if not sep or not name or number is None:
-            raise InputError(
-                f"--p expects ATTRIBUTE=PROBABILITY (such as gender=0.8), not '{item}'."
-            )
-        if name in fixed:
-            raise InputError(f"--p gives the retention probability of '{name}' twice.")
-        fixed[name] = number
-    return fixed
+            raise InputError(malformed.format(item=item))
+        if name in values:
+            raise InputError(twice.format(name=name))
+        values[name] = number
+    return values
 
 
 def randomize_table(
