@@ -216,7 +216,7 @@ def replay(
     SIGTERM stops the replay after the batch it is deciding, committed, with
     :class:`Interrupted`. ``progress(done, total)`` is called after every batch.
     """
-    log = read_requests(requests, settings.key)
+    log = read_requests(requests, settings.key, inputs.options.text_format)
     records = map_keys(
         log,
         inputs.table.keys,
