@@ -109,6 +109,7 @@ def replay_command(
     Example: distgate replay soldiers.csv requests.csv -o decisions.csv --state gate.db
     """
     from distgate.config import load_config, setting
+    from distgate.gate import load_kernel_in_background
     from distgate.replay import Interrupted, ReplaySettings, replay
     from distgate.report.common import progress
 
@@ -128,6 +129,7 @@ def replay_command(
             "a weighted line stands for several records that a request log cannot name one "
             "by one (give replay a table with one line per record)."
         )
+    load_kernel_in_background()  # while the inputs are read
     replay_settings = ReplaySettings(
         metrics=metric_setting(metric, settings).split(","),
         alpha=setting(alpha, settings, "alpha", DEFAULT_ALPHA),
