@@ -207,7 +207,6 @@ def table_options(
 ) -> TableOptions:
     """Merge command-line flags (when given) over the config file's settings."""
     from distgate.domain import parse_bins, parse_order
-    from distgate.io.tables import check_delimiter, check_encoding
 
     attrs = _split(attributes) or list(config.get("attributes") or [])
     targs = _split(targets) or list(config.get("targets") or [])
@@ -219,8 +218,7 @@ def table_options(
         c: v for c, v in parse_order(config.get("order") or {}).items() if c in attrs + targs
     }
     merged_order.update(parse_order(order or []))
-    delimiter = delimiter if delimiter is not None else config.get("delimiter")
-    encoding = encoding if encoding is not None else config.get("encoding")
+    fmt = text_format(config, delimiter, encoding)
     if not attrs:
         raise InputError("No attribute column given: name one with -x/--attr or in distgate.toml.")
     if not targs:
@@ -235,8 +233,20 @@ def table_options(
         missing=missing or config.get("missing", "error"),
         weight=weight or config.get("weight"),
         order=tuple((c, tuple(v)) for c, v in merged_order.items()),
-        delimiter=check_delimiter(delimiter) if delimiter is not None else None,
-        encoding=check_encoding(encoding) if encoding is not None else None,
+        delimiter=fmt.delimiter,
+        encoding=fmt.encoding,
+    )
+
+
+def text_format(config: dict[str, Any], delimiter: str | None, encoding: str | None):
+    """How text input is written: --delimiter and --encoding (checked) over the config's."""
+    from distgate.io.tables import TextFormat, check_delimiter, check_encoding
+
+    delimiter = delimiter if delimiter is not None else config.get("delimiter")
+    encoding = encoding if encoding is not None else config.get("encoding")
+    return TextFormat(
+        check_delimiter(delimiter) if delimiter is not None else None,
+        check_encoding(encoding) if encoding is not None else None,
     )
 
 

@@ -138,6 +138,7 @@ def test_parquet_text_columns_and_nulls_follow_the_missing_option(tmp_path):
         (lambda p: (p / "t.parquet").write_text("id,age\n1,2\n"), ["named like a Parquet file"]),
         (lambda p: (p / "t.xlsx").write_text("id,age\n1,2\n"), ["named like an Excel file"]),
         (lambda p: (p / "t.xlsx").write_bytes(b"PK\x03\x04junk"), ["cannot be read as an Excel"]),
+        (lambda p: (p / "t.xls").write_bytes(b"\xd0\xcf\x11\xe0"), ["save it as .xlsx or CSV"]),
     ],
 )
 def test_a_file_that_is_not_what_its_name_says_is_one_sentence(tmp_path, make, words):
@@ -274,3 +275,31 @@ def test_any_small_table_is_assessed_alike_in_every_format(tmp_path_factory, dat
         documents.append(json.loads(result.stdout))
     assert all(d == documents[0] for d in documents[1:])
     assert documents[0]["released"] == len(ages)
+
+
+def test_randomize_reads_any_delimiter_and_encoding(tmp_path):
+    rows = ["zip;disease"] + [f"{z};{d}" for z in ("1000", "2000") for d in ("flu", "Grippe à")] * 5
+    plain = tmp_path / "plain.csv"
+    plain.write_text("\n".join(rows).replace(";", ",") + "\n", encoding="utf-8")
+    latin = tmp_path / "latin.csv"
+    latin.write_text("\n".join(rows) + "\n", encoding="latin-1")
+    flags = ["--qi", "zip", "--sensitive", "disease", "--p", "disease=0.8", "--seed", "3"]
+    flags += ["--randomize", "sensitive"]
+    want = run("randomize", str(plain), *flags, "-o", str(tmp_path / "a.csv"), "-q")
+    assert want.exit_code == 0, want.output
+    got = run(
+        "randomize",
+        str(latin),
+        *flags,
+        "-d",
+        ";",
+        "--encoding",
+        "latin-1",
+        "-o",
+        str(tmp_path / "b.csv"),
+        "-q",
+    )
+    assert got.exit_code == 0, got.output
+    written = (tmp_path / "b.csv").read_text(encoding="utf-8")
+    assert written == (tmp_path / "a.csv").read_text(encoding="utf-8")
+    assert "Grippe à" in written

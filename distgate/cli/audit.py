@@ -150,7 +150,7 @@ def audit_command(
     Exit code: 0 no disclosure of the chosen types, 1 a disclosure remains, 2 bad input.
     """
     from distgate.audit import audit, merge_plan
-    from distgate.config import load_config, table_options
+    from distgate.config import load_config, table_options, text_format
     from distgate.domain import parse_order
     from distgate.inputs import record_counts
     from distgate.io.counts import read_counts, read_mask
@@ -169,7 +169,7 @@ def audit_command(
         # distgate.toml describes the project's table of records: COUNTS is one when it
         # has those columns, and a table of counts otherwise
         wanted = {*settings["attributes"], *settings["targets"]}
-        header = read_header(counts, _text_format(settings, delimiter, encoding))
+        header = read_header(counts, text_format(settings, delimiter, encoding))
         records = wanted <= set(header)
     if records:
         options = table_options(
@@ -190,16 +190,16 @@ def audit_command(
                 f"note: left out {dropped} records with a missing value (--missing drop).",
                 err=True,
             )
-        text_format = options.text_format
+        fmt = options.text_format
     else:
         for flag, given in (("--bins", bins), ("--weight", weight), ("--missing", missing)):
             if given:
                 raise InputError(f"{flag} applies to a table of records, given with -x and -y.")
-        text_format = _text_format(settings, delimiter, encoding)
+        fmt = text_format(settings, delimiter, encoding)
         orders = parse_order(settings.get("order") or {})
         orders.update(parse_order(order or []))
-        data = read_counts(counts, fmt=text_format, order=orders)
-    mask = read_mask(released, data, fmt=text_format) if released is not None else None
+        data = read_counts(counts, fmt=fmt, order=orders)
+    mask = read_mask(released, data, fmt=fmt) if released is not None else None
 
     result = audit(data.counts, mask, tau=tau, types=chosen, rows=data.rows, columns=data.columns)
     if fix:
@@ -218,15 +218,3 @@ def audit_command(
 
         print_audit(result)
     raise typer.Exit(EXIT_OK if result.safe else EXIT_UNSAFE)
-
-
-def _text_format(settings: dict, delimiter: str | None, encoding: str | None):
-    """--delimiter and --encoding over distgate.toml's."""
-    from distgate.io.tables import TextFormat, check_delimiter, check_encoding
-
-    delimiter = delimiter if delimiter is not None else settings.get("delimiter")
-    encoding = encoding if encoding is not None else settings.get("encoding")
-    return TextFormat(
-        check_delimiter(delimiter) if delimiter is not None else None,
-        check_encoding(encoding) if encoding is not None else None,
-    )

@@ -10,8 +10,11 @@ import typer
 from distgate.cli.common import (
     EXIT_OK,
     EXIT_UNSAFE,
+    DelimiterOption,
+    EncodingOption,
     JsonOption,
     QuietOption,
+    TableArgument,
     emit_json,
     handles_bad_input,
 )
@@ -31,7 +34,7 @@ def _columns(values: list[str]) -> list[str]:
 
 @handles_bad_input
 def randomize_command(
-    table: Annotated[str, typer.Argument(help="CSV table with a header ('-' = stdin).")],
+    table: TableArgument,
     qi: Annotated[
         list[str],
         typer.Option(
@@ -84,6 +87,8 @@ def randomize_command(
     top: Annotated[
         int, typer.Option("--top", metavar="N", help="Rows of the risk table to show (0 = all).")
     ] = 10,
+    delimiter: DelimiterOption = None,
+    encoding: EncodingOption = None,
     json: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -94,11 +99,13 @@ def randomize_command(
     The randomized CSV keeps every row and column; only the randomized columns' values
     change. Exit code 1 when tau is out of reach (nothing is written).
     """
+    from distgate.config import text_format
     from distgate.randomize import parse_p, randomize_table, reconstruct_table, write_table
     from distgate.report.common import console
     from distgate.report.randomize import show_randomize, show_reconstruct
 
     check_outputs([table], [output])
+    fmt = text_format({}, delimiter, encoding)
     columns = _columns(qi)
     fixed = parse_p(p or [])
     if top < 0:
@@ -119,7 +126,7 @@ def randomize_command(
             raise InputError(
                 "--reconstruct takes the retention probabilities with --p, not --tau or --l."
             )
-        estimate = reconstruct_table(table, columns, sensitive, fixed)
+        estimate = reconstruct_table(table, columns, sensitive, fixed, fmt=fmt)
         if not (to_stdout and json):
             write_table(estimate.cells(), None if to_stdout else output)
         if json:
@@ -129,7 +136,7 @@ def randomize_command(
         raise typer.Exit(EXIT_OK)
 
     result = randomize_table(
-        table, columns, sensitive, randomize=side.value, p=fixed, tau=tau, seed=seed
+        table, columns, sensitive, randomize=side.value, p=fixed, tau=tau, seed=seed, fmt=fmt
     )
     if result.table is not None and not (to_stdout and json):
         write_table(result.table, None if to_stdout else output)

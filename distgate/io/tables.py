@@ -55,6 +55,7 @@ TAB_SUFFIXES = (".tsv", ".tab")
 COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".zstd")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 EXCEL_SUFFIXES = (".xlsx", ".xlsm")
+UNREAD_SUFFIXES = (".xls", ".ods")
 UTF8_NAMES = {"utf-8", "utf_8", "utf8", "u8"}
 
 
@@ -172,6 +173,11 @@ def source_kind(source: str | os.PathLike) -> str:
         return "parquet"
     if head == ZIP_MAGIC and (isinstance(raw, bytes) or _plain_name(raw).endswith(EXCEL_SUFFIXES)):
         return "excel"
+    if _plain_name(source).endswith(UNREAD_SUFFIXES):
+        raise InputError(
+            f"File {display_name(source)} is an old Excel (.xls) or OpenDocument (.ods) "
+            "spreadsheet, which distgate does not read: save it as .xlsx or CSV."
+        )
     if _plain_name(source).endswith(PARQUET_SUFFIXES + EXCEL_SUFFIXES) and head:
         expected = "Parquet" if _plain_name(source).endswith(PARQUET_SUFFIXES) else "Excel"
         raise InputError(
