@@ -303,3 +303,20 @@ def test_randomize_reads_any_delimiter_and_encoding(tmp_path):
     written = (tmp_path / "b.csv").read_text(encoding="utf-8")
     assert written == (tmp_path / "a.csv").read_text(encoding="utf-8")
     assert "Grippe à" in written
+
+
+def test_an_empty_spreadsheet_column_is_skipped_and_an_unnamed_one_refused(tmp_path):
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    for row in (["age", None, "place", None], [20, None, "A", None], [None] * 4, [30, None, "B"]):
+        sheet.append(row)
+    book.save(tmp_path / "gaps.xlsx")
+    result = run("baseline", str(tmp_path / "gaps.xlsx"), "-x", "age", "-y", "place", "--json")
+    assert result.exit_code == 0, result.output
+    assert [v["value"] for v in json.loads(result.stdout)["baseline"]] == ["20", "30"]
+    sheet.cell(row=2, column=2, value=5)
+    book.save(tmp_path / "unnamed.xlsx")
+    result = run("baseline", str(tmp_path / "unnamed.xlsx"), "-x", "age", "-y", "place")
+    assert_bad_input(result, "values under an empty header cell (column 2)")

@@ -286,21 +286,28 @@ def _read_workbook(raw: bytes | str, name: str) -> pa.Table:
             header.pop()
         if not header:
             raise InputError(f"The {name} is empty (its first sheet has no header row).")
-        if None in header:
-            raise InputError(
-                f"The {name} has an empty header cell in column {header.index(None) + 1}."
-            )
-        names = [str(cell).strip() for cell in header]
-        columns: list[list] = [[] for _ in names]
+        columns: list[list] = [[] for _ in header]
         for row in rows:
-            cells = list(row[: len(names)]) + [None] * (len(names) - len(row))
+            cells = list(row[: len(header)]) + [None] * (len(header) - len(row))
             if all(cell is None for cell in cells):
                 continue
             for column, cell in zip(columns, cells, strict=True):
                 column.append(cell)
     finally:
         book.close()
-    return pa.table([_excel_column(c) for c in columns], names=names)
+    # an empty column between others is layout; a column of values without a name is not
+    kept = []
+    for index, (cell, column) in enumerate(zip(header, columns, strict=True)):
+        if cell is None:
+            if any(value is not None for value in column):
+                raise InputError(
+                    f"The {name} has values under an empty header cell (column {index + 1})."
+                )
+            continue
+        kept.append((str(cell).strip(), column))
+    return pa.table(
+        [_excel_column(column) for _, column in kept], names=[label for label, _ in kept]
+    )
 
 
 def _excel_column(cells: list) -> pa.Array:
