@@ -194,7 +194,7 @@ def test_cli_calibrates_the_weight_to_tau_and_changes_only_the_disease(tmp_path)
         *QI,
         "--matrix",
         MATRIX_FILE,
-        "--weight",
+        "--mix",
         f"disease={weight - 0.002}",
         "--json",
     )
@@ -206,7 +206,7 @@ def test_cli_calibrates_the_weight_to_tau_and_changes_only_the_disease(tmp_path)
         *QI,
         "--matrix",
         MATRIX_FILE,
-        "--weight",
+        "--mix",
         f"disease={weight}",
         "--reconstruct",
         "--json",
@@ -248,7 +248,7 @@ def test_cli_out_of_reach_tau_exits_1_and_writes_nothing(tmp_path):
             ["has the value 'heart disease', which its retention matrix does not list"],
         ),
         (np.eye(4).tolist(), DISEASES, ["--p", "disease=0.8"], ["with --matrix fix"]),
-        (np.eye(4).tolist(), DISEASES, ["--weight", "disease=0"], ["weight of 'disease'"]),
+        (np.eye(4).tolist(), DISEASES, ["--mix", "disease=0"], ["weight of 'disease'"]),
     ],
 )
 def test_cli_bad_matrix_files(tmp_path, rows, categories, extra, words):

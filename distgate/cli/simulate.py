@@ -13,14 +13,18 @@ from distgate.cli.common import (
     BinsOption,
     ConfigOption,
     CriticalOption,
+    DelimiterOption,
     DrawsOption,
+    EncodingOption,
     IdOption,
     JsonOption,
     MissingOption,
+    OrderOption,
     QuietOption,
     SeedOption,
     TableArgument,
     TargetOption,
+    WeightOption,
     emit_json,
     handles_bad_input,
     table_inputs,
@@ -35,6 +39,10 @@ def simulate_command(
     id: IdOption = None,
     bins: BinsOption = None,
     missing: MissingOption = None,
+    weight: WeightOption = None,
+    order: OrderOption = None,
+    delimiter: DelimiterOption = None,
+    encoding: EncodingOption = None,
     baseline: BaselineOption = None,
     metric: Annotated[
         str, typer.Option("--metric", "-m", metavar="M[,M...]", help="Metrics to compare.")
@@ -113,6 +121,10 @@ def simulate_command(
         bins=bins,
         baseline=baseline,
         missing=missing,
+        weight=weight,
+        order=order,
+        delimiter=delimiter,
+        encoding=encoding,
     )
     seed_value = setting(seed, settings, "seed", 0)
     values = inputs.critical_values(

@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from distgate.errors import InputError
 from distgate.io.atomic import atomic_text
-from distgate.io.tables import display_name, read_columns, require_values
+from distgate.io.tables import PLAIN, TextFormat, display_name, read_columns, require_values
 from distgate.randomize.calibrate import calibrate
 from distgate.randomize.matrices import (
     apply_factors,
@@ -276,6 +276,7 @@ def randomize_table(
     p: Mapping[str, float] | None = None,
     tau: float | None = None,
     seed: int = 0,
+    fmt: TextFormat = PLAIN,
 ) -> RandomizeResult:
     """Randomize the QI and/or sensitive columns of a CSV table.
 
@@ -290,7 +291,7 @@ def randomize_table(
         raise InputError(f"tau must be in (0, 1], not {tau:g}.")
     fixed = dict(p or {})
     name = f"table {display_name(source)}"
-    table = read_columns(source, what="table")
+    table = read_columns(source, what="table", fmt=fmt)
     qi = list(qi)
     _names(qi, sensitive, table.column_names, name)
     attributes = [*qi, sensitive]
@@ -427,6 +428,7 @@ def reconstruct_table(
     qi: Sequence[str],
     sensitive: str,
     p: Mapping[str, float],
+    fmt: TextFormat = PLAIN,
 ) -> ReconstructResult:
     """Estimate the original joint distribution of (QI..., sensitive) from an already
     randomized table, given the retention probability of each randomized attribute
@@ -434,7 +436,7 @@ def reconstruct_table(
     those present in the randomized file, which holds every category with high probability
     because randomization spreads each value over all of them."""
     name = f"table {display_name(source)}"
-    table = read_columns(source, what="table")
+    table = read_columns(source, what="table", fmt=fmt)
     qi = list(qi)
     _names(qi, sensitive, table.column_names, name)
     attributes = [*qi, sensitive]
