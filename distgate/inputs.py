@@ -11,8 +11,9 @@ import pyarrow as pa
 from distgate.baseline import Baseline
 from distgate.config import TableOptions
 from distgate.critical import DEFAULT_DRAWS, CriticalValues
-from distgate.domain import JOINT_SEPARATOR, EncodedTable, encode_table
+from distgate.domain import JOINT_SEPARATOR, EncodedTable, encode_table, interval_key
 from distgate.io.baseline_file import read_baseline
+from distgate.io.counts import Counts
 
 
 @dataclass(frozen=True)
@@ -45,12 +46,16 @@ class Inputs:
     @property
     def ordered(self) -> bool:
         """The value domain is ordered for the earth mover's distance when every attribute
-        is binned or numeric (all its values are numbers); text categories are compared
-        without an order."""
-        binned = {c for c, _ in self.options.bins}
+        is binned, given an --order, or numeric or interval-labelled (all its values are
+        numbers, or all are ranges like 18-19); text categories are compared without an
+        order."""
+        ordered = {c for c, _ in self.options.bins} | {c for c, _ in self.options.order}
         parts = [label.split(JOINT_SEPARATOR) for label in self.baseline.labels]
         for i, attribute in enumerate(self.options.attributes):
-            if attribute not in binned and not all(_is_number(p[i]) for p in parts):
+            if attribute in ordered:
+                continue
+            values = [p[i] for p in parts]
+            if not (all(map(_is_number, values)) or all(map(interval_key, values))):
                 return False
         return True
 
@@ -84,6 +89,9 @@ def load_inputs(options: TableOptions, *, need_keys: bool = False) -> Inputs:
         id_column=options.id_column if (need_keys or options.id_column) else None,
         value_domain=baseline.labels if baseline is not None else None,
         missing=options.missing,
+        weight=options.weight,
+        order=options.order_dict,
+        fmt=options.text_format,
     )
     counts = table.count_table().counts
     if baseline is None:
@@ -105,10 +113,14 @@ def _load_with_engine(options, baseline, engine: str, reason: str, need_keys: bo
         "key": options.id_column if (need_keys or options.id_column) else None,
         "missing": options.missing,
         "value_domain": tuple(baseline.labels) if baseline is not None else None,
+        "weight": options.weight,
+        "order": options.order_dict,
     }
     _check_columns(options)
     settings = EngineSettings(options.engine, options.scheduler)
-    table = load_table(options.source, plan, settings, engine, need_keys=need_keys)
+    table = load_table(
+        options.source, plan, settings, engine, need_keys=need_keys, fmt=options.text_format
+    )
     counts = table.counts
     if baseline is None:
         baseline = Baseline.from_counts(counts, table.value_labels, options.attributes)
@@ -125,3 +137,42 @@ def _check_columns(options: TableOptions) -> None:
     unknown = [c for c, _ in options.bins if c not in options.attributes]
     if unknown:
         raise InputError(f"Bins are given for '{unknown[0]}', which is not an attribute.")
+    for column, _ in options.order:
+        if column not in options.attributes and column not in options.targets:
+            raise InputError(
+                f"An order is given for '{column}', which is neither an attribute nor a target."
+            )
+        if column in options.bins_dict:
+            raise InputError(
+                f"An order is given for '{column}', whose bins already order its values."
+            )
+    if options.weight is not None and options.weight in (*options.attributes, *options.targets):
+        raise InputError(
+            f"Column '{options.weight}' cannot be both the weight and an attribute or target."
+        )
+
+
+def record_counts(options: TableOptions) -> tuple[Counts, int]:
+    """The contingency table of a table of records, as ``distgate audit`` reads it (one
+    row per value of X, in domain order, and one column per target), and the number of
+    records left out for a missing value (--missing drop)."""
+    from distgate.engines import choose_engine
+
+    if choose_engine(options.source, options.engine)[0] != "arrow":
+        inputs = load_inputs(options)
+        table = inputs.table
+        grid = Counts(inputs.counts.T.copy(), list(table.value_labels), list(table.target_labels))
+        return grid, table.dropped
+    table = encode_table(
+        options.source,
+        options.attributes,
+        options.targets,
+        bins=options.bins_dict,
+        missing=options.missing,
+        weight=options.weight,
+        order=options.order_dict,
+        fmt=options.text_format,
+    )
+    counts = table.count_table()
+    grid = Counts(counts.counts.T.copy(), list(counts.value_labels), list(counts.target_labels))
+    return grid, table.dropped

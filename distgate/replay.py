@@ -220,7 +220,7 @@ def replay(
     :class:`Interrupted`. ``progress(done, total)`` is called after every batch of
     ``batch`` requests (the decisions do not depend on it).
     """
-    log = read_requests(requests, settings.key)
+    log = read_requests(requests, settings.key, inputs.options.text_format)
     if hasattr(inputs.table, "map_requests"):  # an out-of-core engine joins the keys
         records = inputs.table.map_requests(log, skip_unknown=settings.skip_unknown)
     else:

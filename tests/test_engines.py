@@ -284,15 +284,15 @@ def test_bad_scheduler_address_is_one_sentence_within_seconds(tables):
     assert_bad_input(result, "Cannot reach the Dask scheduler at 'tcp://127.0.0.1:9'")
 
 
-def test_auto_picks_duckdb_for_parquet_and_says_so(tables):
-    result = run(
-        "assess", tables["parquet"], "-x", "city", "-y", "unit", "--missing", "drop", "--json"
-    )
+def test_auto_picks_duckdb_for_a_glob_and_says_so(tables):
+    pattern = tables["parquet"] + "/part-*.parquet"
+    flags = ["-x", "city", "-y", "unit", "--missing", "drop"]
+    result = run("assess", pattern, *flags, "--json")
     assert result.exit_code in (0, 1), result.output
     assert json.loads(result.stdout)["engine"] == "duckdb"
-    plain = run("assess", tables["csv"], "-x", "city", "-y", "unit", "--missing", "drop", "--json")
-    assert json.loads(plain.stdout)["engine"] == "arrow"
-    shown = run("assess", tables["parquet"], "-x", "city", "-y", "unit", "--missing", "drop")
+    for small in (tables["csv"], tables["parquet"]):  # fits in memory: the arrow path
+        assert json.loads(run("assess", small, *flags, "--json").stdout)["engine"] == "arrow"
+    shown = run("assess", pattern, *flags)
     assert "note: counted with the duckdb engine (several files)" in shown.stderr
 
 
@@ -360,3 +360,78 @@ def test_auto_leaves_arrow_for_a_file_too_large_for_the_memory_left(tables, monk
     assert (engine, reason) == ("duckdb", "larger than memory comfortably holds")
     assert engines.choose_engine("s3://bucket/table/", "auto")[0] == "dask"
     assert engines.choose_engine(tables["csv"], "dask") == ("dask", "as asked")
+
+
+@pytest.fixture(scope="module")
+def frequency_table(tmp_path_factory):
+    """A frequency table (a count per line, some 0) as TSV, and as a Parquet folder."""
+    folder = tmp_path_factory.mktemp("weights")
+    rng = np.random.default_rng(5)
+    educ = ["Low", "Middle", "High"]
+    rows = [["educ", "age", "region", "n"]]
+    for i in range(300):
+        weight = 0 if i % 13 == 0 else int(rng.integers(1, 40))
+        age = "" if i % 29 == 3 else str(int(rng.integers(15, 80)))
+        rows.append([educ[i % 3], age, f"R{int(rng.integers(1, 6))}", str(weight)])
+    tsv = folder / "freq.tsv"
+    tsv.write_text("".join("\t".join(r) + "\n" for r in rows))
+    parts = folder / "freq"
+    parts.mkdir()
+    body = rows[1:]
+    for k in range(3):
+        chunk = body[k * 100 : (k + 1) * 100]
+        table = pa.table(
+            {
+                "educ": [r[0] for r in chunk],
+                "age": pa.array([int(r[1]) if r[1] else None for r in chunk], type=pa.int64()),
+                "region": [r[2] for r in chunk],
+                "n": pa.array([int(r[3]) for r in chunk], type=pa.int64()),
+            }
+        )
+        pq.write_table(table, parts / f"part-{k}.parquet")
+    return {"tsv": str(tsv), "parquet": str(parts)}
+
+
+def _assess_weighted(source, engine, *extra):
+    result = run(
+        "assess", source, "-x", "educ,age", "-y", "region", "--bins", "age=30,50",
+        "--weight", "n", "--order", "educ=Low,Middle,High", "--missing", "drop",
+        "-m", "kld,cst", "--json", "--engine", engine, *extra,
+    )  # fmt: skip
+    assert result.exit_code in (0, 1), result.output
+    document = json.loads(result.stdout)
+    assert document.pop("engine") == engine
+    return document
+
+
+@pytest.mark.slow
+def test_weights_order_and_tsv_are_read_alike_by_every_engine(frequency_table, scheduler):
+    expected = _assess_weighted(frequency_table["tsv"], "arrow")
+    assert expected["released"] > 3000 and expected["dropped_missing"] > 0
+    labels = [t["target"] for t in expected["metrics"][0]["targets"]]
+    assert labels == ["R1", "R2", "R3", "R4", "R5"]
+    assert _assess_weighted(frequency_table["tsv"], "duckdb") == expected
+    assert _assess_weighted(frequency_table["parquet"], "duckdb") == expected
+    with_dask = _assess_weighted(frequency_table["parquet"], "dask", "--scheduler", scheduler)
+    assert with_dask == expected
+    arrow = _load(frequency_table["tsv"], "arrow", attributes=("educ",), targets=("region",),
+                  weight="n", order=(("educ", ("Low", "Middle", "High")),))  # fmt: skip
+    duck = _load(frequency_table["parquet"], "duckdb", attributes=("educ",), targets=("region",),
+                 weight="n", order=(("educ", ("Low", "Middle", "High")),))  # fmt: skip
+    assert duck.table.value_labels == arrow.table.value_labels == ["Low", "Middle", "High"]
+    np.testing.assert_array_equal(duck.table.value_codes, arrow.table.value_codes)
+    assert len(duck.table.value_codes) == duck.table.size == arrow.table.size
+
+
+def test_a_bad_weight_and_an_unlisted_value_are_named_by_duckdb(write_csv):
+    path = write_csv("w.csv", [["x", "y", "n"], ["a", "p", "2"], ["b", "q", "1.5"]])
+    result = run("assess", path, "-x", "x", "-y", "y", "--weight", "n", "--engine", "duckdb")
+    assert_bad_input(result, "line 3: the weight column 'n' has the value '1.5'")
+    result = run("assess", path, "-x", "x", "-y", "y", "--order", "x=a", "--engine", "duckdb")
+    assert_bad_input(result, "line 3: column 'x' has the value 'b', which its order does not")
+
+
+def test_other_encodings_are_left_to_arrow(tables):
+    result = run("assess", tables["csv"], "-x", "city", "-y", "unit", "--missing", "drop",
+                 "--encoding", "latin-1", "--engine", "duckdb")  # fmt: skip
+    assert_bad_input(result, "--encoding iso8859-1 is read by the arrow engine only", "UTF-8")

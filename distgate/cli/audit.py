@@ -10,10 +10,16 @@ from distgate.cli.common import (
     EXIT_OK,
     EXIT_UNSAFE,
     BinsOption,
+    ConfigOption,
+    DelimiterOption,
+    EncodingOption,
     EngineOption,
     JsonOption,
+    MissingOption,
+    OrderOption,
     QuietOption,
     SchedulerOption,
+    WeightOption,
     emit_json,
     handles_bad_input,
 )
@@ -41,8 +47,10 @@ def audit_command(
         str,
         typer.Argument(
             metavar="COUNTS",
-            help="Counts CSV: wide (row labels first, one column per target) or long "
-            "(x,y,count); with -x/-y a table of records to count first. '-' reads stdin.",
+            help="Counts table: wide (row labels first, one column per target) or long "
+            "(x,y,count); with -x/-y (or distgate.toml's attributes and targets, when the file "
+            "has those columns) a table of records to count first. CSV, TSV, Parquet or Excel; "
+            "'-' reads stdin.",
         ),
     ],
     released: Annotated[
@@ -117,6 +125,11 @@ def audit_command(
     bins: BinsOption = None,
     engine: EngineOption = None,
     scheduler: SchedulerOption = None,
+    missing: MissingOption = None,
+    weight: WeightOption = None,
+    order: OrderOption = None,
+    delimiter: DelimiterOption = None,
+    encoding: EncodingOption = None,
     budget: Annotated[
         int,
         typer.Option(
@@ -125,6 +138,7 @@ def audit_command(
             help="Merge plans --fix checks exhaustively before switching to a greedy heuristic.",
         ),
     ] = 3000,
+    config: ConfigOption = None,
     json: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -139,10 +153,12 @@ def audit_command(
 
     Exit code: 0 no disclosure of the chosen types, 1 a disclosure remains, 2 bad input.
     """
-    import numpy as np
-
     from distgate.audit import audit, merge_plan
-    from distgate.io.counts import Counts, read_counts, read_mask
+    from distgate.config import load_config, table_options, text_format
+    from distgate.domain import parse_order
+    from distgate.inputs import record_counts
+    from distgate.io.counts import read_counts, read_mask
+    from distgate.io.tables import read_header
 
     if not (tau > 0) or tau == float("inf"):
         raise InputError(f"--tau must be a positive number; got {tau:g}.")
@@ -153,33 +169,52 @@ def audit_command(
         raise InputError(f"--search-budget must be 0 or more; got {budget}.")
     if bool(attributes) != bool(targets):
         raise InputError("Counting a table of records needs both -x/--attr and -y/--target.")
-    if (bins or engine or scheduler) and not attributes:
-        raise InputError(
-            "--bins, --engine and --scheduler apply to a table of records, given with -x and -y."
-        )
 
-    if attributes:
-        from distgate.config import table_options
-        from distgate.inputs import load_inputs
-
+    settings = load_config(config)
+    records = bool(attributes or targets)
+    if not records and settings.get("attributes") and settings.get("targets"):
+        # distgate.toml describes the project's table of records: COUNTS is one when it
+        # has those columns, and a table of counts otherwise
+        wanted = {*settings["attributes"], *settings["targets"]}
+        header = read_header(counts, text_format(settings, delimiter, encoding))
+        records = wanted <= set(header)
+    if records:
         options = table_options(
             counts,
-            {},
+            settings,
             attributes=attributes,
             targets=targets,
             bins=bins,
+            missing=missing,
+            weight=weight,
+            order=order,
+            delimiter=delimiter,
+            encoding=encoding,
             engine=engine,
             scheduler=scheduler,
         )
-        inputs = load_inputs(options)
-        data = Counts(
-            np.asarray(inputs.counts).T.astype(np.int64),
-            list(inputs.table.value_labels),
-            list(inputs.table.target_labels),
-        )
+        data, dropped = record_counts(options)
+        if dropped and not quiet:
+            typer.echo(
+                f"note: left out {dropped} records with a missing value (--missing drop).",
+                err=True,
+            )
+        fmt = options.text_format
     else:
-        data = read_counts(counts)
-    mask = read_mask(released, data) if released is not None else None
+        for flag, given in (
+            ("--bins", bins),
+            ("--weight", weight),
+            ("--missing", missing),
+            ("--engine", engine),
+            ("--scheduler", scheduler),
+        ):
+            if given:
+                raise InputError(f"{flag} applies to a table of records, given with -x and -y.")
+        fmt = text_format(settings, delimiter, encoding)
+        orders = parse_order(settings.get("order") or {})
+        orders.update(parse_order(order or []))
+        data = read_counts(counts, fmt=fmt, order=orders)
+    mask = read_mask(released, data, fmt=fmt) if released is not None else None
 
     result = audit(data.counts, mask, tau=tau, types=chosen, rows=data.rows, columns=data.columns)
     if fix:

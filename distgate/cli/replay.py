@@ -15,12 +15,15 @@ from distgate.cli.common import (
     BinsOption,
     ConfigOption,
     CriticalOption,
+    DelimiterOption,
     DrawsOption,
+    EncodingOption,
     EngineOption,
     IdOption,
     JsonOption,
     MetricOption,
     MissingOption,
+    OrderOption,
     QuietOption,
     SchedulerOption,
     SeedOption,
@@ -87,6 +90,13 @@ def replay_command(
     missing: MissingOption = None,
     engine: EngineOption = None,
     scheduler: SchedulerOption = None,
+    weight: Annotated[
+        str | None,
+        typer.Option("--weight", "-w", metavar="COLUMN", hidden=True),
+    ] = None,
+    order: OrderOption = None,
+    delimiter: DelimiterOption = None,
+    encoding: EncodingOption = None,
     baseline: BaselineOption = None,
     metric: MetricOption = None,
     alpha: AlphaOption = None,
@@ -117,6 +127,12 @@ def replay_command(
     check_outputs([table, requests, state], [output, plot])
     check_outputs([table, requests], [state])
     settings = load_config(config)
+    if weight or settings.get("weight"):
+        raise InputError(
+            "replay cannot take a weight column: it decides on one record per request, and "
+            "a weighted line stands for several records that a request log cannot name one "
+            "by one (give replay a table with one line per record)."
+        )
     load_kernel_in_background()  # while the inputs are read
     replay_settings = ReplaySettings(
         metrics=metric_setting(metric, settings).split(","),
@@ -143,6 +159,9 @@ def replay_command(
         engine=engine,
         scheduler=scheduler,
         quiet=quiet or json,
+        order=order,
+        delimiter=delimiter,
+        encoding=encoding,
     )
     with progress(quiet or json) as bar:
         task = bar.add_task("replay", total=None)

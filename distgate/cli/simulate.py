@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -12,16 +13,20 @@ from distgate.cli.common import (
     BinsOption,
     ConfigOption,
     CriticalOption,
+    DelimiterOption,
     DrawsOption,
+    EncodingOption,
     EngineOption,
     IdOption,
     JsonOption,
     MissingOption,
+    OrderOption,
     QuietOption,
     SchedulerOption,
     SeedOption,
     TableArgument,
     TargetOption,
+    WeightOption,
     emit_json,
     handles_bad_input,
     table_inputs,
@@ -38,6 +43,10 @@ def simulate_command(
     missing: MissingOption = None,
     engine: EngineOption = None,
     scheduler: SchedulerOption = None,
+    weight: WeightOption = None,
+    order: OrderOption = None,
+    delimiter: DelimiterOption = None,
+    encoding: EncodingOption = None,
     baseline: BaselineOption = None,
     metric: Annotated[
         str, typer.Option("--metric", "-m", metavar="M[,M...]", help="Metrics to compare.")
@@ -99,6 +108,8 @@ def simulate_command(
     from distgate.report.common import progress
     from distgate.simulate import chi_square_fit_sample, simulate
 
+    if plot is not None and os.path.exists(plot) and not os.path.isdir(plot):
+        raise InputError(f"--plot names a folder for the plots, and '{plot}' is a file.")
     settings = load_config(config)
     metrics = parse_metrics(metric)
     try:
@@ -117,6 +128,10 @@ def simulate_command(
         engine=engine,
         scheduler=scheduler,
         quiet=quiet or json,
+        weight=weight,
+        order=order,
+        delimiter=delimiter,
+        encoding=encoding,
     )
     seed_value = setting(seed, settings, "seed", 0)
     values = inputs.critical_values(

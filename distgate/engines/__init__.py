@@ -52,29 +52,31 @@ def available_memory() -> int:
 def choose_engine(source: str, engine: str) -> tuple[str, str]:
     """(engine, why): ``auto`` resolved by what ``source`` is and how large."""
     from distgate.engines.sources import is_remote
+    from distgate.io.tables import MAGIC
 
     check_engine(engine)
     if engine != "auto":
         return engine, "as asked"
     if is_remote(source):
         return "dask", "a URL only the Dask workers read"
-    if source == "-" or (
-        os.path.exists(source) and not os.path.isdir(source) and not os.path.isfile(source)
-    ):
-        return "arrow", "a stream"
-    if not os.path.exists(source) and not set("*?[") & set(source):
-        return "arrow", "no such file"  # the arrow path words the error
-    if not os.path.isfile(source):
+    if source == "-" or not os.path.exists(source):
+        if not set("*?[") & set(source):
+            return "arrow", "a stream"  # or no such file: the arrow path words the error
         return "duckdb", "several files"
-    with open(source, "rb") as handle:
-        head = handle.read(8)
-    if head.startswith(b"PAR1"):
-        return "duckdb", "a Parquet file"
-    from distgate.io.tables import MAGIC
-
-    size = os.path.getsize(source)
-    if any(head.startswith(magic) for magic, _ in MAGIC):
-        size *= COMPRESSION_RATIO
+    if os.path.isfile(source):
+        files = [source]
+    elif os.path.isdir(source):
+        files = [os.path.join(source, name) for name in os.listdir(source)]
+    else:
+        return "arrow", "a stream"  # a named pipe: read once, by the arrow path
+    size = 0
+    for path in files:
+        if not os.path.isfile(path):
+            continue
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+        packed = head.startswith(b"PAR1") or any(head.startswith(m) for m, _ in MAGIC)
+        size += os.path.getsize(path) * (COMPRESSION_RATIO if packed else 1)
     if size * ARROW_PEAK_FACTOR <= available_memory() // 2:
         return "arrow", "fits in memory"
     return "duckdb", "larger than memory comfortably holds"
@@ -88,8 +90,8 @@ class EngineSettings:
     scheduler: str | None = None
 
 
-def open_reader(source: str, settings: EngineSettings, engine: str):
-    """The reader of the duckdb or dask engine for ``source``."""
+def open_reader(source: str, settings: EngineSettings, engine: str, fmt=None):
+    """The reader of the duckdb or dask engine for ``source`` (``fmt``: a TextFormat)."""
     if engine == "duckdb":
         from distgate.engines.sources import is_remote
 
@@ -99,10 +101,10 @@ def open_reader(source: str, settings: EngineSettings, engine: str):
             )
         from distgate.engines.duckdb import DuckDBReader
 
-        return DuckDBReader(source)
+        return DuckDBReader(source, fmt)
     from distgate.engines.dask import DaskReader
 
-    return DaskReader(source, settings.scheduler)
+    return DaskReader(source, settings.scheduler, fmt)
 
 
 _OPEN: list[weakref.finalize] = []  # readers still open (temporary folders, clusters)
@@ -181,12 +183,14 @@ def load_table(
     engine: str,
     *,
     need_keys: bool = False,
+    fmt=None,
 ) -> EngineTable:
     """Count ``source`` with ``engine`` (duckdb or dask); ``plan_options`` are the
-    :class:`~distgate.engines.plan.Plan` fields other than the source."""
+    :class:`~distgate.engines.plan.Plan` fields other than the source; ``fmt`` is the
+    text format (delimiter) of a delimited file."""
     from distgate.engines.plan import Plan, decode
 
-    reader = open_reader(source, settings, engine)
+    reader = open_reader(source, settings, engine, fmt)
     try:
         plan = Plan(reader.source, numeric=reader.numeric_columns(), **plan_options)
         grouped = reader.grouped(plan)

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from distgate.engines.plan import Plan
+from distgate.engines.plan import SUMS, Plan
 from distgate.engines.sources import is_remote, resolve_local, resolve_remote, spool_folder
 from distgate.errors import InputError
 from distgate.io.tables import display_name
@@ -55,13 +55,13 @@ class DaskReader:
 
     name = "dask"
 
-    def __init__(self, given: str, scheduler: str | None) -> None:
+    def __init__(self, given: str, scheduler: str | None, fmt=None) -> None:
         self._spool = spool_folder()
         try:
             if is_remote(given):
-                self.source = resolve_remote(given)
+                self.source = resolve_remote(given, fmt)
             else:
-                self.source = resolve_local(given, self._spool.name)
+                self.source = resolve_local(given, self._spool.name, fmt)
             self.client, self._cluster = connect(scheduler)
         except BaseException:
             self._spool.cleanup()
@@ -91,6 +91,7 @@ class DaskReader:
         frame = dd.read_csv(
             list(self.source.files),
             usecols=columns,
+            sep=self.source.delimiter,
             dtype=str,
             keep_default_na=False,
             na_filter=False,
@@ -117,15 +118,13 @@ class DaskReader:
     def grouped(self, plan: Plan) -> pa.Table:
         from dask import delayed
 
-        wanted = list(plan.columns) + ([plan.key] if plan.key else [])
-        self._check(wanted)
-        parts = self._compute(
-            [delayed(_grouped_part)(p, plan) for p in self._partitions(list(plan.columns))]
-        )
+        self._check(plan.read)
+        columns = [c for c in plan.read if c != plan.key]
+        parts = self._compute([delayed(_grouped_part)(p, plan) for p in self._partitions(columns)])
         listed = ", ".join(plan.group_names())
         return _sql(
             pa.concat_tables(parts),
-            lambda t: f"SELECT {listed}, sum(n)::BIGINT AS n FROM {t} GROUP BY ALL",
+            lambda t: f"SELECT {listed}, {SUMS} FROM {t} GROUP BY ALL",
         )
 
     def find(self, condition: str, limit: int, column: str | None):
@@ -167,7 +166,7 @@ class DaskReader:
         from dask import delayed
 
         plan = encoding.plan
-        parts = self._partitions([*plan.columns, *([plan.key] if plan.key else [])])
+        parts = self._partitions(plan.read)
         results = self._compute([delayed(_codes_part)(p, encoding) for p in parts])
         targets = [t for t, _ in results]
         values = [v for _, v in results]
@@ -183,7 +182,7 @@ class DaskReader:
         from dask import delayed
 
         plan = encoding.plan
-        parts = self._partitions([*plan.columns, plan.key])
+        parts = self._partitions(plan.read)
         shared = self.client.scatter(keys, broadcast=True)
         results = self._compute([delayed(_positions_part)(p, encoding, shared) for p in parts])
         found = np.full(len(keys), -1, dtype=np.int64)

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from distgate.engines.plan import Plan, quote
+from distgate.engines.plan import Plan, quote, sql_text
 from distgate.engines.sources import Source, resolve_local, spool_folder
 from distgate.errors import InputError
 from distgate.io.tables import display_name, read_header
@@ -30,7 +30,9 @@ def columns_of(source: Source) -> list[str]:
         import pyarrow.parquet as pq
 
         return list(pq.read_schema(source.files[0]).names)
-    return read_header(source.files[0])
+    from distgate.io.tables import TextFormat
+
+    return read_header(source.files[0], TextFormat(source.delimiter))
 
 
 def numeric_columns(source: Source) -> frozenset[str]:
@@ -70,7 +72,8 @@ def relation(source: Source, *, filename: bool = False) -> str:
     if source.kind == "parquet":
         return f"read_parquet({files}{extra})"
     return (
-        f"read_csv({files}, header = true, delim = ',', quote = '\"', escape = '\"', "
+        f"read_csv({files}, header = true, delim = {sql_text(source.delimiter)}, "
+        "quote = '\"', escape = '\"', "
         f"all_varchar = true, compression = '{source.compression}'{extra})"
     )
 
@@ -80,11 +83,11 @@ class DuckDBReader:
 
     name = "duckdb"
 
-    def __init__(self, given: str, memory_limit: str | None = None) -> None:
+    def __init__(self, given: str, fmt=None, memory_limit: str | None = None) -> None:
         import duckdb
 
         self._spool = spool_folder()
-        self.source = resolve_local(given, self._spool.name)
+        self.source = resolve_local(given, self._spool.name, fmt)
         config = {
             "memory_limit": memory_limit
             or os.environ.get("DISTGATE_DUCKDB_MEMORY", DEFAULT_MEMORY),
@@ -119,7 +122,7 @@ class DuckDBReader:
         return numeric_columns(self.source)
 
     def grouped(self, plan: Plan) -> pa.Table:
-        check_columns(self.source, list(plan.columns) + ([plan.key] if plan.key else []))
+        check_columns(self.source, plan.read)
         return self._table(plan.grouped_sql(relation(self.source)))
 
     def _ordered(self, columns: list[str], sql_of) -> Iterator[tuple[str, pa.Table]]:
@@ -153,12 +156,13 @@ class DuckDBReader:
         convert = pacsv.ConvertOptions(
             include_columns=columns, column_types=dict.fromkeys(columns, pa.string())
         )
+        parse = pacsv.ParseOptions(delimiter=self.source.delimiter, newlines_in_values=True)
         try:
             with pa.input_stream(path, compression=compression) as stream:
                 yield from pacsv.open_csv(
                     stream,
                     read_options=pacsv.ReadOptions(block_size=1 << 24),
-                    parse_options=pacsv.ParseOptions(newlines_in_values=True),
+                    parse_options=parse,
                     convert_options=convert,
                 )
         except pa.ArrowInvalid as exc:
@@ -167,8 +171,7 @@ class DuckDBReader:
 
     def batches(self, plan: Plan) -> Iterator[pa.Table]:
         """``plan.codes_sql`` rows in the table's order."""
-        columns = list(dict.fromkeys([*plan.columns, *([plan.key] if plan.key else [])]))
-        for _, rows in self._ordered(columns, plan.codes_sql):
+        for _, rows in self._ordered(plan.read, plan.codes_sql):
             yield rows
 
     def find(self, condition: str, limit: int, column: str | None):

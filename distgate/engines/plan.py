@@ -21,7 +21,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from distgate.domain import JOINT_SEPARATOR, MISSING_LABEL, MISSING_MODES, bin_labels
+from distgate.domain import (
+    JOINT_SEPARATOR,
+    MISSING_LABEL,
+    MISSING_MODES,
+    bin_labels,
+    natural_order,
+)
 from distgate.engines.sources import Source
 from distgate.errors import InputError
 
@@ -31,6 +37,8 @@ NULL_MARKERS = frozenset(
      "1.#QNAN", "N/A", "NA", "NULL", "NaN", "n/a", "nan", "null")
 )  # fmt: skip
 MISSING = object()  # a grouped value that is missing
+# the sums of grouped rows (from partitions, or of the binned raw values)
+SUMS = "sum(n)::BIGINT AS n, sum(lines)::BIGINT AS lines, sum(bad)::BIGINT AS bad"
 DROPPED = -1  # the code of a record left out (--missing drop)
 
 
@@ -61,10 +69,18 @@ class Plan:
     missing: str = "error"
     value_domain: tuple[str, ...] | None = None
     numeric: frozenset[str] = frozenset()
+    weight: str | None = None  # column of whole-number counts: a line is that many records
+    order: dict[str, list[str]] = field(default_factory=dict)  # value order per column
 
     @property
     def columns(self) -> tuple[str, ...]:
         return self.attributes + self.targets
+
+    @property
+    def read(self) -> list[str]:
+        """Every column the codes need: attributes, targets, weight and key."""
+        extra = [c for c in (self.weight, self.key) if c]
+        return list(dict.fromkeys([*self.columns, *extra]))
 
     def raw(self, column: str) -> str:
         """A column's value as text."""
@@ -101,22 +117,45 @@ class Plan:
                 names.append(f"t{i}")
         return names
 
+    def weight_valid(self) -> str:
+        """SQL: the line's weight is a whole number >= 0."""
+        w = self._weight_number()
+        return f"coalesce(isfinite({w}) AND {w} >= 0 AND {w} = round({w}), false)"
+
+    def _weight_number(self) -> str:
+        if self.weight in self.numeric:
+            return f"CAST({quote(self.weight)} AS DOUBLE)"
+        return f"TRY_CAST(trim(CAST({quote(self.weight)} AS VARCHAR)) AS DOUBLE)"
+
+    def weight_sql(self) -> str:
+        """SQL: the records a line stands for (its weight; 1 without a weight column; 0 for
+        a weight that is not a whole number >= 0, which :func:`decode` refuses)."""
+        if self.weight is None:
+            return "1"
+        return f"CASE WHEN {self.weight_valid()} THEN {self._weight_number()} ELSE 0 END"
+
     def grouped_sql(self, relation: str) -> str:
-        """Records per combination of group keys (the group columns and n): grouped by
-        the raw values first (as cheap as DuckDB's own GROUP BY), then the few distinct
-        values are cut into bins and grouped again."""
+        """Records (n), lines and lines with a bad weight per combination of group keys:
+        grouped by the raw values first (as cheap as DuckDB's own GROUP BY), then the few
+        distinct values are cut into bins and grouped again."""
         keys = ", ".join(self.group_names())
         raw = ", ".join(quote(c) for c in self.columns)
-        distinct = f"SELECT {raw}, count(*) AS n FROM {relation} GROUP BY ALL"
+        bad = f"NOT {self.weight_valid()}" if self.weight else "false"
+        distinct = (
+            f"SELECT {raw}, sum({self.weight_sql()})::BIGINT AS n, count(*) AS lines, "
+            f"count(*) FILTER (WHERE {bad}) AS bad FROM {relation} GROUP BY ALL"
+        )
         return (
-            f"SELECT {keys}, sum(n)::BIGINT AS n FROM (SELECT {self.select_list()}, n "
+            f"SELECT {keys}, {SUMS} FROM (SELECT {self.select_list()}, n, lines, bad "
             f"FROM ({distinct})) GROUP BY ALL"
         )
 
     def codes_sql(self, relation: str) -> str:
-        """Every record's group keys (and key, last), in the order of ``relation``."""
+        """Every line's group keys, weight (w) and key (k, last), in the order of
+        ``relation``."""
         key = f", CAST({quote(self.key)} AS VARCHAR) AS k" if self.key else ""
-        return f"SELECT {self.select_list()}{key} FROM {relation}"
+        weight = f", ({self.weight_sql()})::BIGINT AS w" if self.weight else ""
+        return f"SELECT {self.select_list()}{weight}{key} FROM {relation}"
 
     def matches(self, column: str, raws: list) -> str:
         """SQL: the column's text is one of ``raws`` (None = NULL)."""
@@ -196,23 +235,25 @@ class Encoding:
 
     def record_codes(self, batch: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(kept, target codes, value codes) of a batch of ``codes_sql`` rows; ``kept``
-        marks the records counted (all but the dropped ones)."""
+        marks the lines counted (all but the dropped ones and lines of weight 0); a line
+        of weight w gives w records."""
         parts = []
         for i, column in enumerate(self.values.columns + self.targets.columns):
             g = batch.column(f"g{i}")
             t = batch.column(f"t{i}") if column.binned else None
             parts.append(column.codes(g, t))
         kept = np.logical_and.reduce([p != DROPPED for p in parts])
+        if self.plan.weight is not None:  # a line of weight w is w records (0: none)
+            weights = batch.column("w").to_numpy(zero_copy_only=False)
+            kept &= weights > 0
         n_attr = len(self.values.columns)
         parts = [p[kept] for p in parts]
-        return kept, self.targets.codes(parts[n_attr:]), self.values.codes(parts[:n_attr])
-
-
-def _sort_key(values: list[str]) -> list[str]:
-    try:
-        return sorted(values, key=float)
-    except ValueError:
-        return sorted(values)
+        targets = self.targets.codes(parts[n_attr:])
+        values = self.values.codes(parts[:n_attr])
+        if self.plan.weight is not None:
+            repeat = weights[kept]
+            return kept, np.repeat(targets, repeat), np.repeat(values, repeat)
+        return kept, targets, values
 
 
 def decode(plan: Plan, grouped: pa.Table, find: Finder) -> Encoding:
@@ -225,6 +266,9 @@ def decode(plan: Plan, grouped: pa.Table, find: Finder) -> Encoding:
         )
     name = plan.source.name
     n = grouped.column("n").to_numpy(zero_copy_only=False).astype(np.int64)
+    lines = grouped.column("lines").to_numpy(zero_copy_only=False).astype(np.int64)
+    if plan.weight is not None and int(pc.sum(grouped.column("bad")).as_py() or 0):
+        _weight_error(plan, find)
     # per column, every grouped row's value: text, bin index or MISSING; and the raw text
     values, raws, bad = [], [], {}
     for i, column in enumerate(plan.columns):
@@ -258,11 +302,15 @@ def decode(plan: Plan, grouped: pa.Table, find: Finder) -> Encoding:
     keep = np.ones(len(n), dtype=bool)
     if missing_rows:
         anywhere = np.logical_or.reduce(list(missing_rows.values()))
-        if plan.missing == "error":
-            _missing_error(plan, raws, missing_rows, int(n[anywhere].sum()), find)
+        if plan.missing == "error":  # counted in lines, as the arrow path does
+            _missing_error(plan, raws, missing_rows, int(lines[anywhere].sum()), find)
         if plan.missing == "drop":
             dropped = int(n[anywhere].sum())
             keep = ~anywhere
+    if plan.weight is not None:  # a line of weight 0 is no record
+        keep &= n > 0
+        if not keep.any():
+            raise InputError(f"The {name} has no records: every weight in '{plan.weight}' is 0.")
     for column, wrong in numbers_bad.items():
         if (wrong & keep).any():
             text = bad[column]
@@ -274,7 +322,7 @@ def decode(plan: Plan, grouped: pa.Table, find: Finder) -> Encoding:
 
     columns = []
     for i, column in enumerate(plan.columns):
-        columns.append(_decode_column(plan, column, values[i], raws[i], keep))
+        columns.append(_decode_column(plan, column, values[i], raws[i], keep, find))
     n_attr = len(plan.attributes)
     components = []
     for i, column in enumerate(columns):
@@ -329,7 +377,7 @@ def _missing_error(plan: Plan, raws, missing_rows, total: int, find: Finder) -> 
     )
 
 
-def _decode_column(plan: Plan, column: str, values: list, raws: list, keep) -> _Column:
+def _decode_column(plan: Plan, column: str, values: list, raws: list, keep, find) -> _Column:
     """A column's labels in domain order and the code of each raw text."""
     edges = plan.bins.get(column)
     kept_values = [v for v, k in zip(values, keep, strict=True) if k]
@@ -344,15 +392,56 @@ def _decode_column(plan: Plan, column: str, values: list, raws: list, keep) -> _
     present = {v for v in kept_values if v is not MISSING}
     if keep_missing:
         present.add(MISSING_LABEL)
-    labels = _sort_key(list(present))
-    position = {label: j for j, label in enumerate(labels)}
-    missing_code = position[MISSING_LABEL] if keep_missing else DROPPED
     texts = list(dict.fromkeys(raws))
+    if column in plan.order:
+        labels, position = _given_order(plan, column, present, find)
+        key = str.strip
+    else:
+        labels = natural_order(list(present))
+        position = {label: j for j, label in enumerate(labels)}
+        key = str
+    missing_code = position[MISSING_LABEL] if keep_missing else DROPPED
     codes = np.array(
-        [missing_code if _is_missing_text(r) else position.get(r, DROPPED) for r in texts],
+        [missing_code if _is_missing_text(r) else position.get(key(r), DROPPED) for r in texts],
         dtype=np.int64,
     )
     return _Column(column, False, texts, codes, labels, missing_code)
+
+
+def _given_order(plan: Plan, column: str, present: set, find: Finder):
+    """--order's labels and positions (values compared without surrounding blanks); a
+    value it does not list is refused, as the arrow path does; ``missing`` goes last."""
+    order = list(plan.order[column])
+    position = {label: j for j, label in enumerate(order)}
+    for value in sorted(present):
+        if value.strip() not in position and value != MISSING_LABEL:
+            where = find(plan.matches(column, [value]), 1, None)
+            at = f", {where[0][0]}" if where and where[0][0] else ""
+            raise InputError(
+                f"The {plan.source.name}{at}: column '{column}' has the value '{value}', "
+                f"which its order does not list (it lists {', '.join(order)})."
+            )
+    if MISSING_LABEL in present and MISSING_LABEL not in position:
+        position[MISSING_LABEL] = len(order)
+        order.append(MISSING_LABEL)
+    return order, position
+
+
+def _weight_error(plan: Plan, find: Finder) -> None:
+    """The arrow path's sentence for the first line whose weight is not a whole number."""
+    where = find(f"NOT {plan.weight_valid()}", 1, plan.weight)
+    at = f", {where[0][0]}" if where and where[0][0] else ""
+    value = (where[0][1] if where else None) or ""
+    if not value.strip():
+        raise InputError(
+            f"The {plan.source.name}{at}: the weight column '{plan.weight}' has no value "
+            "(every line needs its count of records)."
+        )
+    raise InputError(
+        f"The {plan.source.name}{at}: the weight column '{plan.weight}' has the value "
+        f"'{value.strip()}', which must be a whole number >= 0 (the count of identical "
+        "records the line stands for)."
+    )
 
 
 def _side(columns: list[_Column], components: list[np.ndarray]) -> _Side:

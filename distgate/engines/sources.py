@@ -31,6 +31,7 @@ class Source:
     files: tuple[str, ...]
     kind: str
     compression: str = "none"
+    delimiter: str = ","
 
     @property
     def name(self) -> str:
@@ -75,10 +76,30 @@ def _list_files(given: str) -> list[str]:
     return [given]
 
 
-def resolve_local(given: str, spool_dir: str) -> Source:
+def check_format(given: str, fmt) -> None:
+    """What the out-of-core engines do not read, in one sentence each."""
+    from distgate.io.tables import EXCEL_SUFFIXES, UTF8_NAMES
+
+    if fmt.encoding is not None and fmt.encoding.lower() not in UTF8_NAMES:
+        raise InputError(
+            f"--encoding {fmt.encoding} is read by the arrow engine only: convert the table "
+            "to UTF-8 (e.g. with iconv) for the duckdb and dask engines, or use --engine arrow."
+        )
+    if given.lower().endswith(EXCEL_SUFFIXES):
+        raise InputError(
+            f"The duckdb and dask engines read CSV, TSV and Parquet; the Excel workbook "
+            f"{display_name(given)} is read by --engine arrow (or save it as CSV)."
+        )
+
+
+def resolve_local(given: str, spool_dir: str, fmt=None) -> Source:
     """The files behind ``given``. Standard input and pipes are copied to ``spool_dir``
     (they can be read once), bz2/xz files decompressed there (DuckDB reads gzip and zstd
-    itself)."""
+    itself). ``fmt`` (a TextFormat) gives the delimiter."""
+    from distgate.io.tables import PLAIN, delimiter_of
+
+    fmt = fmt or PLAIN
+    check_format(given, fmt)
     if given == "-" or (
         os.path.exists(given) and not os.path.isdir(given) and not os.path.isfile(given)
     ):
@@ -112,7 +133,8 @@ def resolve_local(given: str, spool_dir: str) -> Source:
         files = [_decompress(path, compression, spool_dir, i) for i, path in enumerate(files)]
         compression = "none"
     # absolute: Dask workers started in another folder read the same files
-    return Source(given, tuple(os.path.abspath(f) for f in files), kind, compression)
+    absolute = tuple(os.path.abspath(f) for f in files)
+    return Source(given, absolute, kind, compression, delimiter_of(files[0], fmt))
 
 
 def _decompress(path: str, kind: str, spool_dir: str, number: int) -> str:
@@ -129,10 +151,15 @@ def _decompress(path: str, kind: str, spool_dir: str, number: int) -> str:
     return target
 
 
-def resolve_remote(given: str) -> Source:
+def resolve_remote(given: str, fmt=None) -> Source:
     """An fsspec URL (s3://, gcs://, https://, memory://...) or a glob of them, read by the
     Dask workers; the kind is told by the file names."""
     import fsspec
+
+    from distgate.io.tables import PLAIN, delimiter_of
+
+    fmt = fmt or PLAIN
+    check_format(given, fmt)
 
     try:
         fs, _, paths = fsspec.get_fs_token_paths(given)
@@ -145,7 +172,7 @@ def resolve_remote(given: str) -> Source:
         raise InputError(f"No file matches {display_name(given)}.")
     urls = tuple(f"{protocol}://{p}" if "://" not in p else p for p in sorted(paths))
     kind = "parquet" if all(u.endswith((".parquet", ".pq")) for u in urls) else "csv"
-    return Source(given, urls, kind, "infer")
+    return Source(given, urls, kind, "infer", delimiter_of(urls[0], fmt))
 
 
 def spool_folder() -> tempfile.TemporaryDirectory:

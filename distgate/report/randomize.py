@@ -30,12 +30,17 @@ def _risk_table(rows, qi: list[str], sensitive: str, title: str) -> Table:
 
 def show_randomize(result, console: Console, top: int | None, output: str | None) -> None:
     """Print a :class:`~distgate.randomize.RandomizeResult` as tables and sentences."""
-    p_table = Table(title="Retention probabilities", title_justify="left")
+    matrix = result.randomize == "matrix"
+    title = "Mixing weights of the retention matrices" if matrix else "Retention probabilities"
+    p_table = Table(title=title, title_justify="left")
     p_table.add_column("attribute")
-    p_table.add_column("p", justify="right")
+    p_table.add_column("weight" if matrix else "p", justify="right")
     p_table.add_column("how")
     for attribute, p in result.p.items():
-        how = "calibrated" if attribute in result.calibrated else "fixed (--p)"
+        fixed = "fixed (--weight)" if matrix else "fixed (--p)"
+        if matrix and attribute not in result.calibrated and result.tau is None:
+            fixed = "fixed (--weight)" if p != 1.0 else "the matrix as given"
+        how = "calibrated" if attribute in result.calibrated else fixed
         p_table.add_row(attribute, number(p, 4), how)
     console.print(p_table)
 
@@ -46,15 +51,16 @@ def show_randomize(result, console: Console, top: int | None, output: str | None
         )
     else:
         console.print(f"max risk {number(result.max_risk, 4)} (no tau given)")
+    limit = "the matrices as given" if matrix else "p -> 1/d"
     if result.feasible is False and result.expected_error is None:
         console.print(
             f"tau = {result.tau:g} is out of reach: the smallest possible maximum risk "
-            f"(the floor, with p -> 1/d) is {result.floor:.6g}; nothing was written."
+            f"(the floor, with {limit}) is {result.floor:.6g}; nothing was written."
         )
     elif result.feasible is False:
         console.print(
             f"The maximum risk {result.max_risk:.6g} exceeds tau = {result.tau:g}; "
-            f"nothing was written (the floor, with p -> 1/d, is {result.floor:.6g})."
+            f"nothing was written (the floor, with {limit}, is {result.floor:.6g})."
         )
     if result.expected_error is not None:
         console.print(
