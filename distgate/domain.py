@@ -442,29 +442,9 @@ def encode_table(
     gives the order of a column's values (``value_domain`` still wins for attributes);
     ``fmt`` says how a delimited text file is written.
     """
-    if not attributes:
-        raise InputError("No attribute column given: name one with -x/--attr.")
-    if not targets:
-        raise InputError("No target column given: name one with -y/--target.")
-    overlap = set(attributes) & set(targets)
-    if overlap:
-        raise InputError(f"Column '{sorted(overlap)[0]}' cannot be both an attribute and a target.")
     bins = dict(bins or {})
-    unknown_bins = [c for c in bins if c not in attributes]
-    if unknown_bins:
-        raise InputError(f"Bins are given for '{unknown_bins[0]}', which is not an attribute.")
     order = dict(order or {})
-    for column in order:
-        if column not in attributes and column not in targets:
-            raise InputError(
-                f"An order is given for '{column}', which is neither an attribute nor a target."
-            )
-        if column in bins:
-            raise InputError(
-                f"An order is given for '{column}', whose bins already order its values."
-            )
-    if weight is not None and weight in (*attributes, *targets):
-        raise InputError(f"Column '{weight}' cannot be both the weight and an attribute or target.")
+    check_roles(attributes, targets, bins, order, weight)
     name = f"table {display_name(source)}"
     encoded_columns = list(attributes) + list(targets)
     extra = [c for c in (id_column, weight) if c]
@@ -548,6 +528,38 @@ def record_weights(table: pa.Table, column: str, name: str) -> np.ndarray:
             "count of identical records the line stands for)."
         )
     return numbers
+
+
+def check_roles(
+    attributes: Sequence[str],
+    targets: Sequence[str],
+    bins: Mapping[str, Sequence[float]],
+    order: Mapping[str, Sequence[str]],
+    weight: str | None,
+) -> None:
+    """Each column named for one role only: InputError for an attribute that is also a
+    target, bins or an order for a column they cannot apply to, a weight that is encoded."""
+    if not attributes:
+        raise InputError("No attribute column given: name one with -x/--attr.")
+    if not targets:
+        raise InputError("No target column given: name one with -y/--target.")
+    overlap = set(attributes) & set(targets)
+    if overlap:
+        raise InputError(f"Column '{sorted(overlap)[0]}' cannot be both an attribute and a target.")
+    unknown_bins = [c for c in bins if c not in attributes]
+    if unknown_bins:
+        raise InputError(f"Bins are given for '{unknown_bins[0]}', which is not an attribute.")
+    for column in order:
+        if column not in attributes and column not in targets:
+            raise InputError(
+                f"An order is given for '{column}', which is neither an attribute nor a target."
+            )
+        if column in bins:
+            raise InputError(
+                f"An order is given for '{column}', whose bins already order its values."
+            )
+    if weight is not None and weight in (*attributes, *targets):
+        raise InputError(f"Column '{weight}' cannot be both the weight and an attribute or target.")
 
 
 MISSING_MODES = ("error", "drop", "keep")

@@ -11,7 +11,7 @@ import pyarrow as pa
 from distgate.baseline import Baseline
 from distgate.config import TableOptions
 from distgate.critical import DEFAULT_DRAWS, CriticalValues
-from distgate.domain import JOINT_SEPARATOR, EncodedTable, encode_table, interval_key
+from distgate.domain import JOINT_SEPARATOR, EncodedTable, check_roles, encode_table, interval_key
 from distgate.io.baseline_file import read_baseline
 from distgate.io.counts import Counts
 
@@ -116,7 +116,9 @@ def _load_with_engine(options, baseline, engine: str, reason: str, need_keys: bo
         "weight": options.weight,
         "order": options.order_dict,
     }
-    _check_columns(options)
+    check_roles(
+        options.attributes, options.targets, options.bins_dict, options.order_dict, options.weight
+    )
     settings = EngineSettings(options.engine, options.scheduler)
     table = load_table(
         options.source, plan, settings, engine, need_keys=need_keys, fmt=options.text_format
@@ -125,31 +127,6 @@ def _load_with_engine(options, baseline, engine: str, reason: str, need_keys: bo
     if baseline is None:
         baseline = Baseline.from_counts(counts, table.value_labels, options.attributes)
     return Inputs(table, baseline, options, counts, engine, reason)
-
-
-def _check_columns(options: TableOptions) -> None:
-    """The arrow path's sentences for columns named wrongly (before any reading)."""
-    from distgate.errors import InputError
-
-    if set(options.attributes) & set(options.targets):
-        column = sorted(set(options.attributes) & set(options.targets))[0]
-        raise InputError(f"Column '{column}' cannot be both an attribute and a target.")
-    unknown = [c for c, _ in options.bins if c not in options.attributes]
-    if unknown:
-        raise InputError(f"Bins are given for '{unknown[0]}', which is not an attribute.")
-    for column, _ in options.order:
-        if column not in options.attributes and column not in options.targets:
-            raise InputError(
-                f"An order is given for '{column}', which is neither an attribute nor a target."
-            )
-        if column in options.bins_dict:
-            raise InputError(
-                f"An order is given for '{column}', whose bins already order its values."
-            )
-    if options.weight is not None and options.weight in (*options.attributes, *options.targets):
-        raise InputError(
-            f"Column '{options.weight}' cannot be both the weight and an attribute or target."
-        )
 
 
 def record_counts(options: TableOptions) -> tuple[Counts, int]:

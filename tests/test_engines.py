@@ -171,11 +171,13 @@ def test_baseline_domain_is_followed_by_duckdb(tables, tmp_path):
     assert with_duckdb.counts[:, 0].sum() == 0
 
 
-def _assess(source, engine, *extra):
-    result = run(
-        "assess", source, "-x", "city,age", "-y", "unit", "--bins", "age=18,30,45.5",
-        "--missing", "keep", "-m", "kld,cst,mis", "--json", "--engine", engine, *extra,
-    )  # fmt: skip
+ASSESS = ["-x", "city,age", "-y", "unit", "--bins", "age=18,30,45.5", "--missing", "keep",
+          "-m", "kld,cst,mis"]  # fmt: skip
+
+
+def _assess(source, engine, *extra, flags=ASSESS):
+    """assess --json of ``source`` with ``engine``, without the engine field."""
+    result = run("assess", source, *flags, "--json", "--engine", engine, *extra)
     assert result.exit_code in (0, 1), result.output
     document = json.loads(result.stdout)
     assert document.pop("engine") == engine
@@ -392,16 +394,12 @@ def frequency_table(tmp_path_factory):
     return {"tsv": str(tsv), "parquet": str(parts)}
 
 
+WEIGHTED = ["-x", "educ,age", "-y", "region", "--bins", "age=30,50", "--weight", "n",
+            "--order", "educ=Low,Middle,High", "--missing", "drop", "-m", "kld,cst"]  # fmt: skip
+
+
 def _assess_weighted(source, engine, *extra):
-    result = run(
-        "assess", source, "-x", "educ,age", "-y", "region", "--bins", "age=30,50",
-        "--weight", "n", "--order", "educ=Low,Middle,High", "--missing", "drop",
-        "-m", "kld,cst", "--json", "--engine", engine, *extra,
-    )  # fmt: skip
-    assert result.exit_code in (0, 1), result.output
-    document = json.loads(result.stdout)
-    assert document.pop("engine") == engine
-    return document
+    return _assess(source, engine, *extra, flags=WEIGHTED)
 
 
 @pytest.mark.slow
