@@ -170,7 +170,9 @@ class EngineTable:
             )
         keys = log.keys.cast(pa.string())
         distinct = pc.unique(keys)
-        positions = self._reader.positions(self._encoding, distinct)
+        positions, codes = self._reader.positions(self._encoding, distinct)
+        if self._codes is None:  # the same pass gave every record's codes: no second one
+            self._codes = codes
         records = positions[pc.index_in(keys, value_set=distinct).to_numpy()]
         require_known(log, records, name, skip_unknown)
         return records

@@ -178,7 +178,8 @@ class DaskReader:
 
     def positions(self, encoding, keys: pa.Array) -> np.ndarray:
         """Each of the distinct ``keys``' position among the counted records (-1 if none):
-        every worker matches the keys against its partitions' key column."""
+        every worker matches the keys against its partitions' key column, and sends the
+        records' codes of the same pass."""
         from dask import delayed
 
         plan = encoding.plan
@@ -187,10 +188,14 @@ class DaskReader:
         results = self._compute([delayed(_positions_part)(p, encoding, shared) for p in parts])
         found = np.full(len(keys), -1, dtype=np.int64)
         base = 0
-        for kept, which, rows in results:
+        for kept, which, rows, _ in results:
             found[which] = base + rows
             base += kept
-        return found
+        codes = [r[3] for r in results]
+        empty = np.zeros(0, dtype=np.int32)
+        targets = np.concatenate([t for t, _ in codes]) if codes else empty
+        values = np.concatenate([v for _, v in codes]) if codes else empty
+        return found, (targets, values)
 
 
 def _sql(part, sql_of):
@@ -253,13 +258,14 @@ def _codes_part(frame, encoding) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _positions_part(frame, encoding, keys: pa.Array):
-    """(records counted in this partition, which keys it holds, their local positions)."""
+    """(records counted in this partition, which keys it holds, their local positions,
+    the records' codes)."""
     batch = _sql(frame, encoding.plan.codes_sql)
-    kept, _, _ = encoding.record_codes(batch)
+    kept, targets, values = encoding.record_codes(batch)
     table_keys = batch.column(batch.num_columns - 1).filter(pa.array(kept))
     index = pc.index_in(table_keys, value_set=keys)
     rows = np.flatnonzero(~index.is_null().to_numpy(zero_copy_only=False))
-    return len(table_keys), index.drop_null().to_numpy(), rows
+    return len(table_keys), index.drop_null().to_numpy(), rows, (targets, values)
 
 
 def run_configs(client, job, configs, progress, sequences: int):

@@ -216,15 +216,19 @@ class DuckDBReader:
             values.append(v)
         return _joined(targets), _joined(values)
 
-    def positions(self, encoding, keys: pa.Array) -> np.ndarray:
+    def positions(self, encoding, keys: pa.Array):
         """Position among the counted records of each of the distinct ``keys`` (-1 where
-        the table has none): a hash join of the keys against the streamed key column."""
+        the table has none): a hash join of the keys against the streamed key column;
+        and, from the same pass, every record's codes (as :meth:`codes`)."""
         found = np.full(len(keys), -1, dtype=np.int64)
         base = 0
+        targets, values = [], []
         for batch in self.batches(encoding.plan):
-            kept, _, _ = encoding.record_codes(batch)
+            kept, t, v = encoding.record_codes(batch)
             base = _match(batch.column(batch.num_columns - 1), kept, keys, found, base)
-        return found
+            targets.append(t)
+            values.append(v)
+        return found, (_joined(targets), _joined(values))
 
 
 def _match(column: pa.Array, kept: np.ndarray, keys: pa.Array, found: np.ndarray, base: int):
