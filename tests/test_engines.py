@@ -15,8 +15,11 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from distgate.config import TableOptions
+from distgate.errors import InputError
 from distgate.inputs import load_inputs
 from tests.cli_helpers import assert_bad_input, run
 from tests.conftest import SAMPLE
@@ -433,3 +436,41 @@ def test_other_encodings_are_left_to_arrow(tables):
     result = run("assess", tables["csv"], "-x", "city", "-y", "unit", "--missing", "drop",
                  "--encoding", "latin-1", "--engine", "duckdb")  # fmt: skip
     assert_bad_input(result, "--encoding iso8859-1 is read by the arrow engine only", "UTF-8")
+
+
+TEXTS = ["a", "b", "B", " a", "10", "9", "2.5", "", "  ", "x y", "missing", "18-19", "20-24"]
+NUMBERS = ["1", "17", "18", "29.5", "30", "45.5", "80", "-3", "", "NA", "NaN", "1e2"]
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    rows=st.lists(
+        st.tuples(st.sampled_from(TEXTS), st.sampled_from(NUMBERS), st.sampled_from(TEXTS)),
+        min_size=1,
+        max_size=40,
+    ),
+    missing=st.sampled_from(["keep", "drop"]),
+)
+def test_duckdb_agrees_with_arrow_on_generated_tables(tmp_path, rows, missing):
+    """Any mix of text, numbers as text, interval labels, blanks and null markers: the
+    same labels, counts and codes, or the same refusal."""
+    import csv as csvmodule
+
+    path = tmp_path / "generated.csv"
+    with open(path, "w", newline="") as handle:
+        writer = csvmodule.writer(handle, lineterminator="\n")
+        writer.writerow(["t", "age", "y"])
+        writer.writerows(rows)
+    outcomes = []
+    for engine in ("arrow", "duckdb"):
+        try:
+            inputs = _load(str(path), engine, missing=missing, attributes=("t", "age"),
+                           targets=("y",))  # fmt: skip
+        except InputError as error:
+            outcomes.append(("refused", str(error).split(":")[0]))
+            continue
+        outcomes.append((inputs.table.value_labels, inputs.table.target_labels,
+                         inputs.counts.tolist(), inputs.table.value_codes.tolist()))  # fmt: skip
+    assert outcomes[0] == outcomes[1]
