@@ -382,14 +382,19 @@ def _summary(rows: dict, first: int, inputs: Inputs, gate: Gate) -> list[TargetS
 
 
 def _text_numbers(values: np.ndarray) -> pa.Array:
-    """Shortest round-trip text of each float; empty for NaN. Each distinct value is
-    formatted once (critical values repeat: one per release size)."""
-    encoded = pc.dictionary_encode(pa.array(values, type=pa.float64()))
-    distinct = encoded.dictionary
-    text = pc.if_else(
-        pc.is_nan(distinct), pa.scalar(None, pa.string()), pc.cast(distinct, pa.string())
-    )
-    return text.take(encoded.indices)
+    """Shortest round-trip text of each float; empty for NaN. Where values repeat (critical
+    values: one per release size) each distinct one is formatted once."""
+
+    def text(numbers: pa.Array) -> pa.Array:
+        return pc.if_else(
+            pc.is_nan(numbers), pa.scalar(None, pa.string()), pc.cast(numbers, pa.string())
+        )
+
+    array = pa.array(values, type=pa.float64())
+    encoded = pc.dictionary_encode(array)
+    if len(encoded.dictionary) > len(array) // 2:
+        return text(array)
+    return text(encoded.dictionary).take(encoded.indices)
 
 
 def write_decisions(result: ReplayResult, path: str, *, chunk: int = WRITE_CHUNK) -> None:
