@@ -611,6 +611,8 @@ def handle_missing(
             f"'{MISSING_LABEL}' as a value of its own."
         )
     if mode == "drop":
+        if anywhere.all():
+            raise InputError(nothing_left(name, list(masks)))
         return _keep_records(table, ~anywhere, columns), int(anywhere.sum())
     for column, mask in masks.items():
         text = pc.cast(table.column(column), pa.string())
@@ -618,6 +620,14 @@ def handle_missing(
         index = table.schema.get_field_index(column)
         table = table.set_column(index, column, pc.dictionary_encode(filled))
     return table, 0
+
+
+def nothing_left(name: str, columns: Sequence[str]) -> str:
+    """The sentence for a table whose every record --missing drop leaves out."""
+    return (
+        f"The {name}: every record has a missing value in "
+        f"{' or '.join(repr(c) for c in columns)}, so --missing drop leaves none to count."
+    )
 
 
 def _keep_records(table: pa.Table, keep: np.ndarray, columns: Sequence[str]) -> pa.Table:

@@ -474,3 +474,10 @@ def test_duckdb_agrees_with_arrow_on_generated_tables(tmp_path, rows, missing):
         outcomes.append((inputs.table.value_labels, inputs.table.target_labels,
                          inputs.counts.tolist(), inputs.table.value_codes.tolist()))  # fmt: skip
     assert outcomes[0] == outcomes[1]
+
+
+def test_dropping_every_record_is_one_sentence_on_every_engine(write_csv):
+    path = write_csv("gaps.csv", [["t", "y"], ["a", ""], ["", "p"]])
+    for engine in ("arrow", "duckdb"):
+        result = run("assess", path, "-x", "t", "-y", "y", "--missing", "drop", "--engine", engine)
+        assert_bad_input(result, "every record has a missing value in 't' or 'y'", "leaves none")

@@ -27,6 +27,7 @@ from distgate.domain import (
     MISSING_MODES,
     bin_labels,
     natural_order,
+    nothing_left,
 )
 from distgate.engines.sources import Source
 from distgate.errors import InputError
@@ -309,6 +310,8 @@ def decode(plan: Plan, grouped: pa.Table, find: Finder) -> Encoding:
         if plan.missing == "error":  # counted in lines, as the arrow path does
             _missing_error(plan, raws, missing_rows, int(lines[anywhere].sum()), find)
         if plan.missing == "drop":
+            if anywhere.all():
+                raise InputError(nothing_left(name, list(missing_rows)))
             dropped = int(n[anywhere].sum())
             keep = ~anywhere
     if plan.weight is not None:  # a line of weight 0 is no record
