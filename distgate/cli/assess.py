@@ -25,15 +25,16 @@ from distgate.cli.common import (
     TableArgument,
     TargetOption,
     ThresholdOption,
-    emit_json,
     handles_bad_input,
     metric_setting,
     table_inputs,
 )
+from distgate.cli.output import FormatOption, ReportOption, command_options, output_format, show
 
 
 @handles_bad_input
 def assess_command(
+    context: typer.Context,
     table: TableArgument,
     attr: AttrOption = None,
     target: TargetOption = None,
@@ -48,7 +49,9 @@ def assess_command(
     draws: DrawsOption = 10_000,
     threshold: ThresholdOption = None,
     config: ConfigOption = None,
+    format: FormatOption = None,
     json: JsonOption = False,
+    report: ReportOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Assess releasing TABLE as a whole: exit 0 when safe, 1 when any metric blocks it.
@@ -59,8 +62,11 @@ def assess_command(
     from distgate.assess import assess_release
     from distgate.config import load_config, setting
     from distgate.critical import check_alpha
+    from distgate.io.atomic import check_outputs
     from distgate.metrics.registry import parse_metrics
 
+    chosen = output_format(format, json)
+    check_outputs([table, baseline], [report])
     settings = load_config(config)
     metrics = parse_metrics(metric_setting(metric, settings))
     level = check_alpha(setting(alpha, settings, "alpha", DEFAULT_ALPHA))
@@ -82,10 +88,17 @@ def assess_command(
     assessment = assess_release(
         inputs.counts, inputs.table.target_labels, metrics, level, values, threshold
     )
-    if json:
-        emit_json({**assessment.to_dict(), "dropped_missing": inputs.table.dropped})
-    else:
-        from distgate.report.assess import print_assessment
+    from distgate.report.assess import assessment_report
 
-        print_assessment(assessment)
-    raise typer.Exit(EXIT_OK if assessment.safe else EXIT_UNSAFE)
+    code = EXIT_OK if assessment.safe else EXIT_UNSAFE
+    shown = assessment_report(assessment)
+    shown.inputs = [p for p in (table, baseline) if p]
+    shown.options = command_options(context)
+    shown.exit_code = code
+    show(
+        shown,
+        chosen,
+        lambda: {**assessment.to_dict(), "dropped_missing": inputs.table.dropped},
+        html=report,
+    )
+    raise typer.Exit(code)

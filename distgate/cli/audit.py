@@ -12,9 +12,9 @@ from distgate.cli.common import (
     BinsOption,
     JsonOption,
     QuietOption,
-    emit_json,
     handles_bad_input,
 )
+from distgate.cli.output import FormatOption, ReportOption, command_options, output_format, show
 from distgate.errors import InputError
 
 TYPE_NAMES = ("existence", "upward", "downward", "approximation")
@@ -35,6 +35,7 @@ def _parse_types(text: str | None) -> tuple[str, ...]:
 
 @handles_bad_input
 def audit_command(
+    context: typer.Context,
     counts: Annotated[
         str,
         typer.Argument(
@@ -121,7 +122,9 @@ def audit_command(
             help="Merge plans --fix checks exhaustively before switching to a greedy heuristic.",
         ),
     ] = 3000,
+    format: FormatOption = None,
     json: JsonOption = False,
+    report: ReportOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Bound every unpublished cell of a published contingency table and flag disclosures.
@@ -138,8 +141,11 @@ def audit_command(
     import numpy as np
 
     from distgate.audit import audit, merge_plan
+    from distgate.io.atomic import check_outputs
     from distgate.io.counts import Counts, read_counts, read_mask
 
+    chosen_format = output_format(format, json)
+    check_outputs([counts, released], [report])
     if not (tau > 0) or tau == float("inf"):
         raise InputError(f"--tau must be a positive number; got {tau:g}.")
     chosen = _parse_types(types)
@@ -175,10 +181,11 @@ def audit_command(
             merge_columns=merge in ("both", "columns"),
             budget=budget,
         )
-    if json:
-        emit_json(result.to_dict())
-    else:
-        from distgate.report.audit import print_audit
+    from distgate.report.audit import audit_report
 
-        print_audit(result)
-    raise typer.Exit(EXIT_OK if result.safe else EXIT_UNSAFE)
+    shown = audit_report(result)
+    shown.inputs = [p for p in (counts, released) if p]
+    shown.options = command_options(context)
+    shown.exit_code = EXIT_OK if result.safe else EXIT_UNSAFE
+    show(shown, chosen_format, result.to_dict, html=report)
+    raise typer.Exit(shown.exit_code)

@@ -10,10 +10,19 @@ import typer
 from distgate.cli.common import (
     EXIT_OK,
     EXIT_UNSAFE,
+    BinsOption,
     JsonOption,
     QuietOption,
-    emit_json,
+    TableArgument,
     handles_bad_input,
+)
+from distgate.cli.output import (
+    Format,
+    FormatOption,
+    ReportOption,
+    command_options,
+    output_format,
+    show,
 )
 from distgate.errors import InputError
 from distgate.io.atomic import check_outputs
@@ -31,7 +40,8 @@ def _columns(values: list[str]) -> list[str]:
 
 @handles_bad_input
 def randomize_command(
-    table: Annotated[str, typer.Argument(help="CSV table with a header ('-' = stdin).")],
+    context: typer.Context,
+    table: TableArgument,
     qi: Annotated[
         list[str],
         typer.Option(
@@ -43,11 +53,16 @@ def randomize_command(
     ],
     l_diversity: Annotated[
         float | None,
-        typer.Option("--l", metavar="L", help="Calibrate to max risk <= 1/l (l >= 1)."),
+        typer.Option(
+            "--l-diversity",
+            "--l",
+            metavar="L",
+            help="Calibrate to max risk <= 1/L (L >= 1), i.e. --tau 1/L.",
+        ),
     ] = None,
     tau: Annotated[
         float | None,
-        typer.Option("--tau", metavar="T", help="Calibrate to max risk <= tau, in (0, 1]."),
+        typer.Option("--tau", "-t", metavar="T", help="Calibrate to max risk <= tau, in (0, 1]."),
     ] = None,
     p: Annotated[
         list[str] | None,
@@ -58,8 +73,14 @@ def randomize_command(
         ),
     ] = None,
     side: Annotated[
-        Side, typer.Option("--randomize", metavar="WHAT", help="Which attributes to randomize.")
+        Side,
+        typer.Option(
+            "--randomize",
+            help="Which attributes to randomize: the quasi-identifiers, the sensitive one, "
+            "or both.",
+        ),
     ] = Side.both,
+    bins: BinsOption = None,
     output: Annotated[
         str | None,
         typer.Option(
@@ -67,7 +88,8 @@ def randomize_command(
             "-o",
             metavar="FILE",
             help="Write the randomized CSV (or, with --reconstruct, the estimated "
-            "distribution) here. Without -o it goes to stdout, unless --json is given.",
+            "distribution) here. Without -o it goes to stdout, unless --format json, csv "
+            "or markdown puts the report there.",
         ),
     ] = None,
     seed: Annotated[
@@ -84,7 +106,9 @@ def randomize_command(
     top: Annotated[
         int, typer.Option("--top", metavar="N", help="Rows of the risk table to show (0 = all).")
     ] = 10,
+    format: FormatOption = None,
     json: JsonOption = False,
+    report: ReportOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Randomize quasi-identifiers and/or a sensitive attribute per record (randomized
@@ -92,49 +116,69 @@ def randomize_command(
     disclosure exceeds tau; or reconstruct the joint distribution of a randomized file.
 
     The randomized CSV keeps every row and column; only the randomized columns' values
-    change. Exit code 1 when tau is out of reach (nothing is written).
+    change (and the --bins columns hold their ranges). Exit code 1 when tau is out of
+    reach (nothing is written).
     """
+    from distgate.domain import parse_bins
     from distgate.randomize import parse_p, randomize_table, reconstruct_table, write_table
-    from distgate.report.common import console
-    from distgate.report.randomize import show_randomize, show_reconstruct
+    from distgate.report.randomize import randomize_report, reconstruct_report
 
-    check_outputs([table], [output])
+    chosen = output_format(format, json)
+    check_outputs([table], [output, report])
     columns = _columns(qi)
     fixed = parse_p(p or [])
     if top < 0:
         raise InputError(f"--top must be 0 or more, not {top}.")
     if l_diversity is not None and tau is not None:
-        raise InputError("Give either --l or --tau, not both.")
+        raise InputError("Give either --l-diversity or --tau, not both.")
     if l_diversity is not None:
         if not l_diversity >= 1:
-            raise InputError(f"--l must be at least 1, not {l_diversity:g}.")
+            raise InputError(f"--l-diversity must be at least 1, not {l_diversity:g}.")
         tau = 1.0 / l_diversity
     if tau is None and not fixed:
-        raise InputError("Give --tau, --l or --p ATTR=P for the attributes to randomize.")
+        raise InputError("Give --tau, --l-diversity or --p ATTR=P for the attributes to randomize.")
     to_stdout = output is None or output == "-"
-    report = console(stderr=to_stdout and not json)
+    # the data goes to stdout unless the report in a machine format takes its place
+    data_out = not (to_stdout and chosen != Format.table)
+    where = None if to_stdout else output
 
     if reconstruct:
         if tau is not None:
             raise InputError(
-                "--reconstruct takes the retention probabilities with --p, not --tau or --l."
+                "--reconstruct takes the retention probabilities with --p, not --tau or "
+                "--l-diversity."
+            )
+        if bins:
+            raise InputError(
+                "--reconstruct reads the randomized file as it is: its banded columns "
+                "already hold ranges, so --bins does not apply."
             )
         estimate = reconstruct_table(table, columns, sensitive, fixed)
-        if not (to_stdout and json):
-            write_table(estimate.cells(), None if to_stdout else output)
-        if json:
-            emit_json(estimate.to_dict(top))
-        elif not (to_stdout and quiet):
-            show_reconstruct(estimate, report, top, None if to_stdout else output)
-        raise typer.Exit(EXIT_OK)
-
-    result = randomize_table(
-        table, columns, sensitive, randomize=side.value, p=fixed, tau=tau, seed=seed
-    )
-    if result.table is not None and not (to_stdout and json):
-        write_table(result.table, None if to_stdout else output)
-    if json:
-        emit_json(result.to_dict(top))
-    elif not (to_stdout and quiet) or result.feasible is False:
-        show_randomize(result, report, top, None if to_stdout else output)
-    raise typer.Exit(EXIT_UNSAFE if result.feasible is False else EXIT_OK)
+        if data_out:
+            write_table(estimate.cells(), where)
+        shown = reconstruct_report(estimate, top, where)
+        document = lambda: estimate.to_dict(top)  # noqa: E731
+        code = EXIT_OK
+    else:
+        result = randomize_table(
+            table,
+            columns,
+            sensitive,
+            randomize=side.value,
+            p=fixed,
+            tau=tau,
+            seed=seed,
+            bins=parse_bins(bins),
+        )
+        if result.table is not None and data_out:
+            write_table(result.table, where)
+        shown = randomize_report(result, top, where)
+        document = lambda: result.to_dict(top)  # noqa: E731
+        code = EXIT_UNSAFE if result.feasible is False else EXIT_OK
+    shown.inputs = [table]
+    shown.options = command_options(context)
+    shown.exit_code = code
+    # --quiet with the data on stdout: no tables on stderr, unless tau is out of reach
+    silent = chosen == Format.table and to_stdout and quiet and code == EXIT_OK
+    show(shown, chosen, document, stderr=to_stdout, html=report, silent=silent)
+    raise typer.Exit(code)
