@@ -20,14 +20,15 @@ from distgate.cli.common import (
     SeedOption,
     TableArgument,
     TargetOption,
-    emit_json,
     handles_bad_input,
     table_inputs,
 )
+from distgate.cli.output import FormatOption, ReportOption, command_options, output_format, show
 
 
 @handles_bad_input
 def simulate_command(
+    context: typer.Context,
     table: TableArgument,
     attr: AttrOption = None,
     target: TargetOption = None,
@@ -45,11 +46,13 @@ def simulate_command(
         int, typer.Option("--sequences", metavar="K", help="Random request orders.")
     ] = 20,
     requests: Annotated[
-        int,
+        int | None,
         typer.Option(
-            "--requests", metavar="N", help="Records requested per order (at most the table)."
+            "--requests",
+            metavar="N",
+            help="Records requested per order [default: every record of the table].",
         ),
-    ] = 10_000,
+    ] = None,
     seed: SeedOption = None,
     critical: CriticalOption = None,
     draws: DrawsOption = 10_000,
@@ -64,9 +67,14 @@ def simulate_command(
     no_queue: Annotated[
         bool, typer.Option("--no-queue", help="Deny blocked requests instead of queueing them.")
     ] = False,
-    plot: Annotated[
+    plots: Annotated[
         str | None,
-        typer.Option("--plot", metavar="DIR", help="Write evolution and chi-square fit plots."),
+        typer.Option(
+            "--plots",
+            metavar="DIR",
+            help="Write the evolution plots (one per metric and alpha) and the chi-square "
+            "fit plot into this folder.",
+        ),
     ] = None,
     workers: Annotated[
         int | None,
@@ -79,7 +87,9 @@ def simulate_command(
         ),
     ] = None,
     config: ConfigOption = None,
+    format: FormatOption = None,
     json: JsonOption = False,
+    report: ReportOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Repeat the gate over random request orders and compare metrics and significance
@@ -91,10 +101,13 @@ def simulate_command(
     from distgate.config import load_config, setting
     from distgate.critical import check_alpha
     from distgate.errors import InputError
+    from distgate.io.atomic import check_outputs
     from distgate.metrics.registry import parse_metrics
     from distgate.report.common import progress
     from distgate.simulate import chi_square_fit_sample, simulate
 
+    chosen = output_format(format, json)
+    check_outputs([table, baseline], [report])
     settings = load_config(config)
     metrics = parse_metrics(metric)
     try:
@@ -129,21 +142,21 @@ def simulate_command(
             seed=seed_value,
             queue=not no_queue,
             grace=grace,
-            keep_evolution=plot is not None,
+            keep_evolution=plots is not None or report is not None,
             progress=lambda: bar.advance(task),
             workers=workers,
         )
-    written = []
-    if plot:
-        from distgate.report.simulate import write_plots
+    from distgate.report.simulate import simulation_report, write_plots
 
+    written, sample = [], None
+    if plots or report:
         sample = chi_square_fit_sample(values, result.requests, draws, seed_value)
-        written = write_plots(result, plot, sample)
-    if json:
-        emit_json(result.to_dict())
-    else:
-        from distgate.report.simulate import print_simulation
-
-        print_simulation(result)
+    if plots:
+        written = write_plots(result, plots, sample)
+    shown = simulation_report(result, sample, written)
+    shown.inputs = [p for p in (table, baseline) if p]
+    shown.options = command_options(context)
+    show(shown, chosen, result.to_dict, html=report)
+    if chosen == "table":
         for path in written:
             typer.echo(f"wrote {path}", err=True)

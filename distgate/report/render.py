@@ -100,7 +100,7 @@ def fit(table: Table, width: int) -> list[Table]:
 
 
 def rich_table(table: Table) -> RichTable:
-    out = RichTable(title=escape(table.title), title_justify="left")
+    out = RichTable()
     for j, column in enumerate(table.columns):
         out.add_column(
             escape(column.name),
@@ -120,6 +120,8 @@ def to_console(report: Report, out: Console) -> None:
     for block in report.blocks:
         if isinstance(block, Table):
             for part in fit(block, out.width):
+                # the title on a line of its own: as a rich title it wraps to the table's width
+                out.print(RichText(part.title, style="italic"))
                 out.print(rich_table(part))
         elif isinstance(block, Text):
             out.print(rich_text(block))
