@@ -31,7 +31,9 @@ def _cell_text(result: AuditResult, i: int, j: int) -> Cell:
 def bounds_grid(report: Report, result: AuditResult, title: str) -> None:
     """One line per row label: each cell as ``value [lower..upper]`` plus the letters of
     its disclosures (in red), published cells as ``value =``."""
-    table = report.table(title, [Column("")] + [Column(c, True) for c in result.columns])
+    table = report.table(
+        title, [Column("")] + [Column(c, True) for c in result.columns], across="column"
+    )
     for i, row in enumerate(result.rows):
         table.add(row, *(_cell_text(result, i, j) for j in range(len(result.columns))))
 

@@ -53,6 +53,7 @@ def baseline_report(baseline: Baseline, profile: TableProfile, written: str | No
     cond = report.table(
         "Distribution of X within each target, q(x|y)",
         [Column("value")] + [Column(label, True) for label in profile.target_labels],
+        across="target",
     )
     for j, value in enumerate(baseline.labels):
         cond.add(

@@ -52,6 +52,7 @@ class Table:
     rows: list[list[Cell]] = field(default_factory=list)
     caption: str | None = None
     key: int = 1
+    across: str = ""  # what the columns after the key are (a transposed table's key header)
 
     def add(self, *cells: Cell | str) -> None:
         self.rows.append([c if isinstance(c, Cell) else Cell(str(c)) for c in cells])

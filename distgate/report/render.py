@@ -25,7 +25,7 @@ RICH_STYLES = {
     STRONG: "bold",
     BAR: "cyan",
 }
-HEADER_WORD_MAX = 16  # longer header words are folded rather than widen their column
+HEADER_WORD_MAX = 24  # longer header words are folded rather than widen their column
 
 
 def rich_text(line: Text) -> RichText:
@@ -53,10 +53,9 @@ def _transposed(table: Table) -> Table:
     """Rows become columns: the first column's cells become the header."""
     from distgate.report.model import Cell, Column
 
-    columns = [Column(table.columns[0].name)] + [
-        Column(row[0].text, numeric=True) for row in table.rows
-    ]
-    out = Table(table.title + " (transposed to fit the terminal)", columns, caption=table.caption)
+    columns = [Column(table.across)] + [Column(row[0].text, numeric=True) for row in table.rows]
+    title = table.title + " (transposed to fit the terminal)"
+    out = Table(title, columns, caption=table.caption)
     for j in range(1, len(table.columns)):
         out.rows.append([Cell(table.columns[j].name), *(row[j] for row in table.rows)])
     return out
@@ -64,17 +63,22 @@ def _transposed(table: Table) -> Table:
 
 def fit(table: Table, width: int) -> list[Table]:
     """The table as one or more tables no wider than ``width``: as it is when it fits
-    (headers may wrap), transposed when that fits, else folded into column groups that
-    each repeat the key columns. Cells are never truncated."""
-    if (
-        _min_width(table, list(range(len(table.columns)))) <= width
-        or len(table.columns) <= table.key + 1
-    ):
-        return [table]
+    (headers may wrap), else transposed when that fits, else folded into column groups
+    that each repeat the key columns (the table or its transpose, whichever needs fewer
+    parts). Cells are never truncated."""
+    candidates = [table]
     if table.key == 1 and table.rows and not any(c.decorative for c in table.columns):
-        flipped = _transposed(table)
-        if _min_width(flipped, list(range(len(flipped.columns)))) <= width:
-            return [flipped]
+        candidates.append(_transposed(table))
+    for candidate in candidates:
+        if _min_width(candidate, list(range(len(candidate.columns)))) <= width:
+            return [candidate]
+    folded = [_fold(candidate, width) for candidate in candidates]
+    return min(folded, key=len)
+
+
+def _fold(table: Table, width: int) -> list[Table]:
+    if len(table.columns) <= table.key + 1:
+        return [table]
     keys = list(range(table.key))
     groups: list[list[int]] = []
     budget = width - _min_width(table, keys)
@@ -84,6 +88,8 @@ def fit(table: Table, width: int) -> list[Table]:
             groups[-1].append(j)
         else:
             groups.append([j])
+    if len(groups) == 1:
+        return [table]
     parts = []
     for n, group in enumerate(groups, 1):
         columns = keys + group
