@@ -34,6 +34,7 @@ repeated decisions cost nothing.
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ LN2 = float(np.log(2.0))
 # so a critical value never depends on which sizes were asked for before.
 GROW_LIMIT = 1024
 SAMPLES_KEPT = 512  # null samples kept for reuse by other alphas (80 KB each)
+BLOCK_VALUES = 4_000_000  # simulated values per block when many sizes grow at once (32 MB)
 
 # stable small integers mixed into the seed so each statistic gets its own stream
 _STREAM = {"kld": 1, "mis": 2, "dqt": 3, "dleak": 4, "eleak": 5, "emd": 6}
@@ -103,8 +105,7 @@ class _GrowingNull:
             self._restart()
         index = np.arange(self.draws)
         for j in range(self.size, n):
-            cell = np.searchsorted(self.cdf, self.rng(j).random(self.draws), side="right")
-            cell = np.minimum(cell, self.cells - 1)
+            cell = self._cells(j)
             row, value = np.divmod(cell, self.values)
             c = self.counts[index, cell]
             m = self.row_sizes[index, row]
@@ -112,6 +113,43 @@ class _GrowingNull:
             self.counts[index, cell] = c + 1
             self.row_sizes[index, row] = m + 1
         self.size = n
+
+    def _cells(self, j: int) -> np.ndarray:
+        """The cell of tuple j of every table."""
+        cell = np.searchsorted(self.cdf, self.rng(j).random(self.draws), side="right")
+        return np.minimum(cell, self.cells - 1)
+
+    def informations(self, n: int) -> np.ndarray:
+        """I of every table at each size from the current one + 1 to ``n`` (one row per
+        size), growing the tables to ``n``; compiled when numba is loaded already."""
+        first = self.size + 1
+        if "numba" not in sys.modules:
+            rows = []
+            for size in range(first, n + 1):
+                self.grow_to(size)
+                rows.append(self.information())
+            return np.array(rows).reshape(-1, self.draws)
+        from distgate.critical_kernel import grow
+
+        uniforms = np.empty((n - self.size, self.draws))
+        for j in range(self.size, n):
+            uniforms[j - self.size] = self.rng(j).random(self.draws)
+        step = _xlog2x_step(np.arange(n + 1))
+        out = np.empty(uniforms.shape)
+        grow(
+            uniforms,
+            self.cdf,
+            self.values,
+            self.log_p,
+            step,
+            self.counts,
+            self.row_sizes,
+            self.total,
+            first,
+            out,
+        )
+        self.size = n
+        return out
 
     def information(self) -> np.ndarray:
         """I (or D with one row) of every table at the current size."""
@@ -258,7 +296,7 @@ class CriticalValues:
                 return grower.information()
             return statistic(grower.counts[:, None, :], self.p)[:, 0]
 
-        return self._quantiles(name, sizes, alpha, null)
+        return self._quantiles(name, sizes, alpha, null, grower if name == "kld" else None)
 
     def mutual_information(self, totals, alpha: float) -> np.ndarray:
         """(1 - alpha) quantile of I over draws of N tuples with X ~ baseline and
@@ -276,7 +314,7 @@ class CriticalValues:
             grower.grow_to(n)
             return grower.information()
 
-        return self._quantiles("mis", totals, alpha, null)
+        return self._quantiles("mis", totals, alpha, null, grower)
 
     def _grower(self, name: str, probs: np.ndarray, rows: int) -> _GrowingNull:
         if name not in self._growers:
@@ -290,11 +328,21 @@ class CriticalValues:
             )
         return self._growers[name]
 
-    def _quantiles(self, name: str, sizes, alpha: float, null: Callable) -> np.ndarray:
+    def _quantiles(
+        self,
+        name: str,
+        sizes,
+        alpha: float,
+        null: Callable,
+        grower: _GrowingNull | None = None,
+    ) -> np.ndarray:
         """Quantiles per size, cached per (name, size, alpha); the simulated null sample of
-        a size is kept (least recently used first out) so that other alphas reuse it."""
+        a size is kept (least recently used first out) so that other alphas reuse it. With
+        the ``grower`` of an information statistic, many small sizes are grown in one pass."""
         sizes = np.asarray(sizes)
         unique, where = np.unique(sizes, return_inverse=True)
+        if grower is not None:
+            self._grow_many(name, unique, alpha, grower)
         values = np.full(len(unique), np.nan)
         for i, n in enumerate(unique.astype(np.int64).tolist()):
             if n <= 0:
@@ -305,14 +353,46 @@ class CriticalValues:
             values[i] = self._cache[key]
         return values[where].reshape(sizes.shape)
 
+    def _grow_many(self, name: str, sizes: np.ndarray, alpha: float, grower: _GrowingNull) -> None:
+        """Fill the cache for the small ``sizes`` (sorted) not in it: the tables grow once
+        through them, a block of sizes at a time, and each block's quantiles are taken in
+        one call (the same values as size by size: np.quantile along an axis is the 1-d
+        quantile of each row)."""
+        wanted = [
+            n
+            for n in sizes.astype(np.int64).tolist()
+            if 0 < n <= GROW_LIMIT
+            and (name, n, alpha) not in self._cache
+            and (name, n) not in self._samples
+        ]
+        if len(wanted) < 2:
+            return
+        if grower.size >= wanted[0]:
+            grower.grow_to(0)
+        block = max(1, BLOCK_VALUES // self.draws)  # rows of a block: memory stays bounded
+        start = 0
+        while start < len(wanted):
+            chosen = [n for n in wanted[start:] if n < wanted[start] + block]
+            grower.grow_to(max(grower.size, chosen[0] - 1))  # a gap is grown, not kept
+            first = grower.size + 1
+            rows = grower.informations(chosen[-1])[np.array(chosen) - first]
+            quantiles = np.quantile(rows, 1 - alpha, axis=1)
+            for n, row, q in zip(chosen, rows, quantiles, strict=True):
+                self._cache[(name, n, alpha)] = float(q)
+                self._keep(name, n, row.copy())
+            start += len(chosen)
+
+    def _keep(self, name: str, n: int, sample: np.ndarray) -> None:
+        self._samples[(name, n)] = sample
+        if len(self._samples) > SAMPLES_KEPT:
+            self._samples.popitem(last=False)
+
     def _null_sample(self, name: str, n: int, null: Callable) -> np.ndarray:
         key = (name, n)
         if key in self._samples:
             self._samples.move_to_end(key)
         else:
-            self._samples[key] = null(n)
-            if len(self._samples) > SAMPLES_KEPT:
-                self._samples.popitem(last=False)
+            self._keep(name, n, null(n))
         return self._samples[key]
 
     def dixon(self, sizes: np.ndarray, alpha: float) -> float:

@@ -231,7 +231,7 @@ class EncodedTable:
         values_side: _Codes,
         target_labels: list[str],
         value_labels: list[str],
-        keys: np.ndarray | None,
+        keys: pa.Array | None,
         attributes: tuple[str, ...],
         targets: tuple[str, ...],
         source: str,
@@ -336,8 +336,9 @@ def encode_table(
 
     keys = None
     if id_column:
-        keys = table.column(id_column).to_numpy(zero_copy_only=False)
-        _require_unique_keys(table.column(id_column), id_column, name)
+        # kept as Arrow text: replay looks requests up in them with a hash join
+        keys = table.column(id_column).combine_chunks().cast(pa.string())
+        _require_unique_keys(keys, id_column, name)
     encoded = EncodedTable(
         targets_side,
         values_side,

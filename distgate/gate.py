@@ -888,3 +888,23 @@ class Gate:
             earlier_released_at=late_arr[:, 1].copy(),
             enqueued=enqueued,
         )
+
+
+def load_kernel_in_background() -> None:
+    """Start loading the compiled gate in a thread: numba's import and its cached machine
+    code cost about half a second of work that holds the GIL, and reading the inputs,
+    which comes first, mostly releases it. A tiny gate is run so that the kernel of
+    tables with up to 127 targets and values is loaded; any other is loaded when needed."""
+    import threading
+
+    def load() -> None:
+        try:
+            from distgate.critical import CriticalValues
+
+            codes = np.array([0, 1, 1])
+            cv = CriticalValues(np.array([0.5, 0.5]), np.array([1.0, 1.0]), draws=100)
+            Gate(codes, codes, 2, 2, ["kld", "mis"], 0.2, cv).run(np.array([0, 1, 2]))
+        except Exception:  # only a head start: the replay itself reports any problem
+            pass
+
+    threading.Thread(target=load, name="distgate-kernel-load", daemon=True).start()

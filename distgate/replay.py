@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -101,8 +102,8 @@ class ReplayResult:
     status: GateStatus | None = None  # idle requests, frozen queue (after the log)
 
     def counts(self) -> dict[str, int]:
-        names = [DECISION_NAMES[d] for d in self.rows["decision"]]
-        return {name: names.count(name) for name in DECISION_NAMES}
+        tally = np.bincount(self.rows["decision"].astype(np.int64), minlength=len(DECISION_NAMES))
+        return {name: int(tally[i]) for i, name in enumerate(DECISION_NAMES)}
 
     def to_dict(self, decisions: str | None, state: str | None) -> dict:
         own = self.rows["request"] >= self.first_request
@@ -353,10 +354,14 @@ def _summary(rows: dict, first: int, inputs: Inputs, gate: Gate) -> list[TargetS
 
 
 def _text_numbers(values: np.ndarray) -> pa.Array:
-    """Shortest round-trip text of each float; empty for NaN."""
-    array = pa.array(values, type=pa.float64())
-    text = pc.cast(array, pa.string())
-    return pc.if_else(pc.is_nan(array), pa.scalar(None, pa.string()), text)
+    """Shortest round-trip text of each float; empty for NaN. Each distinct value is
+    formatted once (critical values repeat: one per release size)."""
+    encoded = pc.dictionary_encode(pa.array(values, type=pa.float64()))
+    distinct = encoded.dictionary
+    text = pc.if_else(
+        pc.is_nan(distinct), pa.scalar(None, pa.string()), pc.cast(distinct, pa.string())
+    )
+    return text.take(encoded.indices)
 
 
 def write_decisions(result: ReplayResult, path: str) -> None:
@@ -389,8 +394,11 @@ def write_decisions(result: ReplayResult, path: str) -> None:
             "critical": _text_numbers(rows["critical"]),
         }
     )
-    text = [table.column(c) for c in ("key", "target", "value")]
-    special = any(pc.any(pc.match_substring_regex(c, r'[",\r\n]')).as_py() for c in text)
+    needs_quotes = re.compile(r'[",\r\n]')
+    special = (
+        any(needs_quotes.search(label) for label in result.target_labels + result.value_labels)
+        or pc.any(pc.match_substring_regex(keys.cast(pa.string()), needs_quotes.pattern)).as_py()
+    )
     with atomic_path(path) as tmp:
         if special:  # some text needs CSV quoting: the standard writer quotes only those
             import csv

@@ -100,6 +100,8 @@ class StateStore:
         self, path: str | os.PathLike, settings: dict[str, Any], *, wait: bool = False
     ) -> None:
         self.path = str(path)
+        self._read: tuple | None = None  # the history as first read, and releases since
+        self._late_since_read: list[tuple[np.ndarray, np.ndarray]] = []
         if os.path.isdir(self.path):
             raise InputError(f"State file '{self.path}' is a folder.")
         self._lock = _lock(self.path, wait)
@@ -195,7 +197,15 @@ class StateStore:
     # ------------------------------------------------------------------ reading
     def _history(self) -> dict[str, np.ndarray] | None:
         """Every committed request's row, indexed by request (they are numbered densely
-        across logs), with released_at as the later batches set it; None when empty."""
+        across logs), with released_at as the later batches set it; None when empty. Read
+        once per replay (the gate's state and the stored rows both come from it): later
+        batches are this replay's own, which it holds in memory."""
+        if self._read is None:
+            self._read = (self._read_history(),)
+            self._late_since_read = []
+        return self._read[0]
+
+    def _read_history(self) -> dict[str, np.ndarray] | None:
         batches = self.db.execute("SELECT decisions, late FROM batches ORDER BY first").fetchall()
         if not batches:
             return None
@@ -257,9 +267,16 @@ class StateStore:
         rest in memory)."""
         own_end = end if stored_end is None else stored_end
         history = self._history()
+        if history is not None and own_end > len(history["request"]):
+            self._read = None  # the rows asked for were committed after the read
+            history = self._history()
         if history is None:
             return _empty_rows()
-        request, released_at = history["request"], history["released_at"]
+        request, released_at = history["request"], history["released_at"].copy()
+        for late, at in self._late_since_read:  # stored requests released since the read
+            stored = late < len(released_at)
+            released_at[late[stored]] = at[stored]
+        history = {**history, "released_at": released_at}
         chosen = ((request >= first) & (request < own_end)) | (
             (request < first) & (released_at >= first) & (released_at < end)
         )
@@ -301,6 +318,8 @@ class StateStore:
                 "UPDATE meta SET value = ? WHERE name = ?",
                 [(str(next_request), "next_request"), (json.dumps(checked.tolist()), "checked")],
             )
+        if self._read is not None:
+            self._late_since_read.append((run.earlier_request, run.earlier_released_at))
 
 
 # column of a batch -> attribute of GateRun

@@ -108,6 +108,7 @@ def replay_command(
     Example: distgate replay soldiers.csv requests.csv -o decisions.csv --state gate.db
     """
     from distgate.config import load_config, setting
+    from distgate.gate import load_kernel_in_background
     from distgate.replay import Interrupted, ReplaySettings, replay
     from distgate.report.common import progress
 
@@ -120,6 +121,7 @@ def replay_command(
     check_outputs([table, requests, state], [output, plot, report])
     check_outputs([table, requests], [state])
     settings = load_config(config)
+    load_kernel_in_background()  # while the inputs are read
     replay_settings = ReplaySettings(
         metrics=metric_setting(metric, settings).split(","),
         alpha=setting(alpha, settings, "alpha", DEFAULT_ALPHA),

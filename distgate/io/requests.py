@@ -54,7 +54,7 @@ def read_requests(source: str | os.PathLike, key_column: str = "id") -> RequestL
 
 def map_keys(
     log: RequestLog,
-    table_keys: np.ndarray | None,
+    table_keys: pa.Array | None,
     table_size: int,
     table_name: str,
     *,
@@ -67,7 +67,7 @@ def map_keys(
         _require_row_numbers(log, table_name, table_source)
         values = pa.array(np.arange(table_size).astype(str))
     else:
-        values = pa.array(np.asarray(table_keys, dtype=object), type=pa.string())
+        values = pa.array(table_keys).cast(pa.string())
     index = pc.index_in(log.keys, value_set=values)
     unknown = index.is_null()
     records = index.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)

@@ -248,7 +248,10 @@ def require_values(table: pa.Table, columns: Sequence[str], name: str) -> None:
     """Raise InputError naming the first line where one of ``columns`` is empty."""
     for column in columns:
         values = table.column(column)
-        blank = pc.or_(pc.is_null(values), pc.equal(pc.utf8_trim_whitespace(values), ""))
+        # empty or only whitespace; predicates, so no trimmed copy of the column is made
+        blank = pc.or_kleene(
+            pc.equal(pc.utf8_length(values), 0), pc.utf8_is_space(values)
+        ).fill_null(True)
         if pc.any(blank).as_py():
             row = int(np.flatnonzero(blank.to_numpy(zero_copy_only=False))[0])
             raise InputError(f"The {name}, line {row + 2}: column '{column}' has no value.")

@@ -1,0 +1,43 @@
+"""Monte Carlo tables grown through many sizes at once give the critical values of growing
+them size by size, bit for bit, on the compiled and on the numpy path."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from distgate.critical import CriticalValues
+from distgate.metrics.information import kl_distance
+
+
+def _size_by_size(p, weights, sizes, alpha):
+    cv = CriticalValues(p, weights, draws=300, seed=4)
+    kld = [cv.per_target("kld", kl_distance, np.array([n]), alpha)[0] for n in sizes]
+    mis = [cv.mutual_information(np.array([n]), alpha)[0] for n in sizes]
+    return np.array(kld), np.array(mis)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_many_sizes_at_once_equal_one_size_at_a_time(compiled, monkeypatch):
+    import numba  # noqa: F401  (the compiled path is taken once numba is loaded)
+
+    if not compiled:
+        monkeypatch.delitem(sys.modules, "numba")
+    rng = np.random.default_rng(11)
+    p = rng.dirichlet(np.ones(6))
+    p[3] = 0.0  # a value outside the domain is never drawn
+    p /= p.sum()
+    weights = np.array([5.0, 1.0, 3.0])
+    sizes = np.arange(0, 70)
+    kld, mis = _size_by_size(p, weights, sizes, 0.2)
+    cv = CriticalValues(p, weights, draws=300, seed=4)
+    np.testing.assert_array_equal(cv.per_target("kld", kl_distance, sizes, 0.2), kld)
+    np.testing.assert_array_equal(cv.mutual_information(sizes, 0.2), mis)
+    # a second alpha reuses the kept samples; sizes with gaps grow through the gap
+    gaps = np.array([3, 4, 40, 41, 90])
+    kld2, mis2 = _size_by_size(p, weights, gaps, 0.05)
+    np.testing.assert_array_equal(cv.per_target("kld", kl_distance, gaps, 0.05), kld2)
+    np.testing.assert_array_equal(cv.mutual_information(gaps, 0.05), mis2)
+    assert np.isnan(kld[0]) and np.all(np.isfinite(kld[1:]))
