@@ -29,7 +29,7 @@ from distgate.cli.common import (
     metric_setting,
     table_inputs,
 )
-from distgate.cli.output import FormatOption, ReportOption, command_options, output_format, show
+from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
 
 
 @handles_bad_input
@@ -92,9 +92,7 @@ def assess_command(
 
     code = EXIT_OK if assessment.safe else EXIT_UNSAFE
     shown = assessment_report(assessment)
-    shown.inputs = [p for p in (table, baseline) if p]
-    shown.options = command_options(context)
-    shown.exit_code = code
+    describe(shown, context, [table, baseline], settings, code)
     show(
         shown,
         chosen,

@@ -14,7 +14,7 @@ from distgate.cli.common import (
     QuietOption,
     handles_bad_input,
 )
-from distgate.cli.output import FormatOption, ReportOption, command_options, output_format, show
+from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
 from distgate.errors import InputError
 
 TYPE_NAMES = ("existence", "upward", "downward", "approximation")
@@ -184,8 +184,6 @@ def audit_command(
     from distgate.report.audit import audit_report
 
     shown = audit_report(result)
-    shown.inputs = [p for p in (counts, released) if p]
-    shown.options = command_options(context)
-    shown.exit_code = EXIT_OK if result.safe else EXIT_UNSAFE
+    describe(shown, context, [counts, released], None, EXIT_OK if result.safe else EXIT_UNSAFE)
     show(shown, chosen_format, result.to_dict, html=report)
     raise typer.Exit(shown.exit_code)

@@ -19,7 +19,7 @@ from distgate.cli.common import (
     handles_bad_input,
     table_inputs,
 )
-from distgate.cli.output import FormatOption, ReportOption, command_options, output_format, show
+from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
 from distgate.io.atomic import check_outputs
 
 
@@ -73,8 +73,7 @@ def baseline_command(
     from distgate.report.baseline import baseline_dict, baseline_report
 
     shown = baseline_report(inputs.baseline, profile, output)
-    shown.inputs = [p for p in (table, baseline) if p]
-    shown.options = command_options(context)
+    describe(shown, context, [table, baseline], settings)
     show(
         shown,
         chosen,

@@ -56,14 +56,33 @@ def output_format(format: Format | None, json: bool, *, stdout_taken: bool = Fal
     return chosen
 
 
-def command_options(context: typer.Context) -> dict[str, Any]:
-    """The options of the running command as given (unset ones left out), for a report."""
-    shown = {}
+def describe(
+    report,
+    context: typer.Context,
+    inputs: list[str | None],
+    settings: dict | None = None,
+    exit_code: int = 0,
+) -> None:
+    """Fill in what a report says about its run: the input files (with the settings file
+    when one was read), the options as given (unset ones left out) followed by the
+    settings taken from the settings file, and the exit code."""
+    from distgate.config import CONFIG_NAME
+
+    shown: dict[str, Any] = {}
     for name, value in context.params.items():
-        if value is None or value is False or value == [] or name in ("json", "format", "quiet"):
+        if value in (None, False, [], ()) or name in ("json", "format", "quiet", "report"):
             continue
         shown[name] = value.value if isinstance(value, StrEnum) else value
-    return shown
+    files = [p for p in inputs if p]
+    config = context.params.get("config") or (CONFIG_NAME if settings else None)
+    if settings and config:
+        files.append(config)
+        for key, value in settings.items():
+            if key not in shown:  # a flag wins over the settings file
+                shown[f"{key} ({config})"] = value
+    report.inputs = files
+    report.options = shown
+    report.exit_code = exit_code
 
 
 def show(

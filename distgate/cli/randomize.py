@@ -20,7 +20,7 @@ from distgate.cli.output import (
     Format,
     FormatOption,
     ReportOption,
-    command_options,
+    describe,
     output_format,
     show,
 )
@@ -175,9 +175,7 @@ def randomize_command(
         shown = randomize_report(result, top, where)
         document = lambda: result.to_dict(top)  # noqa: E731
         code = EXIT_UNSAFE if result.feasible is False else EXIT_OK
-    shown.inputs = [table]
-    shown.options = command_options(context)
-    shown.exit_code = code
+    describe(shown, context, [table], None, code)
     # --quiet with the data on stdout: no tables on stderr, unless tau is out of reach
     silent = chosen == Format.table and to_stdout and quiet and code == EXIT_OK
     show(shown, chosen, document, stderr=to_stdout, html=report, silent=silent)

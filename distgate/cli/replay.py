@@ -29,7 +29,7 @@ from distgate.cli.common import (
     metric_setting,
     table_inputs,
 )
-from distgate.cli.output import FormatOption, ReportOption, command_options, output_format, show
+from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
 from distgate.errors import InputError
 from distgate.io.atomic import check_outputs
 
@@ -169,6 +169,5 @@ def replay_command(
     if plot:
         plot_evolution(result, plot)
     shown = replay_report(result, output, plot)
-    shown.inputs = [p for p in (table, requests, baseline) if p]
-    shown.options = command_options(context)
+    describe(shown, context, [table, requests, baseline], settings)
     show(shown, chosen, lambda: result.to_dict(output, state), stderr=output == "-", html=report)

@@ -23,7 +23,7 @@ from distgate.cli.common import (
     handles_bad_input,
     table_inputs,
 )
-from distgate.cli.output import FormatOption, ReportOption, command_options, output_format, show
+from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
 
 
 @handles_bad_input
@@ -154,8 +154,7 @@ def simulate_command(
     if plots:
         written = write_plots(result, plots, sample)
     shown = simulation_report(result, sample, written)
-    shown.inputs = [p for p in (table, baseline) if p]
-    shown.options = command_options(context)
+    describe(shown, context, [table, baseline], settings)
     show(shown, chosen, result.to_dict, html=report)
     if chosen == "table":
         for path in written:

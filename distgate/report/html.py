@@ -21,7 +21,7 @@ h1 { font-size: 1.5rem; margin: 0 0 .3rem; }
 h2 { font-size: 1.1rem; margin: 1.6rem 0 .4rem; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; margin: .3rem 0 1rem; font-variant-numeric: tabular-nums;
         break-inside: auto; }
-caption { caption-side: top; text-align: left; font-weight: 600; padding: .2rem 0; }
+h3.title { font-size: .95rem; margin: 1rem 0 .2rem; break-after: avoid; }
 th, td { border: 1px solid #c8c8c8; padding: .15rem .5rem; vertical-align: top; }
 th { background: #f0f0f0; text-align: left; }
 td.n, th.n { text-align: right; }
@@ -46,6 +46,9 @@ p.line { margin: .2rem 0; white-space: pre-wrap; }
 """
 
 
+EXIT_MEANINGS = {0: "(done; safe where judged)", 1: "(unsafe)"}
+
+
 def fingerprint(path: str) -> dict:
     """Name, size and SHA-256 of an input file (standard input cannot be read again)."""
     if path == "-":
@@ -66,7 +69,12 @@ def _spans(line: Text) -> str:
 
 def _table(table: Table) -> str:
     keep = [j for j, c in enumerate(table.columns) if not c.decorative]
-    rows = ["<table>", f"<caption>{escape(table.title)}</caption>", "<thead><tr>"]
+    # the title as a heading of its own: a <caption> wraps to the table's width
+    rows = [
+        f'<h3 class="title">{escape(table.title)}</h3>',
+        f'<table data-title="{escape(table.title)}">',
+        "<thead><tr>",
+    ]
     for j in keep:
         column = table.columns[j]
         rows.append(f"<th{' class=n' if column.numeric else ''}>{escape(column.name)}</th>")
@@ -129,7 +137,11 @@ def to_html(report: Report) -> str:
         parts.append(f'<div class="verdict{state}" id="verdict">{_spans(report.verdict)}</div>')
     parts.append('<table class="meta"><tbody>')
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    parts.append(f"<tr><td>exit code</td><td id=exit-code>{report.exit_code}</td></tr>")
+    meaning = EXIT_MEANINGS.get(report.exit_code, "")
+    parts.append(
+        f"<tr><td>exit code</td><td><span id=exit-code>{report.exit_code}</span> "
+        f"{escape(meaning)}</td></tr>"
+    )
     parts.append(f"<tr><td>written</td><td>{when} by distgate {escape(__version__)}</td></tr>")
     parts.append("</tbody></table>")
 

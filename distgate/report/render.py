@@ -171,7 +171,12 @@ def parse_csv(text: str) -> dict[str, list[dict[str, str]]]:
 
 
 def _md(text: str) -> str:
+    """A table cell: a pipe would end it, a newline the row."""
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _line(text: str) -> str:
+    return text.replace("\n", " ").strip()
 
 
 def to_markdown(report: Report) -> str:
@@ -181,7 +186,7 @@ def to_markdown(report: Report) -> str:
     for block in report.blocks:
         if isinstance(block, Table):
             keep = [j for j, c in enumerate(block.columns) if not c.decorative]
-            lines += [f"### {_md(block.title)}", ""]
+            lines += [f"### {_line(block.title)}", ""]
             lines.append("| " + " | ".join(_md(block.columns[j].name) for j in keep) + " |")
             lines.append(
                 "|" + "|".join("---:" if block.columns[j].numeric else "---" for j in keep) + "|"
@@ -189,10 +194,10 @@ def to_markdown(report: Report) -> str:
             for row in block.rows:
                 lines.append("| " + " | ".join(_md(row[j].text) for j in keep) + " |")
             if block.caption:
-                lines += ["", _md(block.caption)]
+                lines += ["", _line(block.caption)]
             lines.append("")
         elif isinstance(block, Text) and block.plain.strip():
-            lines += [_md(block.plain.strip()), ""]
+            lines += [_line(block.plain), ""]
     if report.verdict_last():
-        lines += [f"**{_md(report.verdict.plain.strip())}**", ""]
+        lines += [f"**{_line(report.verdict.plain)}**", ""]
     return "\n".join(lines)
