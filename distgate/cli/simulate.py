@@ -94,7 +94,8 @@ def simulate_command(
 ) -> None:
     """Repeat the gate over random request orders and compare metrics and significance
     levels: percent released per target, the fit-the-baseline bound and the cross-safety
-    matrix.
+    matrix. Each order requests every record of the table unless --requests N asks for
+    fewer.
 
     Example: distgate simulate soldiers.csv --metric mis,kld,cst,dqt --alpha 0.2,0.05
     """

@@ -308,7 +308,7 @@ def randomize_table(
     calibrated = [a for a in randomized if a not in fixed]
     if calibrated and tau is None:
         raise InputError(
-            f"Give --tau or --l to calibrate '{calibrated[0]}', or fix it with --p "
+            f"Give --tau or --l-diversity to calibrate '{calibrated[0]}', or fix it with --p "
             f"{calibrated[0]}=P."
         )
 
