@@ -40,7 +40,7 @@ def test_assess_csv_parses_back_to_the_json_numbers():
     sections = parse_csv(result.stdout)
     document = json.loads(run(*args, "--json").stdout)
     titles = list(sections)
-    assert [t.split(" ")[0] for t in titles] == ["kld", "mis"]
+    assert [t.split(" ")[0] for t in titles] == ["kld", "mis", "Per"]
     kld = sections[titles[0]]
     assert [r["target"] for r in kld] == ["L1", "L2", "L3", "L4", "L5"]
     for row, target in zip(kld, document["metrics"][0]["targets"], strict=True):
@@ -49,6 +49,11 @@ def test_assess_csv_parses_back_to_the_json_numbers():
         assert int(row["count"]) == target["count"]
         assert row["decision"] == ("safe" if target["safe"] else "BLOCKED")
     assert list(sections[titles[1]][0]) == ["target", "count", "D(y)"]
+    kld_row, mis_row = sections["Per metric"]
+    assert kld_row["statistic"] == "" and kld_row["decision"] == "BLOCKED"
+    assert float(mis_row["statistic"]) == document["metrics"][1]["statistic"]  # I
+    assert float(mis_row["critical"]) == document["metrics"][1]["critical"]
+    assert mis_row["critical values"] == document["metrics"][1]["method"]
 
 
 def test_json_flag_is_an_alias_of_format_json():

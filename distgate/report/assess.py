@@ -7,12 +7,12 @@ from distgate.metrics.registry import DESCRIPTIONS
 from distgate.report.model import (
     BLOCKED,
     SAFE,
+    Cell,
     Column,
     Report,
     count,
     num,
     verdict_cell,
-    verdict_part,
 )
 
 
@@ -38,19 +38,29 @@ def assessment_report(assessment: Assessment) -> Report:
             if tested:
                 row.append(verdict_cell(bool(r.target_safe[i])))
             table.add(*row)
-        if r.global_statistic is not None:
-            name = "I" if r.metric == "mis" else "Q"
-            report.text(
-                f"  {name} = {num(float(r.global_statistic)).text}, critical "
-                f"{num(float(r.global_critical)).text} ({critical_method(r)}): ",
-                verdict_part(bool(r.safe)),
-            )
-        else:
-            report.text(
-                f"  critical values: {critical_method(r)}; {r.metric}: ",
-                verdict_part(bool(r.safe)),
-            )
         report.text("")
+    summary = report.table(
+        "Per metric",
+        [
+            Column("metric"),
+            Column("alpha", True),
+            Column("statistic", True),
+            Column("critical", True),
+            Column("critical values"),
+            Column("decision"),
+        ],
+    )
+    for r in assessment.results:
+        # global metrics have one statistic (I, Q); per-target ones decide target by target
+        single = r.global_statistic is not None
+        summary.add(
+            r.metric,
+            Cell(f"{r.alpha:g}", r.alpha),
+            num(float(r.global_statistic)) if single else Cell("per target", ""),
+            num(float(r.global_critical)) if single else Cell("per target", ""),
+            critical_method(r),
+            verdict_cell(bool(r.safe)),
+        )
     word = "SAFE" if assessment.safe else "UNSAFE"
     report.conclude(
         bool(assessment.safe),

@@ -61,9 +61,8 @@ def randomize_report(result, top: int | None, output: str | None) -> Report:
     if result.utility is not None:
         report.text(
             "utility: total variation distance "
-            f"{num(result.utility['total_variation'], 6).text} between the table's joint "
-            "distribution and the one reconstructed from the randomized records (0 = "
-            "identical, 1 = disjoint); Euclidean "
+            f"{num(result.utility['total_variation'], 6).text} to the reconstructed joint "
+            "distribution (0 = identical, 1 = disjoint); Euclidean "
             f"{num(result.utility['euclidean'], 6).text}"
         )
     rows = result.risk if not top else result.risk[:top]
