@@ -158,3 +158,13 @@ def test_audit_and_randomize_print_csv_sections(command):
         assert result.exit_code == 0
         assert "Retention probabilities" in sections
         assert "gender" not in result.stdout.splitlines()[0]  # no randomized data on stdout
+
+
+def test_a_narrow_terminal_drops_the_bar_chart_before_folding_numbers():
+    result = CliRunner().invoke(app, ["baseline", SOLDIERS, *CONFIG], env={"COLUMNS": "44"})
+    assert result.exit_code == 0
+    assert max(len(line) for line in result.stdout.splitlines()) <= 44
+    assert "█" not in result.stdout and "0.2376" in result.stdout
+    assert "q(x|y)" in result.stdout and "(part 2 of 2)" in result.stdout
+    wide = CliRunner().invoke(app, ["baseline", SOLDIERS, *CONFIG], env={"COLUMNS": "100"})
+    assert "█" in wide.stdout

@@ -65,9 +65,22 @@ def fit(table: Table, width: int) -> list[Table]:
     """The table as one or more tables no wider than ``width``: as it is when it fits
     (headers may wrap), else transposed when that fits, else folded into column groups
     that each repeat the key columns (the table or its transpose, whichever needs fewer
-    parts). Cells are never truncated."""
+    parts). A decorative column (a bar chart) is dropped first. Cells are never
+    truncated."""
+    if _min_width(table, list(range(len(table.columns)))) <= width:
+        return [table]
+    if any(c.decorative for c in table.columns):  # a bar chart is the first thing to go
+        keep = [j for j, c in enumerate(table.columns) if not c.decorative]
+        table = Table(
+            table.title,
+            [table.columns[j] for j in keep],
+            [[row[j] for j in keep] for row in table.rows],
+            caption=table.caption,
+            key=table.key,
+            across=table.across,
+        )
     candidates = [table]
-    if table.key == 1 and table.rows and not any(c.decorative for c in table.columns):
+    if table.key == 1 and table.rows:
         candidates.append(_transposed(table))
     for candidate in candidates:
         if _min_width(candidate, list(range(len(candidate.columns)))) <= width:
