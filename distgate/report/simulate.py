@@ -53,7 +53,7 @@ def simulation_report(
     report.text(
         "fit baseline: the largest n per target with n p(x) <= C[y, x] for every value, C "
         "counting the requested records, as a percent of the requested records (the base "
-        "of the other columns); csv and JSON give the percents."
+        "of the other columns)."
     )
     spread(report, sim)
     for alpha in sim.alphas:
