@@ -23,18 +23,18 @@ RECORDS = 1_000_000
 TARGETS, VALUES = 20, 10
 
 
-def make_data() -> tuple[Path, Path]:
+def make_data(records: int = RECORDS, tag: str = "1m") -> tuple[Path, Path]:
     OUT.mkdir(exist_ok=True)
-    table, log = OUT / "table_1m.csv", OUT / "requests_1m.csv"
+    table, log = OUT / f"table_{tag}.csv", OUT / f"requests_{tag}.csv"
     if table.exists() and log.exists():
         return table, log
     rng = np.random.default_rng(0)
     p = rng.dirichlet(np.full(VALUES, 5.0))
-    targets = rng.integers(0, TARGETS, RECORDS)
-    values = rng.choice(VALUES, RECORDS, p=p)
+    targets = rng.integers(0, TARGETS, records)
+    values = rng.choice(VALUES, records, p=p)
     skew = targets < 2  # two targets that stand out
     values[skew] = rng.choice(VALUES, skew.sum(), p=np.roll(p, 3))
-    ids = np.char.add("r", np.arange(RECORDS).astype(str))
+    ids = np.char.add("r", np.arange(records).astype(str))
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -48,7 +48,7 @@ def make_data() -> tuple[Path, Path]:
         ),
         table,
     )
-    order = rng.permutation(RECORDS)
+    order = rng.permutation(records)
     pacsv.write_csv(pa.table({"id": ids[order]}), log)
     return table, log
 

@@ -46,7 +46,8 @@ from distgate.io.tables import display_name
 from distgate.metrics.registry import parse_metrics
 
 COLUMNS = ("request", "key", "target", "value", "decision", "released_at", "statistic", "critical")
-BATCH = 20_000
+BATCH = 20_000  # requests decided and committed to the state at a time
+WRITE_CHUNK = 1 << 20  # rows of the decisions file made into text at a time
 
 
 @dataclass
@@ -208,6 +209,7 @@ def replay(
     state: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     wait: bool = False,
+    batch: int = BATCH,
 ) -> ReplayResult:
     """Run the gate over the request log ``requests`` (see the module docstring).
 
@@ -215,7 +217,8 @@ def replay(
     a log already partly recorded there continues after its last committed request, and
     another replay on the same state is refused (or waited for, with ``wait``). SIGINT or
     SIGTERM stops the replay after the batch it is deciding, committed, with
-    :class:`Interrupted`. ``progress(done, total)`` is called after every batch.
+    :class:`Interrupted`. ``progress(done, total)`` is called after every batch of
+    ``batch`` requests (the decisions do not depend on it).
     """
     log = read_requests(requests, settings.key)
     records = map_keys(
@@ -226,6 +229,7 @@ def replay(
         skip_unknown=settings.skip_unknown,
         table_source=str(inputs.table.source),
     )
+    pa.default_memory_pool().release_unused()  # the key lookup's hash table
     gate = make_gate(inputs, settings)
     size = len(records)
     if state is None:
@@ -249,7 +253,7 @@ def replay(
             done = position.done
             runs = []
             while done < size:
-                stop = min(done + BATCH, size)
+                stop = min(done + max(1, batch), size)
                 run = gate.run(records[done:stop])
                 store.commit(
                     log.fingerprint,
@@ -364,54 +368,68 @@ def _text_numbers(values: np.ndarray) -> pa.Array:
     return text.take(encoded.indices)
 
 
-def write_decisions(result: ReplayResult, path: str) -> None:
+def write_decisions(result: ReplayResult, path: str, *, chunk: int = WRITE_CHUNK) -> None:
     """The decisions CSV (columns ``request,key,target,value,decision,released_at,
-    statistic,critical``), written atomically."""
+    statistic,critical``), written atomically, ``chunk`` rows at a time: the text of a
+    chunk is made, written and dropped, so a long log's output never sits in memory as
+    text (the file is the same whatever the chunk size)."""
     rows = result.rows
-    record = rows["record"]
+    keys = rows["key"]
+    if not isinstance(keys, (pa.Array, pa.ChunkedArray)):
+        keys = pa.array(list(keys), type=pa.string())
+    keys = keys.cast(pa.string())
+    needs_quotes = re.compile(r'[",\r\n]')
+    special = (
+        any(needs_quotes.search(label) for label in result.target_labels + result.value_labels)
+        or pc.any(pc.match_substring_regex(keys, needs_quotes.pattern)).as_py()
+    )
+    size = len(rows["request"])
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        handle.write((",".join(COLUMNS) + "\n").encode())
+        for start in range(0, size, max(1, chunk)):
+            stop = min(start + max(1, chunk), size)
+            table = _decision_table(result, keys, start, stop)
+            if special:  # some text needs CSV quoting: the standard writer quotes only those
+                handle.write(_quoted_csv(table).encode("utf-8"))
+            else:
+                options = pacsv.WriteOptions(quoting_style="none", include_header=False)
+                pacsv.write_csv(table, handle, write_options=options)
+
+
+def _decision_table(result: ReplayResult, keys: pa.Array, start: int, stop: int) -> pa.Table:
+    """Rows [start, stop) of the decisions file as Arrow columns."""
+    rows = result.rows
+    record = rows["record"][start:stop]
     known = record >= 0
     safe_record = np.where(known, record, 0)
     target_labels = pa.array(result.target_labels + [""], type=pa.string())
     value_labels = pa.array(result.value_labels + [""], type=pa.string())
     target = np.where(known, result.target_codes[safe_record], len(result.target_labels))
     value = np.where(known, result.value_codes[safe_record], len(result.value_labels))
-    released_at = pa.array(rows["released_at"], type=pa.int64())
+    released_at = pa.array(rows["released_at"][start:stop], type=pa.int64())
     released_at = pc.if_else(pc.less(released_at, 0), pa.scalar(None, pa.int64()), released_at)
-    keys = rows["key"]
-    if not isinstance(keys, pa.Array):
-        keys = pa.array(list(keys), type=pa.string())
-    table = pa.table(
+    return pa.table(
         {
-            "request": pa.array(rows["request"], type=pa.int64()),
-            "key": keys,
+            "request": pa.array(rows["request"][start:stop], type=pa.int64()),
+            "key": keys.slice(start, stop - start),
             "target": target_labels.take(pa.array(target)),
             "value": value_labels.take(pa.array(value)),
             "decision": pa.array(DECISION_NAMES, type=pa.string()).take(
-                pa.array(rows["decision"].astype(np.int64))
+                pa.array(rows["decision"][start:stop].astype(np.int64))
             ),
             "released_at": released_at,
-            "statistic": _text_numbers(rows["statistic"]),
-            "critical": _text_numbers(rows["critical"]),
+            "statistic": _text_numbers(rows["statistic"][start:stop]),
+            "critical": _text_numbers(rows["critical"][start:stop]),
         }
     )
-    needs_quotes = re.compile(r'[",\r\n]')
-    special = (
-        any(needs_quotes.search(label) for label in result.target_labels + result.value_labels)
-        or pc.any(pc.match_substring_regex(keys.cast(pa.string()), needs_quotes.pattern)).as_py()
-    )
-    with atomic_path(path) as tmp:
-        if special:  # some text needs CSV quoting: the standard writer quotes only those
-            import csv
 
-            with open(tmp, "w", newline="", encoding="utf-8") as handle:
-                writer = csv.writer(handle, lineterminator="\n")
-                writer.writerow(COLUMNS)
-                columns = [table.column(c).to_pylist() for c in COLUMNS]
-                writer.writerows(
-                    ["" if v is None else v for v in row] for row in zip(*columns, strict=True)
-                )
-        else:
-            options = pacsv.WriteOptions(quoting_style="none", include_header=False)
-            with open(tmp, "wb") as handle:
-                handle.write((",".join(COLUMNS) + "\n").encode())
-                pacsv.write_csv(table, handle, write_options=options)
+
+def _quoted_csv(table: pa.Table) -> str:
+    import csv
+    import io
+
+    text = io.StringIO(newline="")
+    writer = csv.writer(text, lineterminator="\n")
+    columns = [table.column(c).to_pylist() for c in COLUMNS]
+    writer.writerows(["" if v is None else v for v in row] for row in zip(*columns, strict=True))
+    return text.getvalue()

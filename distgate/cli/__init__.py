@@ -55,18 +55,35 @@ for _name, _module, _function in COMMANDS:
     app.command(_name)(_command)
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised like Ctrl-C's KeyboardInterrupt so that temporary files go."""
+
+
+def _terminated(number, frame) -> None:
+    raise Terminated
+
+
 def main() -> None:
     """Console-script entry point. Usage errors (an unknown option, a missing argument, a
     value of the wrong type) get distgate's one error style too: one sentence on stderr,
     exit code 2."""
+    import signal
     import sys
 
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         code = app(standalone_mode=False)  # a command's typer.Exit comes back as its code
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        sys.exit(130)
+    except (typer.Abort, KeyboardInterrupt, Terminated) as exc:
+        # outside replay's batch loop (which stops at a batch boundary itself): output files
+        # are only ever renamed into place complete, so none was half-written
+        typer.echo(
+            "distgate: interrupted before the command finished; no output file was written "
+            "(run it again: a --state file keeps every batch it committed).",
+            err=True,
+        )
+        sys.exit(143 if isinstance(exc, Terminated) else 130)
     except typer.TyperException as exc:  # click's usage errors, vendored by typer
         if type(exc).__name__ == "NoArgsIsHelpError":
             typer.echo(exc.format_message())

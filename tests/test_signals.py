@@ -1,0 +1,83 @@
+"""SIGINT and SIGTERM at seeded instants of a 200,000-request replay with --state: every
+interrupted run ends with one sentence (exit 130 or 143) and no temporary or half-written
+file, and running the same command again gives the decisions file and the state of a run
+that was never interrupted, byte for byte."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.conftest import REPO
+from tests.test_replay import committed_requests, dump
+
+REQUESTS = 200_000
+INSTANTS = 10
+
+
+@pytest.fixture(scope="module")
+def long_replay(tmp_path_factory):
+    """A 20,000-record table and a 200,000-request log (ten batches): the command, its
+    environment, and the decisions and state dump of an uninterrupted run."""
+    folder = tmp_path_factory.mktemp("long_replay")
+    rng = np.random.default_rng(8)
+    n = 20_000
+    targets = rng.integers(0, 12, n)
+    values = rng.integers(0, 8, n)
+    values[targets == 0] = rng.integers(0, 3, (targets == 0).sum())  # one target stands out
+    rows = (f"r{i},v{v},t{t}\n" for i, (v, t) in enumerate(zip(values, targets, strict=True)))
+    (folder / "t.csv").write_text("id,v,t\n" + "".join(rows))
+    requests = rng.integers(0, n, REQUESTS)
+    (folder / "log.csv").write_text("id\n" + "".join(f"r{i}\n" for i in requests))
+    flags = ["-x", "v", "-y", "t", "--id", "id", "-m", "kld,mis", "-q"]
+    command = [sys.executable, "-m", "distgate", "replay", "t.csv", "log.csv", *flags]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    straight = subprocess.run(
+        [*command, "--state", "a.db", "-o", "a.csv"], cwd=folder, env=env, capture_output=True
+    )
+    assert straight.returncode == 0, straight.stderr
+    return folder, command, env
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(INSTANTS))
+def test_a_signal_at_any_instant_then_a_rerun_equals_an_uninterrupted_run(long_replay, seed):
+    folder, command, env = long_replay
+    rng = np.random.default_rng(seed)
+    number = (signal.SIGINT, signal.SIGTERM)[seed % 2]
+    # the instant: during start-up and reading (a seeded delay), or once a seeded number
+    # of batches is committed
+    wait_for_batches = int(rng.integers(0, 6))
+    delay = float(rng.uniform(0.3, 1.2)) if wait_for_batches == 0 else 0.0
+    state, out = folder / f"s{seed}.db", folder / f"d{seed}.csv"
+    again = [*command, "--state", state.name, "-o", out.name]
+    before = set(os.listdir(folder))
+    process = subprocess.Popen(
+        again, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    time.sleep(delay)
+    while process.poll() is None and committed_requests(state) < wait_for_batches * 20_000:
+        time.sleep(0.002)
+    if process.poll() is None:
+        process.send_signal(number)
+    _, stderr = process.communicate(timeout=120)
+    message = stderr.decode().strip()
+    assert "Traceback" not in message
+    if process.returncode != 0:  # it had not finished when the signal came
+        assert process.returncode == 128 + number, (process.returncode, message)
+        assert message.startswith("distgate: interrupted "), message
+        assert len(message.splitlines()) == 1, message
+        assert not out.exists()
+    left = set(os.listdir(folder)) - before - {state.name, state.name + ".lock", out.name}
+    assert not {name for name in left if not name.startswith(state.name + "-")}, left
+    assert committed_requests(state) % 20_000 == 0  # only whole batches are committed
+    rerun = subprocess.run(again, cwd=folder, env=env, capture_output=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr
+    assert out.read_bytes() == (folder / "a.csv").read_bytes()
+    assert dump(state) == dump(folder / "a.db")
