@@ -168,3 +168,14 @@ def test_a_narrow_terminal_drops_the_bar_chart_before_folding_numbers():
     assert "q(x|y)" in result.stdout and "(part 2 of 2)" in result.stdout
     wide = CliRunner().invoke(app, ["baseline", SOLDIERS, *CONFIG], env={"COLUMNS": "100"})
     assert "█" in wide.stdout
+
+
+def test_html_report_fingerprints_files_and_not_streams(tmp_path):
+    page = tmp_path / "r.html"
+    text = (SAMPLE / "soldiers.csv").read_text()
+    args = ["assess", "-", *CONFIG, "--report", str(page)]
+    result = CliRunner().invoke(app, args, input=text)
+    assert result.exit_code == 1, result.output
+    html = page.read_text()
+    assert "standard input" in html and "not re-readable" in html
+    assert "<table" in html and "Per metric" in html and 'id=exit-code>1<' in html

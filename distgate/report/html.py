@@ -50,9 +50,12 @@ EXIT_MEANINGS = {0: "(done; safe where judged)", 1: "(unsafe)"}
 
 
 def fingerprint(path: str) -> dict:
-    """Name, size and SHA-256 of an input file (standard input cannot be read again)."""
+    """Name, size and SHA-256 of an input file (standard input and pipes cannot be read
+    again)."""
     if path == "-":
         return {"file": "standard input", "bytes": None, "sha256": None}
+    if not os.path.isfile(path):  # a named pipe was read once, as a stream: not again
+        return {"file": path, "bytes": None, "sha256": None}
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
