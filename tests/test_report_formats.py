@@ -178,4 +178,4 @@ def test_html_report_fingerprints_files_and_not_streams(tmp_path):
     assert result.exit_code == 1, result.output
     html = page.read_text()
     assert "standard input" in html and "not re-readable" in html
-    assert "<table" in html and "Per metric" in html and 'id=exit-code>1<' in html
+    assert "<table" in html and "Per metric" in html and "id=exit-code>1<" in html

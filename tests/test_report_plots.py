@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 from distgate.critical import CriticalValues  # noqa: E402
 from distgate.report.plots import LABEL_MAX, QUANTITIES, evolution_figure  # noqa: E402
@@ -41,6 +42,7 @@ def _ticks_shown(ax) -> np.ndarray:
     return ticks[(ticks >= low) & (ticks <= high)]
 
 
+@pytest.mark.slow
 def test_evolution_with_20_long_target_names_is_readable_and_never_ticks_below_zero():
     rng = np.random.default_rng(0)
     n, targets = 4000, 20

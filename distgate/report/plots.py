@@ -116,7 +116,19 @@ def evolution_figure(
     handles, names = axes[0].get_legend_handles_labels()
     figure.legend(handles, names, loc="upper right", fontsize=7, markerscale=3)
     figure.suptitle(title, fontsize=10, x=0.02, ha="left")
-    figure.supxlabel(RELEASED_AXIS, fontsize=9)
-    figure.supylabel(QUANTITIES.get(metric, "statistic"), fontsize=9)
-    figure.tight_layout(rect=(0, 0, 1, 0.97 if len(panels) > 3 else 0.92))
+    figure.supxlabel(RELEASED_AXIS, fontsize=9, y=0.15 / figure.get_size_inches()[1])
+    figure.supylabel(
+        QUANTITIES.get(metric, "statistic"), fontsize=9, x=0.1 / figure.get_size_inches()[0]
+    )
+    # fixed margins in inches (tight_layout measured every tick of every panel: seconds
+    # for a 20-panel figure)
+    width, height = figure.get_size_inches()
+    figure.subplots_adjust(
+        left=0.9 / width,
+        right=1 - 0.15 / width,
+        bottom=0.75 / height,
+        top=1 - 0.8 / height,
+        hspace=0.45,
+        wspace=0.08,
+    )
     return figure
