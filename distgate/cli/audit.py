@@ -61,7 +61,7 @@ def audit_command(
         str | None,
         typer.Option(
             "--types",
-            metavar="T[,T..]",
+            metavar="T[,T...]",
             help="Disclosure types to check: existence, upward, downward, approximation "
             "(default: all four).",
         ),
