@@ -183,3 +183,41 @@ def test_replay_report_embeds_its_plot_and_summary(browser, tmp_path):
         assert float(row[5]) == pytest.approx(target["percent_released"], abs=0.05)
     assert len(dom.images) == 1 and dom.images[0].startswith("data:image/png;base64,")
     assert "http" not in page.read_text().replace("http-equiv", "")  # nothing fetched
+
+
+COMMANDS = {
+    "baseline": ["baseline", "soldiers.csv"],
+    "assess": ["assess", "soldiers.csv", "--metric", "kld,dqt"],
+    "audit": ["audit", "published_counts.csv", "--fix"],
+    "randomize": ["randomize", "patients.csv", "--qi", "gender,age", "--sensitive", "disease"]
+    + ["--tau", "0.6", "--top", "5"],
+    "replay": ["replay", "soldiers.csv", "REQUESTS"],
+    "simulate": ["simulate", "soldiers.csv", "--metric", "kld", "--alpha", "0.2"]
+    + ["--sequences", "2", "--requests", "2000", "--draws", "200"],
+}
+PLOTS = {"baseline": 1, "assess": 0, "audit": 0, "randomize": 0, "replay": 1, "simulate": 2}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_every_command_reports_every_table_of_its_csv_output(command, tmp_path, monkeypatch):
+    """The HTML file as written (no browser needed): each csv section is a table of the
+    page with the same header and cells, the plots are embedded, the exit code is shown."""
+    monkeypatch.chdir(SAMPLE)
+    log = tmp_path / "requests.csv"
+    log.write_text("\n".join((SAMPLE / "requests.csv").read_text().splitlines()[:300]) + "\n")
+    args = [str(log) if a == "REQUESTS" else a for a in COMMANDS[command]]
+    page = tmp_path / "report.html"
+    written = run(*args, "--report", str(page), "--format", "csv")
+    assert written.exit_code in (0, 1), written.output
+    sections = parse_csv(written.stdout)
+    parser = Tables()
+    parser.feed(page.read_text())
+    tables = {t["caption"]: t for t in parser.tables if t["caption"]}
+    assert list(tables) == list(sections)
+    for title, rows in sections.items():
+        table = tables[title]
+        assert len(table["rows"]) == len(rows)
+        assert table["header"] == list(rows[0]) if rows else True
+    assert parser.ids["exit-code"] == str(written.exit_code)
+    assert len(parser.images) == PLOTS[command]
+    assert all(src.startswith("data:image/png;base64,") for src in parser.images)
