@@ -46,9 +46,6 @@ p.line { margin: .2rem 0; white-space: pre-wrap; }
 """
 
 
-EXIT_MEANINGS = {0: "(done; safe where judged)", 1: "(unsafe)"}
-
-
 def fingerprint(path: str) -> dict:
     """Name, size and SHA-256 of an input file (standard input and pipes cannot be read
     again)."""
@@ -140,7 +137,7 @@ def to_html(report: Report) -> str:
         parts.append(f'<div class="verdict{state}" id="verdict">{_spans(report.verdict)}</div>')
     parts.append('<table class="meta"><tbody>')
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    meaning = EXIT_MEANINGS.get(report.exit_code, "")
+    meaning = {0: "(safe)" if report.safe else "(done)", 1: "(unsafe)"}.get(report.exit_code, "")
     parts.append(
         f"<tr><td>exit code</td><td><span id=exit-code>{report.exit_code}</span> "
         f"{escape(meaning)}</td></tr>"
