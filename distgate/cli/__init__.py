@@ -64,17 +64,37 @@ def _terminated(number, frame) -> None:
 
 
 def main() -> None:
-    """Console-script entry point. Usage errors (an unknown option, a missing argument, a
-    value of the wrong type) get distgate's one error style too: one sentence on stderr,
-    exit code 2."""
-    import signal
+    """Console-script entry point: :func:`run` the command line, then leave at once.
+
+    Leaving with os._exit after flushing skips the interpreter's teardown, during which
+    Arrow's native thread pools can abort a finished command ("terminate called without
+    an active exception", apache/arrow#34314, #39862) and turn exit code 2 into 134. Every
+    file is closed by then: outputs are written and renamed inside the commands."""
+    import os
     import sys
 
-    signal.signal(signal.SIGTERM, _terminated)
+    code = run()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said there
+            pass
+    os._exit(code)
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run one command line (default: the process's arguments) and return its exit code.
+    Usage errors (an unknown option, a missing argument, a value of the wrong type) get
+    distgate's one error style too: one sentence on stderr, exit code 2. SIGTERM ends a
+    command like Ctrl-C."""
+    import signal
+
+    if threading_is_main():
+        signal.signal(signal.SIGTERM, _terminated)
     try:
-        code = app(standalone_mode=False)  # a command's typer.Exit comes back as its code
+        code = app(args=argv, standalone_mode=False)  # a typer.Exit comes back as its code
     except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except (typer.Abort, KeyboardInterrupt, Terminated) as exc:
         # outside replay's batch loop (which stops at a batch boundary itself): output files
         # are only ever renamed into place complete, so none was half-written
@@ -83,14 +103,20 @@ def main() -> None:
             "(run it again: a --state file keeps every batch it committed).",
             err=True,
         )
-        sys.exit(143 if isinstance(exc, Terminated) else 130)
+        return 143 if isinstance(exc, Terminated) else 130
     except typer.TyperException as exc:  # click's usage errors, vendored by typer
         if type(exc).__name__ == "NoArgsIsHelpError":
             typer.echo(exc.format_message())
-            sys.exit(0)
+            return 0
         context = getattr(exc, "ctx", None)
         command = context.command_path if context is not None else "distgate"
         message = exc.format_message().rstrip(".")
         typer.echo(f"distgate: {message} (see '{command} --help').", err=True)
-        sys.exit(getattr(exc, "exit_code", 2))
-    sys.exit(code if isinstance(code, int) else 0)
+        return getattr(exc, "exit_code", 2)
+    return code if isinstance(code, int) else 0
+
+
+def threading_is_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
