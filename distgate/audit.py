@@ -363,7 +363,8 @@ class MergePlan:
             "evaluated": self.evaluated,
             "disclosed_after": remaining,
         }
-        if self.original is not None and self.after is not None:
+        # without a merge the table after is the audited one itself (which holds this plan)
+        if self.original is not None and self.after is not None and self.merges:
             document["cells_after"] = self.original.to_dict()["cells"]
             document["merged_table"] = self.after.to_dict()["cells"]
         return document

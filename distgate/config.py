@@ -1,8 +1,9 @@
 """``distgate.toml``: defaults for the table options so that a command needs no flags.
 
 Looked up in the working directory (or given with ``--config FILE``). Keys: ``id``,
-``attributes``, ``targets``, ``[bins]``, ``baseline``, ``metric``, ``alpha`` (and
-``critical``, ``seed``). Command-line flags override the file. A relative ``baseline``
+``attributes``, ``targets``, ``[bins]``, ``[order]``, ``weight``, ``missing``,
+``delimiter``, ``encoding``, ``baseline``, ``metric``, ``alpha`` (and ``critical``,
+``seed``). Command-line flags override the file. A relative ``baseline``
 path is taken relative to the config file's folder.
 """
 
@@ -27,6 +28,10 @@ KNOWN_KEYS = {
     "critical",
     "seed",
     "missing",
+    "weight",
+    "order",
+    "delimiter",
+    "encoding",
 }
 
 
@@ -42,6 +47,34 @@ def _is_text_list(value: Any) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_order(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(values, list)
+        and values
+        and all(_is_text(v) for v in values)
+        and len(set(values)) == len(values)
+        for values in value.values()
+    )
+
+
+def _is_delimiter(value: Any) -> bool:
+    from distgate.io.tables import check_delimiter
+
+    try:
+        return isinstance(value, str) and bool(check_delimiter(value))
+    except InputError:
+        return False
+
+
+def _is_encoding(value: Any) -> bool:
+    import codecs
+
+    try:
+        return _is_text(value) and bool(codecs.lookup(value.strip()))
+    except LookupError:
+        return False
 
 
 def _is_bins(value: Any) -> bool:
@@ -62,6 +95,10 @@ VALIDATORS: dict[str, tuple[Any, str]] = {
     "alpha": (lambda v: _is_number(v) and 0 < v < 1, "a number strictly between 0 and 1"),
     "critical": (lambda v: v in ("auto", "asymptotic", "mc"), '"auto", "asymptotic" or "mc"'),
     "missing": (lambda v: v in ("error", "drop", "keep"), '"error", "drop" or "keep"'),
+    "weight": (_is_text, "a column name in quotes"),
+    "order": (_is_order, "a table [order] of COLUMN = [distinct values, in quotes]"),
+    "delimiter": (_is_delimiter, 'one character in quotes, e.g. ";" or "\\t" (or "tab")'),
+    "encoding": (_is_encoding, 'an encoding Python knows, e.g. "latin-1" or "utf-16"'),
     "seed": (
         lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
         "a whole number >= 0",
@@ -132,10 +169,25 @@ class TableOptions:
     bins: tuple[tuple[str, tuple[float, ...]], ...] = ()
     baseline: str | None = None
     missing: str = "error"  # what a record with a missing X or Y value does
+    weight: str | None = None  # column of record counts (a frequency table)
+    order: tuple[tuple[str, tuple[str, ...]], ...] = ()  # value order per column
+    delimiter: str | None = None  # None: tab for .tsv names, else a comma
+    encoding: str | None = None  # None: UTF-8
 
     @property
     def bins_dict(self) -> dict[str, list[float]]:
         return {column: list(edges) for column, edges in self.bins}
+
+    @property
+    def order_dict(self) -> dict[str, list[str]]:
+        return {column: list(values) for column, values in self.order}
+
+    @property
+    def text_format(self):
+        """How the table (and the request log) is written, when it is delimited text."""
+        from distgate.io.tables import TextFormat
+
+        return TextFormat(self.delimiter, self.encoding)
 
 
 def table_options(
@@ -148,14 +200,25 @@ def table_options(
     bins: list[str] | None = None,
     baseline: str | None = None,
     missing: str | None = None,
+    weight: str | None = None,
+    order: list[str] | None = None,
+    delimiter: str | None = None,
+    encoding: str | None = None,
 ) -> TableOptions:
     """Merge command-line flags (when given) over the config file's settings."""
-    from distgate.domain import parse_bins
+    from distgate.domain import parse_bins, parse_order
 
-    merged_bins = parse_bins(config.get("bins") or {})
-    merged_bins.update(parse_bins(bins or []))
     attrs = _split(attributes) or list(config.get("attributes") or [])
     targs = _split(targets) or list(config.get("targets") or [])
+    # the file's bins and orders serve the columns in use (flags may name other columns);
+    # a flag's bins or order for a column that is not in use is still an error
+    merged_bins = {c: e for c, e in parse_bins(config.get("bins") or {}).items() if c in attrs}
+    merged_bins.update(parse_bins(bins or []))
+    merged_order = {
+        c: v for c, v in parse_order(config.get("order") or {}).items() if c in attrs + targs
+    }
+    merged_order.update(parse_order(order or []))
+    fmt = text_format(config, delimiter, encoding)
     if not attrs:
         raise InputError("No attribute column given: name one with -x/--attr or in distgate.toml.")
     if not targs:
@@ -168,6 +231,22 @@ def table_options(
         bins=tuple((c, tuple(e)) for c, e in merged_bins.items()),
         baseline=baseline or config.get("baseline"),
         missing=missing or config.get("missing", "error"),
+        weight=weight or config.get("weight"),
+        order=tuple((c, tuple(v)) for c, v in merged_order.items()),
+        delimiter=fmt.delimiter,
+        encoding=fmt.encoding,
+    )
+
+
+def text_format(config: dict[str, Any], delimiter: str | None, encoding: str | None):
+    """How text input is written: --delimiter and --encoding (checked) over the config's."""
+    from distgate.io.tables import TextFormat, check_delimiter, check_encoding
+
+    delimiter = delimiter if delimiter is not None else config.get("delimiter")
+    encoding = encoding if encoding is not None else config.get("encoding")
+    return TextFormat(
+        check_delimiter(delimiter) if delimiter is not None else None,
+        check_encoding(encoding) if encoding is not None else None,
     )
 
 

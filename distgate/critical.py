@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from distgate.errors import InputError
+from distgate.metrics.registry import REGISTRY
 
 MODES = ("auto", "asymptotic", "mc")
 MIN_DRAWS, MAX_DRAWS = 100, 1_000_000
@@ -57,8 +58,11 @@ GROW_LIMIT = 1024
 SAMPLES_KEPT = 512  # null samples kept for reuse by other alphas (80 KB each)
 BLOCK_VALUES = 4_000_000  # simulated values per block when many sizes grow at once (32 MB)
 
-# stable small integers mixed into the seed so each statistic gets its own stream
-_STREAM = {"kld": 1, "mis": 2, "dqt": 3, "dleak": 4, "eleak": 5, "emd": 6}
+
+def _stream(name: str) -> int:
+    """The stable small integer mixed into the seed of a statistic's draws (its record's
+    Monte Carlo stream), so that each statistic gets its own random numbers."""
+    return REGISTRY[name].stream
 
 
 def chi2_quantile(alpha: float, df) -> np.ndarray:
@@ -280,11 +284,15 @@ class CriticalValues:
         return total < self.switch_size
 
     def _rng(self, name: str, *size: int) -> np.random.Generator:
-        return np.random.default_rng([self.seed, _STREAM[name], *size])
+        return np.random.default_rng([self.seed, _stream(name), *size])
 
-    def per_target(self, name: str, statistic: Callable, sizes, alpha: float) -> np.ndarray:
+    def per_target(
+        self, name: str, statistic: Callable, sizes, alpha: float, variant: str = ""
+    ) -> np.ndarray:
         """(1 - alpha) quantile of ``statistic`` over draws of n_y values from the baseline,
-        for every size in ``sizes`` (NaN where n_y = 0)."""
+        for every size in ``sizes`` (NaN where n_y = 0). ``variant`` tells apart statistics
+        of one metric that share its draws but not its quantiles (tclose's ground
+        distances)."""
         grower = self._grower(name, self.p, 1)
 
         def null(n: int) -> np.ndarray:
@@ -296,7 +304,8 @@ class CriticalValues:
                 return grower.information()
             return statistic(grower.counts[:, None, :], self.p)[:, 0]
 
-        return self._quantiles(name, sizes, alpha, null, grower if name == "kld" else None)
+        key = f"{name}:{variant}" if variant else name
+        return self._quantiles(key, sizes, alpha, null, grower if name == "kld" else None)
 
     def mutual_information(self, totals, alpha: float) -> np.ndarray:
         """(1 - alpha) quantile of I over draws of N tuples with X ~ baseline and
@@ -318,7 +327,7 @@ class CriticalValues:
 
     def _grower(self, name: str, probs: np.ndarray, rows: int) -> _GrowingNull:
         if name not in self._growers:
-            stream = _STREAM[name]
+            stream = _stream(name)
             self._growers[name] = _GrowingNull(
                 lambda j: np.random.default_rng([self.seed, stream, j]),
                 probs,

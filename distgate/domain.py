@@ -6,13 +6,20 @@ one joint value labelled by the parts joined with ``|``. Numeric attributes may 
 into ranges (:func:`parse_bins`); the bin order is the domain order.
 
 Domain order: with a baseline file, its row order (values it lists with probability 0
-included); without one, the values present in the table, bins in bin order and text
-values sorted (numerically when every value is a number).
+included); without one, the values present in the table, bins in bin order, a column's
+``--order`` when one is given, and otherwise the natural order (:func:`natural_order`):
+numerically when every value is a number, by their numbers when every value is an interval
+label in distgate's own notation (``<18``, ``18-19``, ``>=55``, ``[1.5,2)``), else as text.
+
+Weights: with a weight column, each line stands for that many identical records (a
+frequency table); counts are the weights summed per (target, value) cell, and a line of
+weight 0 is no record at all.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -21,7 +28,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from distgate.errors import InputError
-from distgate.io.tables import dictionary_column, display_name, read_columns, require_values
+from distgate.io.tables import (
+    PLAIN,
+    TextFormat,
+    dictionary_column,
+    display_name,
+    numeric_column,
+    read_columns,
+    require_values,
+)
 
 JOINT_SEPARATOR = "|"
 
@@ -79,11 +94,97 @@ def bin_labels(edges: Sequence[float]) -> list[str]:
     return labels
 
 
-def _sort_key(values: list[str]) -> list[str]:
+_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_INTERVAL = re.compile(
+    rf"<(?P<below>{_NUMBER})|>=(?P<above>{_NUMBER})|(?P<plus>{_NUMBER})\+"
+    rf"|(?P<a>{_NUMBER})-(?P<b>{_NUMBER})"
+    rf"|\[(?P<low>{_NUMBER}),\s*(?P<high>{_NUMBER})\)"
+)
+
+
+def interval_key(label: str) -> tuple[float, float] | None:
+    """The range [low, high) a label of :func:`bin_labels` stands for, or None when the
+    label is not one: ``<18`` is [-inf, 18), ``18-19`` [18, 20), ``>=55`` (and the common
+    ``55+``) [55, inf), ``[1.5,2)`` itself."""
+    match = _INTERVAL.fullmatch(label.strip())
+    if match is None:
+        return None
+    if match["below"] is not None:
+        return (-math.inf, float(match["below"]))
+    if match["above"] is not None or match["plus"] is not None:
+        return (float(match["above"] or match["plus"]), math.inf)
+    if match["a"] is not None:
+        return (float(match["a"]), float(match["b"]) + 1)
+    return (float(match["low"]), float(match["high"]))
+
+
+def natural_order(values: Sequence[str]) -> list[str]:
+    """Values in domain order when no baseline or --order gives one: by number when all
+    are numbers, by range when all are interval labels (:func:`interval_key`), else as
+    text. ``missing`` (from --missing keep) comes after numbers and ranges."""
+    present = [v for v in values if v != MISSING_LABEL]
+    tail = [MISSING_LABEL] * (len(values) - len(present))
     try:
-        return sorted(values, key=float)
+        return sorted(present, key=float) + tail
     except ValueError:
-        return sorted(values)
+        pass
+    keys = [interval_key(v) for v in present]
+    if all(k is not None for k in keys):
+        return [v for _, v in sorted(zip(keys, present, strict=True))] + tail
+    return sorted(values)
+
+
+def parse_order(
+    specs: Sequence[str] | Mapping[str, Sequence[str]] | None,
+) -> dict[str, list[str]]:
+    """Parse ``["educ=Low,Middle,High"]`` (or a mapping from a config file) into the order
+    of each column's values."""
+    if not specs:
+        return {}
+    if isinstance(specs, Mapping):
+        items = [(c, [str(v).strip() for v in values]) for c, values in specs.items()]
+    else:
+        items = []
+        for spec in specs:
+            column, sep, values = spec.partition("=")
+            if not sep or not column.strip() or not values.strip():
+                raise InputError(
+                    f"The order '{spec}' must look like COLUMN=VALUE,VALUE,... "
+                    "(e.g. educ=Low,Middle,High)."
+                )
+            items.append((column.strip(), [v.strip() for v in values.split(",")]))
+    orders: dict[str, list[str]] = {}
+    for column, values in items:
+        if not values or not all(values):
+            raise InputError(f"The order of column '{column}' has an empty value.")
+        repeated = [v for v in values if values.count(v) > 1]
+        if repeated:
+            raise InputError(f"The order of column '{column}' lists '{repeated[0]}' twice.")
+        orders[column] = values
+    return orders
+
+
+def _order_lookup(
+    values: list[str], order: Sequence[str], indices: np.ndarray, column: str, name: str
+) -> tuple[np.ndarray, list[str]]:
+    """Codes of a column's distinct ``values`` in the given order; a value the order does
+    not list is an InputError naming its first line (``missing`` goes last)."""
+    labels = list(order)
+    position = {label: i for i, label in enumerate(labels)}
+    lookup = np.empty(len(values), dtype=np.int64)
+    for i, value in enumerate(values):
+        key = value.strip()
+        if key not in position:
+            if value != MISSING_LABEL:
+                line = int(np.flatnonzero(indices == i)[0]) + 2
+                raise InputError(
+                    f"The {name}, line {line}: column '{column}' has the value '{value}', "
+                    f"which its order does not list (it lists {', '.join(order)})."
+                )
+            position[key] = len(labels)
+            labels.append(MISSING_LABEL)
+        lookup[i] = position[key]
+    return lookup, labels
 
 
 @dataclass(frozen=True)
@@ -101,10 +202,17 @@ class _Column:
         return self.lookup[self.indices]
 
 
-def _encode_column(table: pa.Table, column: str, name: str, edges: list | None) -> _Column:
-    """Codes of a column: binning, validation and ordering are done on the (small)
-    dictionary, then looked up per record; a binned column read as numbers is binned
-    through a lookup over its integer range (or per record for fractional values)."""
+def _encode_column(
+    table: pa.Table,
+    column: str,
+    name: str,
+    edges: list | None,
+    order: Sequence[str] | None = None,
+) -> _Column:
+    """Codes of a column: binning, validation and ordering (``order``, else the natural
+    order) are done on the (small) dictionary, then looked up per record; a binned column
+    read as numbers is binned through a lookup over its integer range (or per record for
+    fractional values)."""
     if edges is not None and not pa.types.is_dictionary(table.schema.field(column).type):
         return _bin_numbers(table, column, name, edges)
     values, indices = dictionary_column(table, column, name)
@@ -128,7 +236,10 @@ def _encode_column(table: pa.Table, column: str, name: str, edges: list | None) 
             lookup = np.where(np.isnan(numbers), len(labels), lookup)
             labels = [*labels, MISSING_LABEL]
         return _Column(lookup, indices, labels)
-    ordered = _sort_key(values)
+    if order is not None:
+        lookup, labels = _order_lookup(values, order, indices, column, name)
+        return _Column(lookup, indices, labels)
+    ordered = natural_order(values)
     where = {value: i for i, value in enumerate(values)}
     rank = np.empty(len(values), dtype=np.int64)
     rank[[where[v] for v in ordered]] = np.arange(len(ordered))
@@ -223,7 +334,11 @@ _COUNT_CHUNK = 1 << 16  # records counted per pass (half a megabyte of cell indi
 class EncodedTable:
     """A table's records as codes: ``target_codes[i]`` and ``value_codes[i]`` of record i,
     the labels of both, and the record keys (None when records are keyed by row number).
-    The per-record codes are built on first use; counting does not need them."""
+    The per-record codes are built on first use; counting does not need them.
+
+    With ``weights`` (one whole number per line of the file) line i stands for
+    ``weights[i]`` identical records: counts sum the weights, and the per-record codes
+    repeat each line's codes that many times."""
 
     def __init__(
         self,
@@ -235,8 +350,10 @@ class EncodedTable:
         attributes: tuple[str, ...],
         targets: tuple[str, ...],
         source: str,
+        weights: np.ndarray | None = None,
     ) -> None:
         self._targets_side, self._values_side = targets_side, values_side
+        self.weights = weights
         self.target_labels, self.value_labels = target_labels, value_labels
         self.keys, self.attributes, self.targets, self.source = keys, attributes, targets, source
         self.dropped = 0  # records left out for a missing value (--missing drop)
@@ -244,20 +361,25 @@ class EncodedTable:
 
     @property
     def size(self) -> int:
+        """The number of records (the sum of the weights, with weights)."""
+        if self.weights is not None:
+            return int(self.weights.sum())
         return len(self._targets_side.indices)
+
+    def _expanded(self, side: _Codes) -> np.ndarray:
+        codes = side.lookup[side.indices]
+        return codes if self.weights is None else np.repeat(codes, self.weights)
 
     @property
     def target_codes(self) -> np.ndarray:
         if "target" not in self._codes:
-            side = self._targets_side
-            self._codes["target"] = side.lookup[side.indices]
+            self._codes["target"] = self._expanded(self._targets_side)
         return self._codes["target"]
 
     @property
     def value_codes(self) -> np.ndarray:
         if "value" not in self._codes:
-            side = self._values_side
-            self._codes["value"] = side.lookup[side.indices]
+            self._codes["value"] = self._expanded(self._values_side)
         return self._codes["value"]
 
     def count_table(self, rows: np.ndarray | None = None) -> CountTable:
@@ -270,23 +392,31 @@ class EncodedTable:
             # for ten million records was 80 MB of fresh memory, and touching it cost more
             # than the counting
             size = grid[0] * grid[1]
-            flat = np.zeros(size, dtype=np.int64)
+            # weights are summed as float64: exact for totals below 2**53
+            weights = self.weights
+            flat = np.zeros(size, dtype=np.int64 if weights is None else np.float64)
             buffer = np.empty(_COUNT_CHUNK, dtype=np.intp)
             for start in range(0, len(t_side.indices), _COUNT_CHUNK):
                 t_part = t_side.indices[start : start + _COUNT_CHUNK]
                 cell = buffer[: len(t_part)]
                 np.multiply(t_part, grid[1], out=cell, casting="unsafe")
                 cell += v_side.indices[start : start + _COUNT_CHUNK]
-                flat += np.bincount(cell, minlength=size)
-            by_entry = flat.reshape(grid)
+                part = None if weights is None else weights[start : start + _COUNT_CHUNK]
+                flat += np.bincount(cell, weights=part, minlength=size)
+            by_entry = flat.reshape(grid).astype(np.int64)
             counts = np.zeros(shape, dtype=np.int64)
             np.add.at(counts, (t_side.lookup[:, None], v_side.lookup[None, :]), by_entry)
             return CountTable(counts, self.target_labels, self.value_labels)
-        t = self.target_codes if rows is None else self.target_codes[rows]
-        v = self.value_codes if rows is None else self.value_codes[rows]
+        if rows is None:  # one entry per line of the file, weighted
+            t = t_side.lookup[t_side.indices]
+            v = v_side.lookup[v_side.indices]
+        else:  # positions among the records
+            t, v = self.target_codes[rows], self.value_codes[rows]
         cell = t.astype(np.int64) * shape[1] + v
-        flat = np.bincount(cell, minlength=shape[0] * shape[1])
-        return CountTable(flat.reshape(shape), self.target_labels, self.value_labels)
+        weights = self.weights if rows is None else None
+        flat = np.bincount(cell, weights=weights, minlength=shape[0] * shape[1])
+        counts = flat.reshape(shape).astype(np.int64)
+        return CountTable(counts, self.target_labels, self.value_labels)
 
 
 def encode_table(
@@ -298,6 +428,9 @@ def encode_table(
     id_column: str | None = None,
     value_domain: Sequence[str] | None = None,
     missing: str = "error",
+    weight: str | None = None,
+    order: Mapping[str, Sequence[str]] | None = None,
+    fmt: TextFormat = PLAIN,
 ) -> EncodedTable:
     """Read a table and encode each record as (target code, value code).
 
@@ -305,6 +438,9 @@ def encode_table(
     the table that it does not list is an InputError naming the value and its line.
     With ``id_column``, record keys are read and must be unique. ``missing`` says what a
     record with a missing attribute or target value does (see :func:`handle_missing`).
+    ``weight`` names a column of whole-number counts (:func:`record_weights`); ``order``
+    gives the order of a column's values (``value_domain`` still wins for attributes);
+    ``fmt`` says how a delimited text file is written.
     """
     if not attributes:
         raise InputError("No attribute column given: name one with -x/--attr.")
@@ -317,21 +453,51 @@ def encode_table(
     unknown_bins = [c for c in bins if c not in attributes]
     if unknown_bins:
         raise InputError(f"Bins are given for '{unknown_bins[0]}', which is not an attribute.")
+    order = dict(order or {})
+    for column in order:
+        if column not in attributes and column not in targets:
+            raise InputError(
+                f"An order is given for '{column}', which is neither an attribute nor a target."
+            )
+        if column in bins:
+            raise InputError(
+                f"An order is given for '{column}', whose bins already order its values."
+            )
+    if weight is not None and weight in (*attributes, *targets):
+        raise InputError(f"Column '{weight}' cannot be both the weight and an attribute or target.")
     name = f"table {display_name(source)}"
     encoded_columns = list(attributes) + list(targets)
-    wanted = encoded_columns + ([id_column] if id_column else [])
+    extra = [c for c in (id_column, weight) if c]
     table = read_columns(
-        source, wanted, what="table", dictionary=encoded_columns, numeric=list(bins)
+        source,
+        encoded_columns + extra,
+        what="table",
+        dictionary=encoded_columns,
+        numeric=[*bins, *([weight] if weight else [])],
+        fmt=fmt,
     )
     if id_column:
         require_values(table, [id_column], name)
+    weights = None
+    if weight is not None:
+        weights = record_weights(table, weight, name)
+        table = table.set_column(table.schema.get_field_index(weight), weight, pa.array(weights))
     table, dropped = handle_missing(table, encoded_columns, name, missing)
+    if weights is not None:
+        records = int(weights.sum())
+        weights = table.column(weight).to_numpy()
+        dropped = records - int(weights.sum())  # records, not lines, left out
+        if not weights.all():  # a line of weight 0 is no record
+            table = _keep_records(table, weights > 0, encoded_columns)
+            weights = table.column(weight).to_numpy()
+        if not len(weights):
+            raise InputError(f"The {name} has no records: every weight in '{weight}' is 0.")
 
-    value_columns = [_encode_column(table, c, name, bins.get(c)) for c in attributes]
+    value_columns = [_encode_column(table, c, name, bins.get(c), order.get(c)) for c in attributes]
     values_side, value_labels = _combine(value_columns)
     if value_domain is not None:
         values_side, value_labels = _map_to_domain(values_side, value_labels, value_domain, name)
-    target_columns = [_encode_column(table, c, name, None) for c in targets]
+    target_columns = [_encode_column(table, c, name, None, order.get(c)) for c in targets]
     targets_side, target_labels = _combine(target_columns)
 
     keys = None
@@ -348,9 +514,40 @@ def encode_table(
         tuple(attributes),
         tuple(targets),
         str(source),
+        weights,
     )
     encoded.dropped = dropped
     return encoded
+
+
+def record_weights(table: pa.Table, column: str, name: str) -> np.ndarray:
+    """The weight of every line: a whole number >= 0 (how many identical records the line
+    stands for), or an InputError naming the line of the first that is not."""
+    values = table.column(column)
+    blank = values.is_null()
+    if pa.types.is_string(values.type):
+        blank = pc.or_(blank, pc.equal(pc.utf8_trim_whitespace(values), ""))
+    if pc.any(blank).as_py():
+        row = int(np.flatnonzero(blank.to_numpy(zero_copy_only=False))[0])
+        raise InputError(
+            f"The {name}, line {row + 2}: the weight column '{column}' has no value "
+            "(every line needs its count of records)."
+        )
+    if pa.types.is_integer(values.type):
+        numbers = values.to_numpy().astype(np.int64)
+        bad = numbers < 0
+    else:
+        floats = numeric_column(table, column, name)
+        bad = ~np.isfinite(floats) | (floats < 0) | (floats != np.round(floats))
+        numbers = np.where(bad, 0, floats).astype(np.int64)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"The {name}, line {row + 2}: the weight column '{column}' has the value "
+            f"'{str(values[row].as_py()).strip()}', which must be a whole number >= 0 (the "
+            "count of identical records the line stands for)."
+        )
+    return numbers
 
 
 MISSING_MODES = ("error", "drop", "keep")
@@ -402,19 +599,25 @@ def handle_missing(
             f"'{MISSING_LABEL}' as a value of its own."
         )
     if mode == "drop":
-        table = table.filter(pa.array(~anywhere))
-        for column in columns:  # dictionaries without the values that were left out
-            if pa.types.is_dictionary(table.schema.field(column).type):
-                text = pc.cast(table.column(column), pa.string()).combine_chunks()
-                index = table.schema.get_field_index(column)
-                table = table.set_column(index, column, pc.dictionary_encode(text))
-        return table, int(anywhere.sum())
+        return _keep_records(table, ~anywhere, columns), int(anywhere.sum())
     for column, mask in masks.items():
         text = pc.cast(table.column(column), pa.string())
         filled = pc.if_else(pa.array(mask), MISSING_LABEL, text.combine_chunks())
         index = table.schema.get_field_index(column)
         table = table.set_column(index, column, pc.dictionary_encode(filled))
     return table, 0
+
+
+def _keep_records(table: pa.Table, keep: np.ndarray, columns: Sequence[str]) -> pa.Table:
+    """The records where ``keep`` holds, with the dictionaries of ``columns`` rebuilt
+    without the values that were left out (every entry must occur in the data)."""
+    table = table.filter(pa.array(keep))
+    for column in columns:
+        if pa.types.is_dictionary(table.schema.field(column).type):
+            text = pc.cast(table.column(column), pa.string()).combine_chunks()
+            index = table.schema.get_field_index(column)
+            table = table.set_column(index, column, pc.dictionary_encode(text))
+    return table
 
 
 def _map_to_domain(side: _Codes, labels, domain, name) -> tuple[_Codes, list[str]]:
@@ -450,8 +653,10 @@ def count_table(
     *,
     bins: Mapping[str, Sequence[float]] | None = None,
     value_domain: Sequence[str] | None = None,
+    **options,
 ) -> CountTable:
-    """Counts C[y, x] of a table (see :func:`encode_table`)."""
+    """Counts C[y, x] of a table (see :func:`encode_table` for ``options``: missing,
+    weight, order, fmt)."""
     return encode_table(
-        source, attributes, targets, bins=bins, value_domain=value_domain
+        source, attributes, targets, bins=bins, value_domain=value_domain, **options
     ).count_table()

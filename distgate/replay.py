@@ -220,7 +220,7 @@ def replay(
     :class:`Interrupted`. ``progress(done, total)`` is called after every batch of
     ``batch`` requests (the decisions do not depend on it).
     """
-    log = read_requests(requests, settings.key)
+    log = read_requests(requests, settings.key, inputs.options.text_format)
     records = map_keys(
         log,
         inputs.table.keys,

@@ -203,6 +203,10 @@ def fit_baseline_bound(counts: np.ndarray, p: np.ndarray) -> np.ndarray:
     return np.rint(ratio.min(axis=-1)).astype(np.int64)
 
 
+MAX_SEQUENCES = 10_000
+ORDERS_MEMORY = 4 * 2**30  # bytes of request orders simulate holds at most
+
+
 def request_orders(size: int, requests: int, sequences: int, seed: int) -> list[np.ndarray]:
     """The random request orders: sequence s samples ``requests`` records without
     replacement with the generator seeded by (seed, s)."""
@@ -242,8 +246,12 @@ def simulate(
     alphas = [check_alpha(a) for a in alphas]
     if not alphas:
         raise InputError("No significance level given: name one or more with --alpha.")
-    if sequences < 1:
-        raise InputError(f"The number of sequences must be at least 1, not {sequences}.")
+    if not 1 <= sequences <= MAX_SEQUENCES:
+        raise InputError(
+            f"The number of sequences must lie between 1 and {MAX_SEQUENCES:,}, not "
+            f"{sequences:,} (the spread of the released totals is well estimated by far "
+            "fewer, and each sequence is a whole run of the gate per metric and alpha)."
+        )
     if requests is not None and requests < 1:
         raise InputError(f"The number of requests must be at least 1, not {requests}.")
     target_codes = np.asarray(target_codes)
@@ -251,6 +259,12 @@ def simulate(
     n_targets, n_values = len(target_labels), len(critical.p)
     size = len(target_codes)
     requests = size if requests is None else min(requests, size)
+    if sequences * requests * 8 > ORDERS_MEMORY:
+        raise InputError(
+            f"{sequences:,} sequences of {requests:,} requests would hold "
+            f"{sequences * requests * 8 / 2**30:.1f} GiB of request orders in memory (at most "
+            f"{ORDERS_MEMORY / 2**30:g} GiB): use fewer --sequences or --requests."
+        )
     orders = request_orders(size, requests, sequences, seed)
     configs = [(m, a) for a in alphas for m in metrics]
 
@@ -347,6 +361,15 @@ class _Job:
 _FORKED_JOB: _Job | None = None  # the job a forked worker inherits instead of unpickling
 
 
+def _worker_signals() -> None:
+    """A worker leaves Ctrl-C to its parent and ends quietly when the pool is closed (the
+    pool ends its workers with SIGTERM; the command's own handler is not theirs)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _run_in_worker(config: tuple[str, float]) -> tuple[np.ndarray, Evolution | None]:
     assert _FORKED_JOB is not None
     return _FORKED_JOB.run(config)
@@ -363,7 +386,7 @@ def _run_configs(job: _Job, configs, workers: int | None, progress, sequences: i
     if count > 1 and "fork" in multiprocessing.get_all_start_methods():
         _FORKED_JOB = job
         try:
-            with multiprocessing.get_context("fork").Pool(count) as pool:
+            with multiprocessing.get_context("fork").Pool(count, _worker_signals) as pool:
                 for k, result in enumerate(pool.imap(_run_in_worker, configs)):
                     _tick(progress, sequences)
                     yield k, result

@@ -24,6 +24,7 @@ run would, because the gate's decisions are a function of its state.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -54,7 +55,7 @@ def _lock(path: str, wait: bool):
     lock file holds the holder's process id, for the message."""
     import fcntl
 
-    handle = open(path + ".lock", "a+")
+    handle = open(path + ".lock", "a+")  # noqa: SIM115 (held open: the lock lives with it)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
     except BlockingIOError:
@@ -104,11 +105,15 @@ class StateStore:
         self._late_since_read: list[tuple[np.ndarray, np.ndarray]] = []
         if os.path.isdir(self.path):
             raise InputError(f"State file '{self.path}' is a folder.")
+        lock_existed = os.path.exists(self.path + ".lock")
         self._lock = _lock(self.path, wait)
         try:
             self._open(settings)
         except BaseException:
-            self._lock.close()  # a refused state is not kept locked
+            self._lock.close()  # a refused state is not kept locked ...
+            if not lock_existed:  # ... nor left with a lock file it did not have
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path + ".lock")
             raise
 
     def _open(self, settings: dict[str, Any]) -> None:

@@ -79,6 +79,16 @@ def test_clean_table_exits_0(tmp_path):
     assert {(c["lower"], c["upper"]) for c in document["cells"]} == {(0, 10)}
 
 
+def test_fix_json_on_a_table_that_needs_no_merge(tmp_path):
+    # the plan of a safe table is the table itself: its JSON used to recurse without end
+    path = write(tmp_path, "clean.csv", "x,A,B\nu,5,5\nv,5,5\n")
+    result = run(path, "--tau", "3", "--fix", "--json")
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)["plan"]
+    assert plan["merges"] == 0 and plan["safe_after"] is True
+    assert "cells_after" not in plan
+
+
 def test_types_restrict_the_verdict():
     # With tau = 1 only the existence disclosures of P1/T1 and P1/T3 remain.
     assert run(str(SAMPLE), "--tau", "1", "--types", "downward,approximation").exit_code == 0

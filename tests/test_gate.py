@@ -22,7 +22,7 @@ from distgate.gate import (
     Gate,
     parse_grace,
 )
-from distgate.metrics.registry import METRICS, evaluate
+from distgate.metrics.registry import ONLINE_METRICS, evaluate
 
 # GATE_EXAMPLES=400 make test runs a longer search than CI's default
 SETTINGS = settings(
@@ -33,7 +33,7 @@ SETTINGS = settings(
 
 
 @st.composite
-def scenarios(draw, metrics=METRICS, modes=("asymptotic", "auto", "mc"), whole=False):
+def scenarios(draw, metrics=ONLINE_METRICS, modes=("asymptotic", "auto", "mc"), whole=False):
     n_targets = draw(st.integers(1, 3))
     n_values = draw(st.integers(2, 4))
     size = draw(st.integers(1, 24 if not whole else 40))

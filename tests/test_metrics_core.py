@@ -43,8 +43,9 @@ def test_released_value_with_zero_baseline_probability_is_infinite_and_unsafe():
     counts = np.array([[30, 30, 1], [30, 30, 0]])
     assert np.isinf(kl_distance(counts, p)[0])
     critical = CriticalValues(p, [1, 1], mode="asymptotic")
+    thresholds = {name: 0.5 for name in METRICS} | {"kanon": 1, "ldiv": 1}
     for name in METRICS:
-        result = evaluate(name, counts, 0.2, critical, threshold=0.5)
+        result = evaluate(name, counts, 0.2, critical, threshold=thresholds)
         assert not result.safe, name
         assert not result.target_safe[0], name
 
@@ -174,9 +175,10 @@ def test_batch_evaluation_equals_a_loop_of_single_evaluations(batch, metric, alp
     m = batch.shape[-1]
     p = np.arange(1, m + 1) / np.arange(1, m + 1).sum()
     critical = CriticalValues(p, np.ones(batch.shape[1]), mode="auto", draws=300)
-    together = evaluate(metric, batch, alpha, critical)
+    bounds = {"kanon": 3, "ldiv": 2}  # the classic models need k and l
+    together = evaluate(metric, batch, alpha, critical, bounds)
     for i in range(batch.shape[0]):
-        alone = evaluate(metric, batch[i], alpha, critical)
+        alone = evaluate(metric, batch[i], alpha, critical, bounds)
         assert bool(together.safe[i]) == bool(alone.safe)
         np.testing.assert_array_equal(together.target_safe[i], alone.target_safe)
         np.testing.assert_allclose(together.statistic[i], alone.statistic, equal_nan=True)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+from typing import Annotated
+
 import typer
 
 from distgate.cli.common import (
@@ -15,21 +18,48 @@ from distgate.cli.common import (
     BinsOption,
     ConfigOption,
     CriticalOption,
+    DelimiterOption,
     DrawsOption,
+    EncodingOption,
     IdOption,
     JsonOption,
-    MetricOption,
     MissingOption,
+    OrderOption,
     QuietOption,
     SeedOption,
     TableArgument,
     TargetOption,
-    ThresholdOption,
+    WeightOption,
     handles_bad_input,
     metric_setting,
     table_inputs,
 )
 from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
+from distgate.metrics.registry import METRICS, REGISTRY
+
+
+class Ground(StrEnum):
+    ordered = "ordered"
+    equal = "equal"
+    hierarchical = "hierarchical"
+
+
+class Diversity(StrEnum):
+    distinct = "distinct"
+    entropy = "entropy"
+
+
+_TAKERS = ", ".join(f"{r.threshold} of {m}" for m, r in REGISTRY.items() if r.threshold)
+
+AssessMetricOption = Annotated[
+    str | None,
+    typer.Option(
+        "--metric",
+        "-m",
+        metavar="M[,M...]",
+        help=f"Metric(s), comma-separated: {', '.join(METRICS)} [default: kld].",
+    ),
+]
 
 
 @handles_bad_input
@@ -41,13 +71,47 @@ def assess_command(
     id: IdOption = None,
     bins: BinsOption = None,
     missing: MissingOption = None,
+    weight: WeightOption = None,
+    order: OrderOption = None,
+    delimiter: DelimiterOption = None,
+    encoding: EncodingOption = None,
     baseline: BaselineOption = None,
-    metric: MetricOption = None,
+    metric: AssessMetricOption = None,
     alpha: AlphaOption = None,
     critical: CriticalOption = None,
     seed: SeedOption = None,
     draws: DrawsOption = 10_000,
-    threshold: ThresholdOption = None,
+    threshold: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--threshold",
+            metavar="[METRIC=]T",
+            help=f"Fixed bound instead of a Monte Carlo critical value: T for every metric "
+            f"that takes one, or METRIC=T (repeat): {_TAKERS}. kanon and ldiv need one.",
+        ),
+    ] = None,
+    ground: Annotated[
+        Ground | None,
+        typer.Option(
+            "--ground",
+            metavar="DISTANCE",
+            help="Ground distance of tclose: ordered, equal or hierarchical [default: ordered "
+            "for numbers and bins, equal for text; hierarchical with --hierarchy].",
+        ),
+    ] = None,
+    hierarchy: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--hierarchy",
+            metavar="COLUMN=EDGES",
+            help="One level of tclose's hierarchy as coarser nested ranges, e.g. age=30,50 "
+            "(repeat for more levels).",
+        ),
+    ] = None,
+    diversity: Annotated[
+        Diversity,
+        typer.Option("--diversity", metavar="KIND", help="ldiv's l: distinct or entropy."),
+    ] = Diversity.distinct,
     config: ConfigOption = None,
     format: FormatOption = None,
     json: JsonOption = False,
@@ -59,7 +123,7 @@ def assess_command(
     Example: distgate assess soldiers.csv -x age -y location --bins age=18,20,25
     --metric kld,cst --alpha 0.05
     """
-    from distgate.assess import assess_release
+    from distgate.assess import assess_release, classic_settings, parse_thresholds
     from distgate.config import load_config, setting
     from distgate.critical import check_alpha
     from distgate.io.atomic import check_outputs
@@ -68,7 +132,7 @@ def assess_command(
     chosen = output_format(format, json)
     check_outputs([table, baseline], [report])
     settings = load_config(config)
-    metrics = parse_metrics(metric_setting(metric, settings))
+    metrics = parse_metrics(metric_setting(metric, settings), offline=True)
     level = check_alpha(setting(alpha, settings, "alpha", DEFAULT_ALPHA))
     inputs = table_inputs(
         table,
@@ -79,14 +143,30 @@ def assess_command(
         bins=bins,
         baseline=baseline,
         missing=missing,
+        weight=weight,
+        order=order,
+        delimiter=delimiter,
+        encoding=encoding,
     )
     values = inputs.critical_values(
         setting(critical, settings, "critical", DEFAULT_CRITICAL),
         seed=setting(seed, settings, "seed", 0),
         draws=draws,
     )
+    settings_of_metrics = classic_settings(
+        inputs,
+        ground=ground.value if ground else None,
+        hierarchy=hierarchy or (),
+        diversity=diversity.value,
+    )
     assessment = assess_release(
-        inputs.counts, inputs.table.target_labels, metrics, level, values, threshold
+        inputs.counts,
+        inputs.table.target_labels,
+        metrics,
+        level,
+        values,
+        parse_thresholds(threshold or [], metrics),
+        settings_of_metrics,
     )
     from distgate.report.assess import assessment_report
 

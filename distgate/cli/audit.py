@@ -10,8 +10,14 @@ from distgate.cli.common import (
     EXIT_OK,
     EXIT_UNSAFE,
     BinsOption,
+    ConfigOption,
+    DelimiterOption,
+    EncodingOption,
     JsonOption,
+    MissingOption,
+    OrderOption,
     QuietOption,
+    WeightOption,
     handles_bad_input,
 )
 from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
@@ -40,8 +46,10 @@ def audit_command(
         str,
         typer.Argument(
             metavar="COUNTS",
-            help="Counts CSV: wide (row labels first, one column per target) or long "
-            "(x,y,count); with -x/-y a table of records to count first. '-' reads stdin.",
+            help="Counts table: wide (row labels first, one column per target) or long "
+            "(x,y,count); with -x/-y (or distgate.toml's attributes and targets, when the file "
+            "has those columns) a table of records to count first. CSV, TSV, Parquet or Excel; "
+            "'-' reads stdin.",
         ),
     ],
     released: Annotated[
@@ -114,6 +122,11 @@ def audit_command(
         ),
     ] = None,
     bins: BinsOption = None,
+    missing: MissingOption = None,
+    weight: WeightOption = None,
+    order: OrderOption = None,
+    delimiter: DelimiterOption = None,
+    encoding: EncodingOption = None,
     budget: Annotated[
         int,
         typer.Option(
@@ -122,6 +135,7 @@ def audit_command(
             help="Merge plans --fix checks exhaustively before switching to a greedy heuristic.",
         ),
     ] = 3000,
+    config: ConfigOption = None,
     format: FormatOption = None,
     json: JsonOption = False,
     report: ReportOption = None,
@@ -138,11 +152,13 @@ def audit_command(
 
     Exit code: 0 no disclosure of the chosen types, 1 a disclosure remains, 2 bad input.
     """
-    import numpy as np
-
     from distgate.audit import audit, merge_plan
+    from distgate.config import load_config, table_options, text_format
+    from distgate.domain import parse_order
+    from distgate.inputs import record_counts
     from distgate.io.atomic import check_outputs
-    from distgate.io.counts import Counts, read_counts, read_mask
+    from distgate.io.counts import read_counts, read_mask
+    from distgate.io.tables import read_header
 
     chosen_format = output_format(format, json)
     check_outputs([counts, released], [report])
@@ -153,23 +169,43 @@ def audit_command(
         raise InputError(f"--merge must be both, rows or columns; got '{merge}'.")
     if budget < 0:
         raise InputError(f"--search-budget must be 0 or more; got {budget}.")
-    if bool(attributes) != bool(targets):
-        raise InputError("Counting a table of records needs both -x/--attr and -y/--target.")
-    if bins and not attributes:
-        raise InputError("--bins applies to a table of records, given with -x and -y.")
-
-    if attributes:
-        from distgate.domain import count_table, parse_bins
-
-        table = count_table(counts, attributes, targets, bins=parse_bins(bins))
-        data = Counts(
-            np.asarray(table.counts).T.astype(np.int64),
-            list(table.value_labels),
-            list(table.target_labels),
+    settings = load_config(config)
+    records = bool(attributes or targets)
+    if not records and settings.get("attributes") and settings.get("targets"):
+        # distgate.toml describes the project's table of records: COUNTS is one when it
+        # has those columns, and a table of counts otherwise
+        wanted = {*settings["attributes"], *settings["targets"]}
+        header = read_header(counts, text_format(settings, delimiter, encoding))
+        records = wanted <= set(header)
+    if records:
+        options = table_options(
+            counts,
+            settings,
+            attributes=attributes,
+            targets=targets,
+            bins=bins,
+            missing=missing,
+            weight=weight,
+            order=order,
+            delimiter=delimiter,
+            encoding=encoding,
         )
+        data, dropped = record_counts(options)
+        if dropped and not quiet:
+            typer.echo(
+                f"note: left out {dropped} records with a missing value (--missing drop).",
+                err=True,
+            )
+        fmt = options.text_format
     else:
-        data = read_counts(counts)
-    mask = read_mask(released, data) if released is not None else None
+        for flag, given in (("--bins", bins), ("--weight", weight), ("--missing", missing)):
+            if given:
+                raise InputError(f"{flag} applies to a table of records, given with -x and -y.")
+        fmt = text_format(settings, delimiter, encoding)
+        orders = parse_order(settings.get("order") or {})
+        orders.update(parse_order(order or []))
+        data = read_counts(counts, fmt=fmt, order=orders)
+    mask = read_mask(released, data, fmt=fmt) if released is not None else None
 
     result = audit(data.counts, mask, tau=tau, types=chosen, rows=data.rows, columns=data.columns)
     if fix:
@@ -184,6 +220,6 @@ def audit_command(
     from distgate.report.audit import audit_report
 
     shown = audit_report(result)
-    describe(shown, context, [counts, released], None, EXIT_OK if result.safe else EXIT_UNSAFE)
+    describe(shown, context, [counts, released], settings, EXIT_OK if result.safe else EXIT_UNSAFE)
     show(shown, chosen_format, result.to_dict, html=report)
     raise typer.Exit(shown.exit_code)

@@ -11,11 +11,15 @@ from distgate.cli.common import (
     BaselineOption,
     BinsOption,
     ConfigOption,
+    DelimiterOption,
+    EncodingOption,
     IdOption,
     JsonOption,
     MissingOption,
+    OrderOption,
     TableArgument,
     TargetOption,
+    WeightOption,
     handles_bad_input,
     table_inputs,
 )
@@ -32,6 +36,10 @@ def baseline_command(
     id: IdOption = None,
     bins: BinsOption = None,
     missing: MissingOption = None,
+    weight: WeightOption = None,
+    order: OrderOption = None,
+    delimiter: DelimiterOption = None,
+    encoding: EncodingOption = None,
     baseline: BaselineOption = None,
     output: Annotated[
         str | None,
@@ -66,6 +74,10 @@ def baseline_command(
         bins=bins,
         baseline=baseline,
         missing=missing,
+        weight=weight,
+        order=order,
+        delimiter=delimiter,
+        encoding=encoding,
     )
     profile = profile_table(inputs.counts, inputs.baseline, inputs.table.target_labels)
     if output:

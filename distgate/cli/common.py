@@ -86,7 +86,12 @@ def emit_json(document: Any) -> None:
 
 # Options naming the table's columns, shared by baseline, assess, replay and simulate.
 TableArgument = Annotated[
-    str, typer.Argument(metavar="TABLE", help="CSV table with a header ('-' = stdin).")
+    str,
+    typer.Argument(
+        metavar="TABLE",
+        help="Table with a header: CSV/TSV (compressed or not), Parquet file or folder, or "
+        "Excel .xlsx ('-' = stdin).",
+    ),
 ]
 AttrOption = Annotated[
     list[str] | None,
@@ -121,6 +126,43 @@ MissingOption = Annotated[
         metavar="MODE",
         help="A record with a missing attribute or target value: error (the default), drop "
         "it, or keep 'missing' as a value of its own.",
+    ),
+]
+WeightOption = Annotated[
+    str | None,
+    typer.Option(
+        "--weight",
+        "-w",
+        metavar="COLUMN",
+        help="Column of whole-number counts: each line stands for that many identical records "
+        "(a frequency table).",
+    ),
+]
+OrderOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--order",
+        metavar="COLUMN=VALUES",
+        help="Order of a column's values, e.g. educ=Low,Middle,High (default: numbers and "
+        "ranges like 18-19 by number, text alphabetically; a baseline file's order wins).",
+    ),
+]
+DelimiterOption = Annotated[
+    str | None,
+    typer.Option(
+        "--delimiter",
+        "-d",
+        metavar="CHAR",
+        help="Field delimiter of text input: one character, or tab (default: tab for .tsv "
+        "names, else a comma).",
+    ),
+]
+EncodingOption = Annotated[
+    str | None,
+    typer.Option(
+        "--encoding",
+        metavar="NAME",
+        help="Text encoding of the input, e.g. latin-1, cp1252, utf-16 (default: utf-8).",
     ),
 ]
 BaselineOption = Annotated[
@@ -202,6 +244,10 @@ def table_inputs(
     baseline: str | None,
     need_keys: bool = False,
     missing: str | None = None,
+    weight: str | None = None,
+    order: list[str] | None = None,
+    delimiter: str | None = None,
+    encoding: str | None = None,
 ):
     """Read the table named by the shared table options (flags over ``distgate.toml``)."""
     from distgate.config import table_options
@@ -216,6 +262,10 @@ def table_inputs(
         bins=bins,
         baseline=baseline,
         missing=missing,
+        weight=weight,
+        order=order,
+        delimiter=delimiter,
+        encoding=encoding,
     )
     inputs = load_inputs(options, need_keys=need_keys)
     if inputs.table.dropped:

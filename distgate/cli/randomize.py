@@ -11,6 +11,8 @@ from distgate.cli.common import (
     EXIT_OK,
     EXIT_UNSAFE,
     BinsOption,
+    DelimiterOption,
+    EncodingOption,
     JsonOption,
     QuietOption,
     TableArgument,
@@ -73,14 +75,32 @@ def randomize_command(
         ),
     ] = None,
     side: Annotated[
-        Side,
+        Side | None,
         typer.Option(
             "--randomize",
             help="Which attributes to randomize: the quasi-identifiers, the sensitive one, "
-            "or both.",
+            "or both [default: both].",
         ),
-    ] = Side.both,
+    ] = None,
     bins: BinsOption = None,
+    matrix: Annotated[
+        str | None,
+        typer.Option(
+            "--matrix",
+            metavar="FILE",
+            help="TOML file of row-stochastic retention matrices, one per attribute to "
+            "randomize (e.g. invariant PRAM), instead of randomized response.",
+        ),
+    ] = None,
+    mix: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mix",
+            metavar="ATTR=W",
+            help="With --matrix: fix the mixing weight W in (0, 1] of ATTR's matrix "
+            "((1-W) I + W M) instead of calibrating it (with --reconstruct: the weight used).",
+        ),
+    ] = None,
     output: Annotated[
         str | None,
         typer.Option(
@@ -106,6 +126,8 @@ def randomize_command(
     top: Annotated[
         int, typer.Option("--top", metavar="N", help="Rows of the risk table to show (0 = all).")
     ] = 10,
+    delimiter: DelimiterOption = None,
+    encoding: EncodingOption = None,
     format: FormatOption = None,
     json: JsonOption = False,
     report: ReportOption = None,
@@ -119,12 +141,14 @@ def randomize_command(
     change (and the --bins columns hold their ranges). Exit code 1 when tau is out of
     reach (nothing is written).
     """
+    from distgate.config import text_format
     from distgate.domain import parse_bins
     from distgate.randomize import parse_p, randomize_table, reconstruct_table, write_table
     from distgate.report.randomize import randomize_report, reconstruct_report
 
     chosen = output_format(format, json)
-    check_outputs([table], [output, report])
+    check_outputs([table, matrix], [output, report])
+    fmt = text_format({}, delimiter, encoding)
     columns = _columns(qi)
     fixed = parse_p(p or [])
     if top < 0:
@@ -135,48 +159,88 @@ def randomize_command(
         if not l_diversity >= 1:
             raise InputError(f"--l-diversity must be at least 1, not {l_diversity:g}.")
         tau = 1.0 / l_diversity
-    if tau is None and not fixed:
+    if tau is None and not fixed and matrix is None:
         raise InputError("Give --tau, --l-diversity or --p ATTR=P for the attributes to randomize.")
+    if bins and matrix is not None:
+        raise InputError(
+            "--bins bands a column for randomized response; a --matrix names its "
+            "attributes' categories itself, so give the table with the banded column."
+        )
     to_stdout = output is None or output == "-"
     # the data goes to stdout unless the report in a machine format takes its place
     data_out = not (to_stdout and chosen != Format.table)
     where = None if to_stdout else output
+    matrices = _matrices(matrix, mix or [], fixed, side)
 
     if reconstruct:
         if tau is not None:
-            raise InputError(
-                "--reconstruct takes the retention probabilities with --p, not --tau or "
-                "--l-diversity."
-            )
+            how = "mixing weights with --mix" if matrices else "retention probabilities with --p"
+            raise InputError(f"--reconstruct takes the {how}, not --tau or --l-diversity.")
         if bins:
             raise InputError(
                 "--reconstruct reads the randomized file as it is: its banded columns "
                 "already hold ranges, so --bins does not apply."
             )
-        estimate = reconstruct_table(table, columns, sensitive, fixed)
+        if matrices:
+            from distgate.randomize.pram import reconstruct_with_matrices
+
+            estimate = reconstruct_with_matrices(table, columns, sensitive, *matrices)
+        else:
+            estimate = reconstruct_table(table, columns, sensitive, fixed, fmt=fmt)
         if data_out:
             write_table(estimate.cells(), where)
         shown = reconstruct_report(estimate, top, where)
         document = lambda: estimate.to_dict(top)  # noqa: E731
         code = EXIT_OK
     else:
-        result = randomize_table(
-            table,
-            columns,
-            sensitive,
-            randomize=side.value,
-            p=fixed,
-            tau=tau,
-            seed=seed,
-            bins=parse_bins(bins),
-        )
+        if matrices:
+            from distgate.randomize.pram import randomize_with_matrices
+
+            retention, weights = matrices
+            result = randomize_with_matrices(
+                table, columns, sensitive, retention, weights=weights, tau=tau, seed=seed
+            )
+        else:
+            result = randomize_table(
+                table,
+                columns,
+                sensitive,
+                randomize=(side or Side.both).value,
+                p=fixed,
+                tau=tau,
+                seed=seed,
+                bins=parse_bins(bins),
+                fmt=fmt,
+            )
         if result.table is not None and data_out:
             write_table(result.table, where)
         shown = randomize_report(result, top, where)
         document = lambda: result.to_dict(top)  # noqa: E731
         code = EXIT_UNSAFE if result.feasible is False else EXIT_OK
-    describe(shown, context, [table], None, code)
+    describe(shown, context, [table, matrix], None, code)
     # --quiet with the data on stdout: no tables on stderr, unless tau is out of reach
     silent = chosen == Format.table and to_stdout and quiet and code == EXIT_OK
     show(shown, chosen, document, stderr=to_stdout, html=report, silent=silent)
     raise typer.Exit(code)
+
+
+def _matrices(matrix: str | None, weight: list[str], fixed: dict, side: Side | None):
+    """The retention matrices of --matrix and the --mix values (None without --matrix),
+    refusing the options of randomized response next to them."""
+    if matrix is None:
+        if weight:
+            raise InputError("--mix is the mixing weight of a --matrix: give the matrix file.")
+        return None
+    if fixed:
+        raise InputError(
+            "--p sets retention probabilities of randomized response; with --matrix fix "
+            "mixing weights with --mix ATTR=W."
+        )
+    if side is not None:
+        raise InputError(
+            "With --matrix the attributes randomized are those the file names; "
+            "leave out --randomize."
+        )
+    from distgate.randomize.pram import parse_weights, read_matrices
+
+    return read_matrices(matrix), parse_weights(weight)

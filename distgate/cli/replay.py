@@ -15,11 +15,14 @@ from distgate.cli.common import (
     BinsOption,
     ConfigOption,
     CriticalOption,
+    DelimiterOption,
     DrawsOption,
+    EncodingOption,
     IdOption,
     JsonOption,
     MetricOption,
     MissingOption,
+    OrderOption,
     QuietOption,
     SeedOption,
     TableArgument,
@@ -90,6 +93,13 @@ def replay_command(
     id: IdOption = None,
     bins: BinsOption = None,
     missing: MissingOption = None,
+    weight: Annotated[
+        str | None,
+        typer.Option("--weight", "-w", metavar="COLUMN", hidden=True),
+    ] = None,
+    order: OrderOption = None,
+    delimiter: DelimiterOption = None,
+    encoding: EncodingOption = None,
     baseline: BaselineOption = None,
     metric: MetricOption = None,
     alpha: AlphaOption = None,
@@ -121,6 +131,12 @@ def replay_command(
     check_outputs([table, requests, state], [output, plot, report])
     check_outputs([table, requests], [state])
     settings = load_config(config)
+    if weight or settings.get("weight"):
+        raise InputError(
+            "replay cannot take a weight column: it decides on one record per request, and "
+            "a weighted line stands for several records that a request log cannot name one "
+            "by one (give replay a table with one line per record)."
+        )
     load_kernel_in_background()  # while the inputs are read
     replay_settings = ReplaySettings(
         metrics=metric_setting(metric, settings).split(","),
@@ -144,6 +160,9 @@ def replay_command(
         baseline=baseline,
         need_keys=True,
         missing=missing,
+        order=order,
+        delimiter=delimiter,
+        encoding=encoding,
     )
     with progress(quiet or chosen != "table") as bar:
         task = bar.add_task("replay", total=None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -12,14 +13,18 @@ from distgate.cli.common import (
     BinsOption,
     ConfigOption,
     CriticalOption,
+    DelimiterOption,
     DrawsOption,
+    EncodingOption,
     IdOption,
     JsonOption,
     MissingOption,
+    OrderOption,
     QuietOption,
     SeedOption,
     TableArgument,
     TargetOption,
+    WeightOption,
     handles_bad_input,
     table_inputs,
 )
@@ -35,6 +40,10 @@ def simulate_command(
     id: IdOption = None,
     bins: BinsOption = None,
     missing: MissingOption = None,
+    weight: WeightOption = None,
+    order: OrderOption = None,
+    delimiter: DelimiterOption = None,
+    encoding: EncodingOption = None,
     baseline: BaselineOption = None,
     metric: Annotated[
         str, typer.Option("--metric", "-m", metavar="M[,M...]", help="Metrics to compare.")
@@ -109,6 +118,8 @@ def simulate_command(
 
     chosen = output_format(format, json)
     check_outputs([table, baseline], [report])
+    if plots is not None and os.path.exists(plots) and not os.path.isdir(plots):
+        raise InputError(f"--plots names a folder for the plots, and '{plots}' is a file.")
     settings = load_config(config)
     metrics = parse_metrics(metric)
     try:
@@ -124,6 +135,10 @@ def simulate_command(
         bins=bins,
         baseline=baseline,
         missing=missing,
+        weight=weight,
+        order=order,
+        delimiter=delimiter,
+        encoding=encoding,
     )
     seed_value = setting(seed, settings, "seed", 0)
     values = inputs.critical_values(

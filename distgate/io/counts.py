@@ -9,7 +9,10 @@ Two layouts are accepted, told apart by the header:
   domain order), every other column is one target.
 
 Counts must be non-negative integers; mask values 0 or 1. Every problem is an
-:class:`~distgate.errors.InputError` naming the file and the line or column.
+:class:`~distgate.errors.InputError` naming the file and the line or column. Any format of
+:mod:`distgate.io.tables` is read (TSV, Parquet, compressed, another encoding, ...); an
+order given for the row-label column (or, in a long file, the column-label column)
+reorders the rows (or columns) instead of the file's order.
 """
 
 from __future__ import annotations
@@ -17,13 +20,23 @@ from __future__ import annotations
 import csv
 import io
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from distgate.errors import InputError
 from distgate.io import tables
-from distgate.io.tables import display_name, numeric_column, read_columns, read_header
+from distgate.io.tables import (
+    PLAIN,
+    TextFormat,
+    delimiter_of,
+    display_name,
+    numeric_column,
+    read_columns,
+    read_header,
+    source_kind,
+)
 
 LONG_VALUE_COLUMNS = {"count": "counts", "released": "mask", "published": "mask"}
 
@@ -38,21 +51,20 @@ class Counts:
     columns: list[str]
 
 
-def _text(source: str | os.PathLike) -> str:
-    if str(source) == "-":
-        return tables._stdin_bytes().decode("utf-8")
-    with open(source, encoding="utf-8", newline="") as handle:
-        return handle.read()
+def _text(source: str | os.PathLike, fmt: TextFormat) -> str:
+    handle = tables._open(source, fmt)  # as UTF-8
+    data = handle.getvalue() if isinstance(handle, io.BytesIO) else tables._bytes_of(handle)
+    return data.decode("utf-8")
 
 
-def _read(source: str | os.PathLike, what: str):
+def _read(source: str | os.PathLike, what: str, fmt: TextFormat):
     """read_columns, with the line number of a ragged row when the file has one."""
     try:
-        return read_columns(source, what=what)
+        return read_columns(source, what=what, fmt=fmt)
     except InputError as error:
-        if "well-formed" not in str(error):
+        if "well-formed" not in str(error) or source_kind(source) != "text":
             raise
-        rows = csv.reader(io.StringIO(_text(source)))
+        rows = csv.reader(io.StringIO(_text(source, fmt)), delimiter=delimiter_of(source, fmt))
         width = None
         for line, row in enumerate(rows, start=1):
             if not row:
@@ -96,13 +108,23 @@ def _integers(table, column: str, name: str, *, mask: bool) -> np.ndarray:
     return values.astype(np.int64)
 
 
-def _read_grid(source: str | os.PathLike, what: str, *, mask: bool) -> Counts:
+def _read_grid(
+    source: str | os.PathLike,
+    what: str,
+    *,
+    mask: bool,
+    fmt: TextFormat = PLAIN,
+    order: Mapping[str, Sequence[str]] | None = None,
+) -> Counts:
     name = f"{what} {display_name(source)}"
-    header = read_header(source)
-    table = _read(source, what)
+    header = read_header(source, fmt, what=what)
+    table = _read(source, what, fmt)
+    order = order or {}
     value_column = _layout(header)
     if value_column is not None:
-        return _read_long(table, header, value_column, name, mask=mask)
+        grid = _read_long(table, header, value_column, name, mask=mask)
+        grid = _reorder(grid, order.get(header[0]), header[0], name, rows=True)
+        return _reorder(grid, order.get(header[1]), header[1], name, rows=False)
     if len(header) < 2:
         raise InputError(
             f"The {name} has only one column: a wide table needs the row labels in its "
@@ -120,7 +142,27 @@ def _read_grid(source: str | os.PathLike, what: str, *, mask: bool) -> Counts:
             )
         seen[label] = row
     grid = np.column_stack([_integers(table, c, name, mask=mask) for c in header[1:]])
-    return Counts(grid, labels, [c.strip() for c in header[1:]])
+    counts = Counts(grid, labels, [c.strip() for c in header[1:]])
+    return _reorder(counts, order.get(header[0]), header[0], name, rows=True)
+
+
+def _reorder(counts: Counts, order, column: str, name: str, *, rows: bool) -> Counts:
+    """The rows (or columns) in ``order``; a label it does not list is an InputError."""
+    if order is None:
+        return counts
+    labels = counts.rows if rows else counts.columns
+    unlisted = [label for label in labels if label not in order]
+    if unlisted:
+        raise InputError(
+            f"The {name} has the value '{unlisted[0]}' in column '{column}', which its order "
+            f"does not list (it lists {', '.join(order)})."
+        )
+    position = {label: i for i, label in enumerate(labels)}
+    chosen = [position[label] for label in order if label in position]
+    ordered = [labels[i] for i in chosen]
+    if rows:
+        return Counts(counts.counts[chosen, :], ordered, counts.columns)
+    return Counts(counts.counts[:, chosen], counts.rows, ordered)
 
 
 def _read_long(table, header, value_column, name, *, mask: bool) -> Counts:
@@ -149,20 +191,32 @@ def _read_long(table, header, value_column, name, *, mask: bool) -> Counts:
     return Counts(grid, rows, columns)
 
 
-def read_counts(source: str | os.PathLike, what: str = "counts file") -> Counts:
+def read_counts(
+    source: str | os.PathLike,
+    what: str = "counts file",
+    *,
+    fmt: TextFormat = PLAIN,
+    order: Mapping[str, Sequence[str]] | None = None,
+) -> Counts:
     """A table of non-negative integer counts, wide or long (see the module docstring)."""
-    return _read_grid(source, what, mask=False)
+    return _read_grid(source, what, mask=False, fmt=fmt, order=order)
 
 
-def read_mask(source: str | os.PathLike, like: Counts, what: str = "mask file") -> np.ndarray:
+def read_mask(
+    source: str | os.PathLike,
+    like: Counts,
+    what: str = "mask file",
+    *,
+    fmt: TextFormat = PLAIN,
+) -> np.ndarray:
     """The published cells (True = published) of ``like``, read from a wide or long file.
 
     A wide mask must have the same rows and columns as the counts (in any order); a long
     mask lists cells with 0/1, and cells it does not list are not published.
     """
     name = f"{what} {display_name(source)}"
-    mask = _read_grid(source, what, mask=True)
-    long = _layout(read_header(source)) is not None
+    mask = _read_grid(source, what, mask=True, fmt=fmt)
+    long = _layout(read_header(source, fmt)) is not None
     if not long and mask.counts.shape != like.counts.shape:
         raise InputError(
             f"The {name} has {mask.counts.shape[0]} rows and {mask.counts.shape[1]} columns, "

@@ -1,5 +1,6 @@
-"""Reading a request log: a CSV whose key column (default ``id``) names the requested
-records in arrival order, and mapping the keys to record positions of the table."""
+"""Reading a request log: a table (CSV, TSV, Parquet, ...: :mod:`distgate.io.tables`) whose
+key column (default ``id``) names the requested records in arrival order, and mapping the
+keys to record positions of the table."""
 
 from __future__ import annotations
 
@@ -13,7 +14,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from distgate.errors import InputError
-from distgate.io.tables import _open, display_name, read_columns, require_values
+from distgate.io.tables import (
+    PLAIN,
+    TextFormat,
+    _open,
+    _raw,
+    display_name,
+    read_columns,
+    require_values,
+    source_kind,
+)
 
 SHOWN_UNKNOWN = 5
 
@@ -31,9 +41,21 @@ class RequestLog:
         return len(self.keys)
 
 
-def file_fingerprint(source: str | os.PathLike) -> str:
-    handle = _open(source)
+def file_fingerprint(source: str | os.PathLike, fmt: TextFormat = PLAIN) -> str:
     digest = hashlib.sha256()
+    if source_kind(source) != "text":  # the stored bytes (every file of a Parquet folder)
+        raw = _raw(source)
+        if isinstance(raw, bytes):
+            digest.update(raw)
+            return digest.hexdigest()[:32]
+        files = [raw] if os.path.isfile(raw) else _files_under(raw)
+        for path in files:
+            digest.update(os.path.relpath(path, raw).encode() + b"\0")
+            with open(path, "rb") as f:
+                for block in iter(lambda f=f: f.read(1 << 20), b""):
+                    digest.update(block)
+        return digest.hexdigest()[:32]
+    handle = _open(source, fmt)
     if isinstance(handle, io.BytesIO):
         digest.update(handle.getvalue())
     else:
@@ -43,13 +65,23 @@ def file_fingerprint(source: str | os.PathLike) -> str:
     return digest.hexdigest()[:32]
 
 
-def read_requests(source: str | os.PathLike, key_column: str = "id") -> RequestLog:
+def _files_under(folder: str) -> list[str]:
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        found.extend(os.path.join(root, name) for name in sorted(files))
+    return found
+
+
+def read_requests(
+    source: str | os.PathLike, key_column: str = "id", fmt: TextFormat = PLAIN
+) -> RequestLog:
     """Read the key column of a request log (InputError for a missing file or column, an
     empty log or a request without a key)."""
-    table = read_columns(source, [key_column], what="request log")
+    table = read_columns(source, [key_column], what="request log", fmt=fmt)
     require_values(table, [key_column], f"request log {display_name(source)}")
     keys = table.column(key_column).combine_chunks()
-    return RequestLog(str(source), keys, file_fingerprint(source))
+    return RequestLog(str(source), keys, file_fingerprint(source, fmt))
 
 
 def map_keys(

@@ -16,7 +16,8 @@ Python equivalents of the command::
 
 The array-level building blocks live in :mod:`distgate.randomize.matrices` (retention
 matrices, factor-by-factor inverse, reconstruction, expected error),
-:mod:`distgate.randomize.risk` and :mod:`distgate.randomize.calibrate`.
+:mod:`distgate.randomize.risk` and :mod:`distgate.randomize.calibrate`; randomization with any
+retention matrix (PRAM, ``--matrix``) is :mod:`distgate.randomize.pram`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,14 @@ import pyarrow.compute as pc
 
 from distgate.errors import InputError
 from distgate.io.atomic import atomic_text
-from distgate.io.tables import display_name, numeric_column, read_columns, require_values
+from distgate.io.tables import (
+    PLAIN,
+    TextFormat,
+    display_name,
+    numeric_column,
+    read_columns,
+    require_values,
+)
 from distgate.randomize.calibrate import calibrate
 from distgate.randomize.matrices import (
     apply_factors,
@@ -242,7 +250,17 @@ def _risk_rows(
 
 def parse_p(items: Sequence[str]) -> dict[str, float]:
     """``["gender=0.8", ...]`` as a mapping; InputError for a malformed item."""
-    fixed: dict[str, float] = {}
+    return parse_assignments(
+        items,
+        malformed="--p expects ATTRIBUTE=PROBABILITY (such as gender=0.8), not '{item}'.",
+        twice="--p gives the retention probability of '{name}' twice.",
+    )
+
+
+def parse_assignments(items: Sequence[str], *, malformed: str, twice: str) -> dict[str, float]:
+    """``NAME=NUMBER`` items as a mapping; InputError with ``malformed`` (formatted with
+    the item) or ``twice`` (with the name) for a bad or repeated item."""
+    values: dict[str, float] = {}
     for item in items:
         name, sep, value = item.partition("=")
         try:
@@ -250,13 +268,11 @@ def parse_p(items: Sequence[str]) -> dict[str, float]:
         except ValueError:
             number = None
         if not sep or not name or number is None:
-            raise InputError(
-                f"--p expects ATTRIBUTE=PROBABILITY (such as gender=0.8), not '{item}'."
-            )
-        if name in fixed:
-            raise InputError(f"--p gives the retention probability of '{name}' twice.")
-        fixed[name] = number
-    return fixed
+            raise InputError(malformed.format(item=item))
+        if name in values:
+            raise InputError(twice.format(name=name))
+        values[name] = number
+    return values
 
 
 def randomize_table(
@@ -269,6 +285,7 @@ def randomize_table(
     tau: float | None = None,
     seed: int = 0,
     bins: Mapping[str, Sequence[float]] | None = None,
+    fmt: TextFormat = PLAIN,
 ) -> RandomizeResult:
     """Randomize the QI and/or sensitive columns of a CSV table.
 
@@ -287,7 +304,7 @@ def randomize_table(
         raise InputError(f"tau must be in (0, 1], not {tau:g}.")
     fixed = dict(p or {})
     name = f"table {display_name(source)}"
-    table = read_columns(source, what="table")
+    table = read_columns(source, what="table", fmt=fmt)
     qi = list(qi)
     _names(qi, sensitive, table.column_names, name)
     attributes = [*qi, sensitive]
@@ -448,6 +465,7 @@ def reconstruct_table(
     qi: Sequence[str],
     sensitive: str,
     p: Mapping[str, float],
+    fmt: TextFormat = PLAIN,
 ) -> ReconstructResult:
     """Estimate the original joint distribution of (QI..., sensitive) from an already
     randomized table, given the retention probability of each randomized attribute
@@ -455,7 +473,7 @@ def reconstruct_table(
     those present in the randomized file, which holds every category with high probability
     because randomization spreads each value over all of them."""
     name = f"table {display_name(source)}"
-    table = read_columns(source, what="table")
+    table = read_columns(source, what="table", fmt=fmt)
     qi = list(qi)
     _names(qi, sensitive, table.column_names, name)
     attributes = [*qi, sensitive]

@@ -54,24 +54,47 @@ def calibrate(
     """Choose one p per attribute (``dims`` gives their numbers of categories) minimising
     prod_i ||P_i^-1||_F^2 subject to ``risk(p) <= tau``; ``risk`` maps a list of retention
     probabilities to the maximum risk."""
-    k = len(dims)
-    floor = risk([1.0 / d for d in dims])
-    top = risk([1.0] * k)
+    return calibrate_scales(
+        lambda t: risk(_p_of(t, dims)),
+        lambda t: _log_error(_p_of(t, dims), dims),
+        lambda t: _p_of(t, dims),
+        len(dims),
+        tau,
+        xtol=xtol,
+    )
+
+
+def calibrate_scales(
+    risk: Callable[[np.ndarray], float],
+    log_error: Callable[[np.ndarray], float],
+    parameters: Callable[[np.ndarray], list[float]],
+    k: int,
+    tau: float,
+    *,
+    xtol: float = 1e-9,
+) -> Calibration:
+    """The search of :func:`calibrate` on scales t in [0, 1]^k, where t_i = 1 leaves
+    attribute i as it is and t_i = 0 randomizes it most: minimise ``log_error(t)``
+    subject to ``risk(t) <= tau``; ``parameters(t)`` turns the chosen t into what the
+    caller reports (retention probabilities, or the mixing weights of retention matrices).
+    The floor is the risk at t = 0."""
+    floor = risk(np.zeros(k))
+    top = risk(np.ones(k))
     if top <= tau:
-        return Calibration([1.0] * k, top, floor, True)
+        return Calibration(parameters(np.ones(k)), top, floor, True)
     if floor >= tau:
         return Calibration(None, floor, floor, False)
 
     def farthest(w: np.ndarray, xtol: float) -> tuple[float, float]:
         """Largest feasible scale s along direction w (Brent's method on risk - tau, then
         stepped back until the risk is evaluated <= tau), and the risk there."""
-        top_risk = risk(_p_of(w, dims))
+        top_risk = risk(w)
         if top_risk <= tau:
             return 1.0, top_risk
-        s = brentq(lambda x: risk(_p_of(x * w, dims)) - tau, 0.0, 1.0, xtol=xtol)
+        s = brentq(lambda x: risk(x * w) - tau, 0.0, 1.0, xtol=xtol)
         step = xtol
         while s > 0.0:
-            r = risk(_p_of(s * w, dims))
+            r = risk(s * w)
             if r <= tau:
                 return s, r
             s = max(0.0, s - step)
@@ -82,7 +105,7 @@ def calibrate(
         s, r = farthest(np.ones(1), 1e-12)
         if s == 0.0:
             return Calibration(None, floor, floor, False)
-        return Calibration(_p_of(np.array([s]), dims), r, floor, True)
+        return Calibration(parameters(np.array([s])), r, floor, True)
 
     best: dict = {"error": math.inf, "p": None, "risk": floor}
 
@@ -95,10 +118,9 @@ def calibrate(
         s, r = farthest(w, xtol)
         if s == 0.0:
             return 1e6
-        p = _p_of(s * w, dims)
-        error = _log_error(p, dims)
+        error = log_error(s * w)
         if error < best["error"]:
-            best.update(error=error, p=p, risk=r)
+            best.update(error=error, p=parameters(s * w), risk=r)
         return error
 
     starts = [np.zeros(k - 1)]

@@ -62,10 +62,33 @@ def _factor(kind: str, d: int, p: float) -> tuple[float, float]:
     raise ValueError(kind)
 
 
-def apply_factors(x: np.ndarray, ps: Sequence[float | None], kind: str = "forward") -> np.ndarray:
+Factor = float | np.ndarray | None
+
+
+def is_identity(factor: Factor) -> bool:
+    """A factor that leaves its attribute as it is (not randomized)."""
+    return factor is None or (not isinstance(factor, np.ndarray) and factor == 1.0)
+
+
+def _dense(kind: str, matrix: np.ndarray) -> np.ndarray:
+    """P, P^-1 or (P∘P)^T of a dense column-stochastic matrix P (``P[v, u]``)."""
+    if kind == "forward":
+        return matrix
+    if kind == "inverse":
+        return np.linalg.inv(matrix)
+    if kind == "square":
+        return (matrix * matrix).T
+    raise ValueError(kind)
+
+
+def apply_factors(x: np.ndarray, ps: Sequence[Factor], kind: str = "forward") -> np.ndarray:
     """Apply ``M_1 ⊗ ... ⊗ M_s`` to the array ``x`` of shape (d_1, ..., d_s), factor by
-    factor, where M_i is P_i (``forward``), P_i^-1 (``inverse``) or P_i∘P_i (``square``)
-    for retention probability ``ps[i]``; a factor with p None or 1 is the identity.
+    factor, where M_i is P_i (``forward``), P_i^-1 (``inverse``) or (P_i∘P_i)^T
+    (``square``: the risk sums sum_v P[v, u]^2 x[v] run over the released value v; the
+    transpose is the matrix itself for randomized response).
+    A factor is a retention probability (randomized response), a dense column-stochastic
+    matrix ``P[v, u]`` (any retention matrix, :mod:`distgate.randomize.pram`), or None / 1
+    for the identity.
 
     Equivalent to ``(kron(M_1, ..., M_s) @ x.ravel()).reshape(x.shape)``.
     """
@@ -73,7 +96,11 @@ def apply_factors(x: np.ndarray, ps: Sequence[float | None], kind: str = "forwar
         raise ValueError("one retention probability per axis is needed")
     out = np.asarray(x, dtype=float)
     for axis, p in enumerate(ps):
-        if p is None or p == 1.0:
+        if is_identity(p):
+            continue
+        if isinstance(p, np.ndarray):
+            moved = np.tensordot(_dense(kind, p), out, axes=([1], [axis]))
+            out = np.moveaxis(moved, 0, axis)
             continue
         identity, ones = _factor(kind, out.shape[axis], p)
         out = _mix(out, axis, identity, ones)
@@ -132,3 +159,41 @@ def randomize_codes(codes: np.ndarray, d: int, p: float, rng: np.random.Generato
     other = codes + shift
     other[other >= d] -= d
     return np.where(keep, codes, other)
+
+
+def expected_error_of(pi: np.ndarray, factors: Sequence[Factor], records: int) -> float:
+    """Expected squared Euclidean distance between the unclipped reconstruction and the
+    original joint distribution ``pi`` of a table of ``records`` rows, for any factors.
+
+    Each record is randomized independently and P^-1 P e_u = e_u, so the error is
+    (1/N) (sum_u pi(u) sum_v P[v, u] ||P^-1 e_v||^2 - 1); with Kronecker factors the inner
+    sum is the product over attributes of g_i(u_i) = sum_v P_i[v, u_i] ||P_i^-1 e_v||^2.
+    For randomized response g_i is the constant ||P_i^-1||_F^2 / d_i (:func:`expected_error`).
+    """
+    weighted = np.asarray(pi, dtype=float)
+    for axis, factor in enumerate(factors):
+        if is_identity(factor):
+            continue
+        d = weighted.shape[axis]
+        forward = factor if isinstance(factor, np.ndarray) else retention_matrix(d, factor)
+        columns = (np.linalg.inv(forward) ** 2).sum(axis=0)  # ||P^-1 e_v||^2 per v
+        g = forward.T @ columns
+        shape = [1] * weighted.ndim
+        shape[axis] = d
+        weighted = weighted * g.reshape(shape)
+    return float((weighted.sum() - 1.0) / records)
+
+
+def randomize_codes_matrix(
+    codes: np.ndarray, matrix: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """Randomize integer codes with a row-stochastic matrix: a record with value u is
+    released as v with probability ``matrix[u, v]`` (one uniform draw per record)."""
+    draws = rng.random(codes.shape[0])
+    cdf = np.cumsum(matrix, axis=1)
+    cdf[:, -1] = 1.0  # rows sum to 1 up to rounding: no draw may fall past the last value
+    out = np.empty_like(codes)
+    for u in range(matrix.shape[0]):
+        mine = codes == u
+        out[mine] = np.searchsorted(cdf[u], draws[mine], side="right")
+    return np.minimum(out, matrix.shape[0] - 1)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from distgate.randomize.matrices import apply_factors
+from distgate.randomize.matrices import Factor, apply_factors, is_identity
 
 
 def _safe_inverse(x: np.ndarray) -> np.ndarray:
@@ -30,25 +30,26 @@ def _safe_inverse(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def risk_array(pi: np.ndarray, qi_ps: Sequence[float | None], s_p: float | None) -> np.ndarray:
+def risk_array(pi: np.ndarray, qi_ps: Sequence[Factor], s_p: Factor) -> np.ndarray:
     """risk(α, u) for every cell of ``pi``, an array of shape (d_1, ..., d_k, d_s) holding
     the joint distribution over the QI domain (product of the QI categories) and the
     sensitive values. ``qi_ps`` gives the retention probability of each QI (None or 1 =
-    not randomized), ``s_p`` that of the sensitive attribute. Cells with π(α, u) = 0 get
+    not randomized), ``s_p`` that of the sensitive attribute; a dense matrix instead of a
+    probability is any retention matrix (column-stochastic, ``P[v, u]``). Cells with π(α, u) = 0 get
     risk 0."""
     pi = np.asarray(pi, dtype=float)
     s_axis = pi.ndim - 1
     pi_alpha = pi.sum(axis=s_axis, keepdims=True)
     confidence = pi * _safe_inverse(pi_alpha)
 
-    if s_p is None or s_p == 1.0:
+    if is_identity(s_p):
         s_recovered = (pi > 0).astype(float)
     else:
         s_only = [None] * s_axis + [s_p]
         mu = apply_factors(pi, s_only, "forward")  # μ(α, v) = sum_t P_s[v, t] π(α, t)
         s_recovered = pi * apply_factors(_safe_inverse(mu), s_only, "square")
 
-    if all(p is None or p == 1.0 for p in qi_ps):
+    if all(is_identity(p) for p in qi_ps):
         qi_recovered = (pi_alpha > 0).astype(float)
     else:
         qi_only = list(qi_ps) + [None]
@@ -58,7 +59,7 @@ def risk_array(pi: np.ndarray, qi_ps: Sequence[float | None], s_p: float | None)
     return qi_recovered * confidence * s_recovered
 
 
-def max_risk(pi: np.ndarray, qi_ps: Sequence[float | None], s_p: float | None) -> float:
+def max_risk(pi: np.ndarray, qi_ps: Sequence[Factor], s_p: Factor) -> float:
     """The largest risk over the cells of the table (cells with π(α, u) > 0)."""
     return float(risk_array(pi, qi_ps, s_p).max())
 

@@ -27,11 +27,16 @@ def _risk_table(report: Report, rows, qi: list[str], sensitive: str, title: str)
 def randomize_report(result, top: int | None, output: str | None) -> Report:
     """A :class:`~distgate.randomize.RandomizeResult` as tables and sentences."""
     report = Report("randomize")
+    matrix = result.randomize == "matrix"
     p_table = report.table(
-        "Retention probabilities", [Column("attribute"), Column("p", True), Column("how")]
+        "Mixing weights of the retention matrices" if matrix else "Retention probabilities",
+        [Column("attribute"), Column("weight" if matrix else "p", True), Column("how")],
     )
     for attribute, p in result.p.items():
-        how = "calibrated" if attribute in result.calibrated else "fixed (--p)"
+        fixed = "fixed (--mix)" if matrix else "fixed (--p)"
+        if matrix and attribute not in result.calibrated and result.tau is None:
+            fixed = "fixed (--mix)" if p != 1.0 else "the matrix as given"
+        how = "calibrated" if attribute in result.calibrated else fixed
         p_table.add(attribute, num(p, 4), how)
 
     if result.tau is not None:
@@ -43,15 +48,16 @@ def randomize_report(result, top: int | None, output: str | None) -> Report:
         )
     else:
         report.text(f"max risk {num(result.max_risk, 4).text} (no tau given)")
+    limit = "the matrices as given" if matrix else "p -> 1/d"
     if result.feasible is False and result.expected_error is None:
         report.text(
             f"tau = {result.tau:g} is out of reach: the smallest possible maximum risk "
-            f"(the floor, with p -> 1/d) is {result.floor:.6g}; nothing was written."
+            f"(the floor, with {limit}) is {result.floor:.6g}; nothing was written."
         )
     elif result.feasible is False:
         report.text(
             f"The maximum risk {result.max_risk:.6g} exceeds tau = {result.tau:g}; "
-            f"nothing was written (the floor, with p -> 1/d, is {result.floor:.6g})."
+            f"nothing was written (the floor, with {limit}, is {result.floor:.6g})."
         )
     if result.expected_error is not None:
         report.text(
