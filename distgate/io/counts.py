@@ -64,7 +64,11 @@ def _read(source: str | os.PathLike, what: str, fmt: TextFormat):
     except InputError as error:
         if "well-formed" not in str(error) or source_kind(source) != "text":
             raise
-        rows = csv.reader(io.StringIO(_text(source, fmt)), delimiter=delimiter_of(source, fmt))
+        try:
+            text = _text(source, fmt)
+        except UnicodeDecodeError:  # not text at all: the reader's own sentence says enough
+            raise error from None
+        rows = csv.reader(io.StringIO(text), delimiter=delimiter_of(source, fmt))
         width = None
         for line, row in enumerate(rows, start=1):
             if not row:
