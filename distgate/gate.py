@@ -580,8 +580,18 @@ class Gate:
     def _cell(self, record: int) -> int:
         return int(self.target_codes[record]) * self.n_values + int(self.value_codes[record])
 
+    def _take_kernel_queue(self) -> None:
+        """Bring the queue out of the kernel's layout (kept between kernel runs) into the
+        arrays the other readers use."""
+        queue, self._kq = getattr(self, "_kq", None), None
+        if queue is not None:
+            live = np.flatnonzero(~queue.dead[:-1])
+            self._q_arrays = self._q_dicts = None
+            self._q_by_cell = (queue.arrival[live], queue.record[live])  # grouped by cell
+
     def _queue_arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """The queue as (arrival indices, records), in arrival order."""
+        self._take_kernel_queue()
         if self._q_by_cell is not None:
             self._set_queue(*self._q_by_cell)
         if self._q_arrays is None:
@@ -595,6 +605,7 @@ class Gate:
 
     def _set_queue(self, arrivals: np.ndarray, records: np.ndarray) -> None:
         """Replace the queue by (arrival, record) pairs."""
+        self._kq = None
         order = np.argsort(arrivals, kind="stable")
         self._q_arrays = (arrivals[order], records[order])
         self._q_dicts = None
@@ -604,6 +615,7 @@ class Gate:
         """The queue grouped by (target, value) cell, in arrival order within a cell, as
         (cells, arrivals, records): how the kernel lays it out, and how it leaves it, so
         that consecutive runs need no sort."""
+        self._take_kernel_queue()
         if self._q_by_cell is not None:
             arrivals, records = self._q_by_cell
             cells = self.target_codes[records] * self.n_values + self.value_codes[records]
@@ -616,6 +628,7 @@ class Gate:
     def _queue_dicts(self) -> tuple[dict, dict, dict]:
         """The queue as dicts for the Python loop, which changes them in place: cell ->
         sorted arrival indices, arrival -> record, record -> arrival."""
+        self._take_kernel_queue()
         if self._q_dicts is None:
             arrivals, records = self._queue_arrays()
             cells = self.target_codes[records] * self.n_values + self.value_codes[records]
@@ -763,33 +776,14 @@ class Gate:
         k = len(records)
         first = self._next
         X = self.n_values
-        n_cells = self.n_targets * X
-        # the queue laid out per cell: queued entries, then room for this run's requests
-        cells, old, old_records = self._queue_by_cell()
         known = records[records >= 0]
-        new_cells = self.target_codes[known] * X + self.value_codes[known]
-        old_per_cell = np.bincount(cells, minlength=n_cells).astype(np.int64)
-        capacity = old_per_cell + np.bincount(new_cells, minlength=n_cells)
-        seg_start = np.zeros(n_cells, dtype=np.int64)
-        seg_start[1:] = np.cumsum(capacity)[:-1]
-        size = int(capacity.sum()) + 1
-        queue = kernel.Queue(
-            seg_start=seg_start,
-            seg_fill=old_per_cell.copy(),
-            alive=old_per_cell.copy(),
-            arrival=np.zeros(size, dtype=np.int64),
-            record=np.zeros(size, dtype=np.int64),
-            dead=np.ones(size, dtype=bool),
-            next_alive=np.arange(1, size + 1, dtype=np.int64),
-            queued=np.zeros(len(self.target_codes), dtype=bool),
-        )
-        # each cell's queued entries, in arrival order, at the start of its segment
-        rank = np.arange(len(cells)) - np.searchsorted(cells, cells, side="left")
-        slots = seg_start[cells] + rank
-        queue.arrival[slots], queue.record[slots] = old, old_records
-        queue.dead[slots] = False
-        queue.queued[old_records] = True
-
+        new_per_cell = np.bincount(
+            self.target_codes[known] * X + self.value_codes[known], minlength=self.n_targets * X
+        ).astype(np.int64)
+        queue = getattr(self, "_kq", None)
+        if queue is None or np.any(queue.seg_fill + new_per_cell > self._kq_room):
+            queue = self._lay_out_queue(new_per_cell, slack=self._kernel_runs > 0)
+        old = int(queue.alive.sum())
         out = kernel.Outputs(
             decision=np.empty(k, dtype=np.int8),
             released_at=np.full(k, -1, dtype=np.int64),
@@ -797,8 +791,8 @@ class Gate:
             critical=np.full(k, np.nan),
             total=np.empty(k, dtype=np.int64),
             enqueued=np.zeros(k, dtype=bool),
-            late_request=np.zeros(len(old) + 1, dtype=np.int64),
-            late_at=np.zeros(len(old) + 1, dtype=np.int64),
+            late_request=np.zeros(old + 1, dtype=np.int64),
+            late_at=np.zeros(old + 1, dtype=np.int64),
         )
         counts = kernel.Counts(
             C=self._C,
@@ -816,10 +810,11 @@ class Gate:
         )
         work = kernel.work_space(self.n_targets, X)
         n_late = kernel.run_kernel(records, first, self._kernel_tables(), counts, queue, out, work)
-        # the queue as the run left it
-        live = np.flatnonzero(~queue.dead[:-1])
-        self._q_arrays = self._q_dicts = None
-        self._q_by_cell = (queue.arrival[live], queue.record[live])  # grouped by cell
+        # the queue stays in the kernel's layout for the next run (new entries go to the
+        # free room of their cell's segment); other readers take it out when they need it
+        self._kq = queue
+        self._q_arrays = self._q_dicts = self._q_by_cell = None
+        self._kernel_runs += 1
         self._next = first + k
         self._refresh_aggregates()
         return GateRun(
@@ -834,6 +829,40 @@ class Gate:
             earlier_released_at=out.late_at[:n_late].copy(),
             enqueued=out.enqueued,
         )
+
+    _kernel_runs = 0  # runs of the kernel so far: after the first, segments get free room
+
+    def _lay_out_queue(self, new_per_cell: np.ndarray, *, slack: bool):
+        """The queue laid out per (target, value) cell for the kernel: each cell's queued
+        entries in arrival order at the start of its segment, then room for this run's
+        requests of the cell (twice that when runs follow one another, so that the next
+        batches usually fit without laying the queue out again)."""
+        from distgate import gate_kernel as kernel
+
+        n_cells = self.n_targets * self.n_values
+        cells, old, old_records = self._queue_by_cell()
+        old_per_cell = np.bincount(cells, minlength=n_cells).astype(np.int64)
+        room = old_per_cell + new_per_cell * (2 if slack else 1)
+        seg_start = np.zeros(n_cells, dtype=np.int64)
+        seg_start[1:] = np.cumsum(room)[:-1]
+        size = int(room.sum()) + 1
+        queue = kernel.Queue(
+            seg_start=seg_start,
+            seg_fill=old_per_cell.copy(),
+            alive=old_per_cell.copy(),
+            arrival=np.zeros(size, dtype=np.int64),
+            record=np.zeros(size, dtype=np.int64),
+            dead=np.ones(size, dtype=bool),
+            next_alive=np.arange(1, size + 1, dtype=np.int64),
+            queued=np.zeros(len(self.target_codes), dtype=bool),
+        )
+        rank = np.arange(len(cells)) - np.searchsorted(cells, cells, side="left")
+        slots = seg_start[cells] + rank
+        queue.arrival[slots], queue.record[slots] = old, old_records
+        queue.dead[slots] = False
+        queue.queued[old_records] = True
+        self._kq_room = room
+        return queue
 
     def _run_python(self, records: np.ndarray) -> GateRun:
         k = len(records)
