@@ -74,11 +74,16 @@ def main() -> None:
         )
 
     assess()  # warm the page cache and imports
-    read = best_of(3, read_only)
-    full = best_of(3, assess)
-    print(f"read two columns of {args.records:,} records: {read:.2f} s")
-    print(f"assess (kld, mis, cst) on the same file:   {full:.2f} s")
-    print(f"ratio assess / read: {full / read:.2f} (goal <= 1.5)")
+    met = 0
+    for run in range(1, 4):  # the goal is met when every run meets it
+        read = best_of(1, read_only)
+        full = best_of(1, assess)
+        met += full / read <= 1.5
+        print(
+            f"run {run}: read two columns of {args.records:,} records {read:.2f} s, assess "
+            f"(kld, mis, cst) {full:.2f} s, ratio {full / read:.2f} (goal <= 1.5)"
+        )
+    print(f"assess / read <= 1.5 in {met} of 3 runs")
 
     help_times = []
     for _ in range(7):

@@ -723,6 +723,12 @@ class Gate:
 
     use_kernel = True
 
+    def prepare(self) -> None:
+        """Build what the compiled gate looks up (the Monte Carlo critical values below the
+        ``auto`` switch) now rather than at the first run."""
+        if self.compiled:
+            self._kernel_tables()
+
     def _kernel_tables(self):
         """What the kernel looks up (built once): Monte Carlo kld per n_y and mis per N
         below the ``auto`` switch, Dixon per number of targets, the grace thresholds."""

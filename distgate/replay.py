@@ -220,6 +220,8 @@ def replay(
     :class:`Interrupted`. ``progress(done, total)`` is called after every batch of
     ``batch`` requests (the decisions do not depend on it).
     """
+    gate = make_gate(inputs, settings)
+    prepared = _in_background(gate.prepare)  # critical-value tables while the log is read
     log = read_requests(requests, settings.key, inputs.options.text_format)
     records = map_keys(
         log,
@@ -230,7 +232,7 @@ def replay(
         table_source=str(inputs.table.source),
     )
     pa.default_memory_pool().release_unused()  # the key lookup's hash table
-    gate = make_gate(inputs, settings)
+    prepared()
     size = len(records)
     if state is None:
         run = gate.run(records)
@@ -288,6 +290,28 @@ def replay(
     if decisions:
         write_decisions(result, decisions)
     return result
+
+
+def _in_background(work: Callable[[], object]) -> Callable[[], None]:
+    """Start ``work`` in a thread; the returned function waits for it and raises what it
+    raised. (The work is numpy and compiled code that release the GIL.)"""
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # handed to the waiting thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name="distgate-prepare", daemon=True)
+    thread.start()
+
+    def wait() -> None:
+        thread.join()
+        if failure:
+            raise failure[0]
+
+    return wait
 
 
 def _joined_rows(stored: dict, runs: list[GateRun], keys: pa.Array, start: int) -> dict:
@@ -358,14 +382,19 @@ def _summary(rows: dict, first: int, inputs: Inputs, gate: Gate) -> list[TargetS
 
 
 def _text_numbers(values: np.ndarray) -> pa.Array:
-    """Shortest round-trip text of each float; empty for NaN. Each distinct value is
-    formatted once (critical values repeat: one per release size)."""
-    encoded = pc.dictionary_encode(pa.array(values, type=pa.float64()))
-    distinct = encoded.dictionary
-    text = pc.if_else(
-        pc.is_nan(distinct), pa.scalar(None, pa.string()), pc.cast(distinct, pa.string())
-    )
-    return text.take(encoded.indices)
+    """Shortest round-trip text of each float; empty for NaN. Where values repeat (critical
+    values: one per release size) each distinct one is formatted once."""
+
+    def text(numbers: pa.Array) -> pa.Array:
+        return pc.if_else(
+            pc.is_nan(numbers), pa.scalar(None, pa.string()), pc.cast(numbers, pa.string())
+        )
+
+    array = pa.array(values, type=pa.float64())
+    encoded = pc.dictionary_encode(array)
+    if len(encoded.dictionary) > len(array) // 2:
+        return text(array)
+    return text(encoded.dictionary).take(encoded.indices)
 
 
 def write_decisions(result: ReplayResult, path: str, *, chunk: int = WRITE_CHUNK) -> None:
