@@ -82,7 +82,9 @@ class Simulation:
     ``released[k, s, y]``: records of target y released by configuration k (a (metric,
     alpha) pair, in ``configs`` order) in sequence s; ``requested[s, y]``: records of y
     requested in sequence s; ``final_counts[k, s]``: the released count table C[y, x];
-    ``fit_baseline[y]``: min_x C[y,x] / p(x) of the full table, rounded.
+    ``fit_baseline[y]``: min_x C[y,x] / p(x) of the full table, rounded;
+    ``fit_requested[s, y]``: the same bound over the records requested in sequence s (the
+    base of the release columns).
     """
 
     metrics: list[str]
@@ -98,6 +100,7 @@ class Simulation:
     fit_baseline: np.ndarray
     cross_safety: dict[float, dict[str, dict[str, int]]]
     evolutions: list[Evolution] = field(default_factory=list)
+    fit_requested: np.ndarray | None = None
 
     def mean_released(self) -> np.ndarray:
         """(configs, targets): mean released records per target."""
@@ -139,6 +142,15 @@ class Simulation:
         total = 100.0 * released.sum(axis=1) / requested.sum()
         return np.column_stack([per_target, total])
 
+    def fit_percent(self) -> np.ndarray:
+        """(targets + 1): the fit-the-baseline bound over the requested records as a
+        percent of the requested records, per target and in total: the same ratio of means
+        as :meth:`percent_released`, so the columns compare like with like."""
+        fit = np.minimum(self.fit_requested, self.requested).mean(axis=0)
+        requested = self.requested.mean(axis=0)
+        per_target = 100.0 * fit / np.maximum(requested, 1e-300)
+        return np.append(per_target, 100.0 * fit.sum() / requested.sum())
+
     def to_dict(self) -> dict:
         release = []
         percents = self.percent_released()
@@ -172,6 +184,10 @@ class Simulation:
             "fit_baseline": {
                 label: int(v)
                 for label, v in zip(self.target_labels, self.fit_baseline, strict=True)
+            },
+            "fit_baseline_percent": {
+                label: round(float(v), 4)
+                for label, v in zip([*self.target_labels, "total"], self.fit_percent(), strict=True)
             },
             "cross_safety": self.cross_safety[first],
             "cross_safety_by_alpha": {f"{a:g}": self.cross_safety[a] for a in self.alphas},
@@ -209,7 +225,7 @@ def simulate(
     metrics: Sequence[str] = DEFAULT_METRICS,
     alphas: Sequence[float] = DEFAULT_ALPHAS,
     sequences: int = 20,
-    requests: int = 10_000,
+    requests: int | None = None,
     seed: int = 0,
     queue: bool = True,
     grace: str = "none",
@@ -220,7 +236,8 @@ def simulate(
 ) -> Simulation:
     """Run the gate for every (metric, alpha) over ``sequences`` random request orders.
 
-    ``requests`` larger than the table is reduced to the table's size. ``progress`` is
+    ``requests`` records are requested per sequence: every record of the table when None
+    (the default), and a number larger than the table is reduced to its size. ``progress`` is
     called once per gate run. With ``keep_evolution`` the first sequence's run of every
     configuration is kept for plotting. ``workers`` processes share the configurations
     (default: one per core, at most one per configuration); every gate run is
@@ -237,13 +254,13 @@ def simulate(
             f"{sequences:,} (the spread of the released totals is well estimated by far "
             "fewer, and each sequence is a whole run of the gate per metric and alpha)."
         )
-    if requests < 1:
+    if requests is not None and requests < 1:
         raise InputError(f"The number of requests must be at least 1, not {requests}.")
     target_codes = np.asarray(target_codes)
     value_codes = np.asarray(value_codes)
     n_targets, n_values = len(target_labels), len(critical.p)
     size = len(target_codes)
-    requests = min(requests, size)
+    requests = size if requests is None else min(requests, size)
     if sequences * requests * 8 > ORDERS_MEMORY:
         raise InputError(
             f"{sequences:,} sequences of {requests:,} requests would hold "
@@ -273,6 +290,17 @@ def simulate(
     table_sizes = np.bincount(target_codes, minlength=n_targets)
     full = np.zeros((n_targets, n_values), dtype=np.int64)
     np.add.at(full, (target_codes, value_codes), 1)
+    fit_requested = np.stack(
+        [
+            fit_baseline_bound(
+                np.bincount(
+                    target_codes[o] * n_values + value_codes[o], minlength=n_targets * n_values
+                ).reshape(n_targets, n_values),
+                critical.p,
+            )
+            for o in orders
+        ]
+    )
     cross = {alpha: _cross_safety(final, configs, metrics, alpha, critical) for alpha in alphas}
     return Simulation(
         metrics=metrics,
@@ -288,6 +316,7 @@ def simulate(
         fit_baseline=fit_baseline_bound(full, critical.p),
         cross_safety=cross,
         evolutions=evolutions,
+        fit_requested=fit_requested,
     )
 
 
@@ -403,7 +432,8 @@ def chi_square_fit_sample(
 ) -> tuple[np.ndarray, int]:
     """Monte Carlo sample of the G statistic 2 N ln2 I under independence (X ~ baseline,
     Y ~ the full table's target frequencies) for a release of ``total`` tuples, and the
-    chi-square degrees of freedom (m - 1)|Y| it should follow."""
+    chi-square degrees of freedom (m - 1)|Y| it should follow, m the number of baseline
+    values with p(x) > 0 (SPEC 3.2: values the baseline rules out are not cells)."""
     from distgate.critical import LN2
     from distgate.metrics.information import mutual_information
 
@@ -412,4 +442,5 @@ def chi_square_fit_sample(
     shape = (critical.full_targets, len(critical.p))
     sample = rng.multinomial(total, joint, size=draws).reshape(-1, *shape)
     g = 2.0 * total * LN2 * mutual_information(sample, critical.p)
-    return g, (len(critical.p) - 1) * critical.full_targets
+    m = int(np.count_nonzero(np.asarray(critical.p) > 0))
+    return g, (m - 1) * critical.full_targets

@@ -70,7 +70,7 @@ TABLE_COMMANDS = {
     "baseline": lambda f: ["baseline", f, *X, "-o", "out.csv"],
     "assess": lambda f: ["assess", f, *X],
     "replay": lambda f: ["replay", f, "requests.csv", *X, "-o", "out.csv", "--state", "s.db"],
-    "simulate": lambda f: ["simulate", f, *X, "--sequences", "2", "--plot", "plots"],
+    "simulate": lambda f: ["simulate", f, *X, "--sequences", "2", "--plots", "plots"],
     "randomize": lambda f: ["randomize", f, *RANDOMIZE, "-o", "out.csv"],
 }
 # the duplicate-key check applies where records are keyed
@@ -144,7 +144,7 @@ OPTION_CASES = [
     ("simulate-requests", ["simulate", "soldiers.csv", *X, "--requests", "0"], ("requests",)),
     ("simulate-workers", ["simulate", "soldiers.csv", *X, "--workers", "0"], ("workers",)),
     ("simulate-alpha", ["simulate", "soldiers.csv", *X, "--alpha", "0.2,2"], ("alpha",)),
-    ("simulate-plot-file", ["simulate", "soldiers.csv", *X, "--plot", "requests.csv"], ("file",)),
+    ("simulate-plot-file", ["simulate", "soldiers.csv", *X, "--plots", "requests.csv"], ("file",)),
     ("audit-tau-zero", ["audit", "counts.csv", "--tau", "0"], ("tau",)),
     ("audit-types", ["audit", "counts.csv", "--types", "bogus"], ("bogus",)),
     ("audit-merge", ["audit", "counts.csv", "--merge", "bogus"], ("bogus",)),

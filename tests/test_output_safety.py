@@ -167,7 +167,7 @@ def distgate(*args, stdout=subprocess.PIPE):
     ("args", "words"),
     [
         (["assess", "soldiers.csv", "--bogus"], "No such option: --bogus"),
-        (["replay", "soldiers.csv"], "Missing argument 'requests'"),
+        (["replay", "soldiers.csv"], "Missing argument 'REQUESTS'"),
         (["assess", "soldiers.csv", "--alpha", "x"], "Invalid value for '--alpha'"),
         (["nosuch"], "No such command 'nosuch'"),
     ],

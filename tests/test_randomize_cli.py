@@ -69,7 +69,8 @@ def test_randomize_writes_every_row_and_column_and_reports_json(table, tmp_path)
     assert set(document["p"]) == {"gender", "age", "disease"}
     assert document["tau"] == 0.5 and document["feasible"] is True
     assert document["max_risk"] <= 0.5
-    assert set(document["utility"]) == {"kl", "euclidean"}
+    assert set(document["utility"]) == {"total_variation", "euclidean"}
+    assert 0.0 < document["utility"]["total_variation"] < 1.0
     assert document["risk"][0]["risk"] == document["max_risk"]
     original, released = read(table), read(out)
     assert released[0] == original[0] and len(released) == len(original)
@@ -231,7 +232,7 @@ def test_reconstruct_mode_estimates_the_joint_distribution(table, tmp_path):
         ),
         (["--qi", "gender", "--sensitive", "disease", "--l", 0.5], "at least 1"),
         (["--qi", "gender", "--sensitive", "disease", "--tau", 0], "tau must be in (0, 1]"),
-        (["--qi", "gender", "--sensitive", "disease"], "Give --tau, --l or --p"),
+        (["--qi", "gender", "--sensitive", "disease"], "Give --tau, --l-diversity or --p"),
         (["--qi", "gender", "--sensitive", "disease", "--p", "gender"], "ATTRIBUTE=PROBABILITY"),
     ],
 )

@@ -111,7 +111,7 @@ def test_json_shape_and_plots(tmp_path):
         "300",
         "--draws",
         "500",
-        "--plot",
+        "--plots",
         str(folder),
         "--json",
     )

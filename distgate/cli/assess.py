@@ -32,11 +32,11 @@ from distgate.cli.common import (
     TableArgument,
     TargetOption,
     WeightOption,
-    emit_json,
     handles_bad_input,
     metric_setting,
     table_inputs,
 )
+from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
 from distgate.metrics.registry import METRICS, REGISTRY
 
 
@@ -66,6 +66,7 @@ AssessMetricOption = Annotated[
 
 @handles_bad_input
 def assess_command(
+    context: typer.Context,
     table: TableArgument,
     attr: AttrOption = None,
     target: TargetOption = None,
@@ -116,7 +117,9 @@ def assess_command(
         typer.Option("--diversity", metavar="KIND", help="ldiv's l: distinct or entropy."),
     ] = Diversity.distinct,
     config: ConfigOption = None,
+    format: FormatOption = None,
     json: JsonOption = False,
+    report: ReportOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Assess releasing TABLE as a whole: exit 0 when safe, 1 when any metric blocks it.
@@ -127,8 +130,11 @@ def assess_command(
     from distgate.assess import assess_release, classic_settings, parse_thresholds
     from distgate.config import load_config, setting
     from distgate.critical import check_alpha
+    from distgate.io.atomic import check_outputs
     from distgate.metrics.registry import parse_metrics
 
+    chosen = output_format(format, json)
+    check_outputs([table, baseline], [report])
     settings = load_config(config)
     metrics = parse_metrics(metric_setting(metric, settings), offline=True)
     level = check_alpha(setting(alpha, settings, "alpha", DEFAULT_ALPHA))
@@ -169,16 +175,19 @@ def assess_command(
         parse_thresholds(threshold or [], metrics),
         settings_of_metrics,
     )
-    if json:
-        emit_json(
-            {
-                **assessment.to_dict(),
-                "dropped_missing": inputs.table.dropped,
-                "engine": inputs.engine,
-            }
-        )
-    else:
-        from distgate.report.assess import print_assessment
+    from distgate.report.assess import assessment_report
 
-        print_assessment(assessment)
-    raise typer.Exit(EXIT_OK if assessment.safe else EXIT_UNSAFE)
+    code = EXIT_OK if assessment.safe else EXIT_UNSAFE
+    shown = assessment_report(assessment)
+    describe(shown, context, [table, baseline], settings, code)
+    show(
+        shown,
+        chosen,
+        lambda: {
+            **assessment.to_dict(),
+            "dropped_missing": inputs.table.dropped,
+            "engine": inputs.engine,
+        },
+        html=report,
+    )
+    raise typer.Exit(code)

@@ -20,9 +20,9 @@ from distgate.cli.common import (
     QuietOption,
     SchedulerOption,
     WeightOption,
-    emit_json,
     handles_bad_input,
 )
+from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
 from distgate.errors import InputError
 
 TYPE_NAMES = ("existence", "upward", "downward", "approximation")
@@ -43,6 +43,7 @@ def _parse_types(text: str | None) -> tuple[str, ...]:
 
 @handles_bad_input
 def audit_command(
+    context: typer.Context,
     counts: Annotated[
         str,
         typer.Argument(
@@ -70,7 +71,7 @@ def audit_command(
         str | None,
         typer.Option(
             "--types",
-            metavar="T[,T..]",
+            metavar="T[,T...]",
             help="Disclosure types to check: existence, upward, downward, approximation "
             "(default: all four).",
         ),
@@ -139,7 +140,9 @@ def audit_command(
         ),
     ] = 3000,
     config: ConfigOption = None,
+    format: FormatOption = None,
     json: JsonOption = False,
+    report: ReportOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Bound every unpublished cell of a published contingency table and flag disclosures.
@@ -157,9 +160,12 @@ def audit_command(
     from distgate.config import load_config, table_options, text_format
     from distgate.domain import parse_order
     from distgate.inputs import record_counts
+    from distgate.io.atomic import check_outputs
     from distgate.io.counts import read_counts, read_mask
     from distgate.io.tables import read_header
 
+    chosen_format = output_format(format, json)
+    check_outputs([counts, released], [report])
     if not (tau > 0) or tau == float("inf"):
         raise InputError(f"--tau must be a positive number; got {tau:g}.")
     chosen = _parse_types(types)
@@ -226,10 +232,9 @@ def audit_command(
             merge_columns=merge in ("both", "columns"),
             budget=budget,
         )
-    if json:
-        emit_json(result.to_dict())
-    else:
-        from distgate.report.audit import print_audit
+    from distgate.report.audit import audit_report
 
-        print_audit(result)
-    raise typer.Exit(EXIT_OK if result.safe else EXIT_UNSAFE)
+    shown = audit_report(result)
+    describe(shown, context, [counts, released], settings, EXIT_OK if result.safe else EXIT_UNSAFE)
+    show(shown, chosen_format, result.to_dict, html=report)
+    raise typer.Exit(shown.exit_code)

@@ -22,16 +22,16 @@ from distgate.cli.common import (
     TableArgument,
     TargetOption,
     WeightOption,
-    emit_json,
     handles_bad_input,
     table_inputs,
 )
-from distgate.errors import InputError
+from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
 from distgate.io.atomic import check_outputs
 
 
 @handles_bad_input
 def baseline_command(
+    context: typer.Context,
     table: TableArgument,
     attr: AttrOption = None,
     target: TargetOption = None,
@@ -52,7 +52,9 @@ def baseline_command(
         ),
     ] = None,
     config: ConfigOption = None,
+    format: FormatOption = None,
     json: JsonOption = False,
+    report: ReportOption = None,
 ) -> None:
     """Show the baseline distribution of X (bar chart), each target's conditional
     distribution, its KL distance D(y) and exposure E(y), and the X-outliers (targets with
@@ -64,9 +66,8 @@ def baseline_command(
     from distgate.config import load_config
     from distgate.io.baseline_file import write_baseline
 
-    if output == "-" and json:
-        raise InputError("-o - and --json would both write to standard output: choose one.")
-    check_outputs([table, baseline], [output])
+    chosen = output_format(format, json, stdout_taken=output == "-")
+    check_outputs([table, baseline], [output, report])
     settings = load_config(config)
     inputs = table_inputs(
         table,
@@ -88,17 +89,18 @@ def baseline_command(
     profile = profile_table(inputs.counts, inputs.baseline, inputs.table.target_labels)
     if output:
         write_baseline(output, inputs.baseline)
-    if json:
-        from distgate.report.baseline import baseline_dict
+    from distgate.report.baseline import baseline_dict, baseline_report
 
-        emit_json(
-            {
-                **baseline_dict(inputs.baseline, profile),
-                "dropped_missing": inputs.table.dropped,
-                "engine": inputs.engine,
-            }
-        )
-    else:
-        from distgate.report.baseline import print_baseline
-
-        print_baseline(inputs.baseline, profile, output)
+    shown = baseline_report(inputs.baseline, profile, output)
+    describe(shown, context, [table, baseline], settings)
+    show(
+        shown,
+        chosen,
+        lambda: {
+            **baseline_dict(inputs.baseline, profile),
+            "dropped_missing": inputs.table.dropped,
+            "engine": inputs.engine,
+        },
+        stderr=output == "-",
+        html=report,
+    )

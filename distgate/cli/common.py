@@ -20,7 +20,7 @@ EXIT_UNSAFE = 1
 EXIT_BAD_INPUT = 2
 
 JsonOption = Annotated[
-    bool, typer.Option("--json", help="Print one JSON document on stdout instead of tables.")
+    bool, typer.Option("--json", help="The same as --format json: one JSON document on stdout.")
 ]
 QuietOption = Annotated[
     bool, typer.Option("--quiet", "-q", help="No progress bars or notes on stderr.")

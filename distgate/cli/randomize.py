@@ -10,13 +10,21 @@ import typer
 from distgate.cli.common import (
     EXIT_OK,
     EXIT_UNSAFE,
+    BinsOption,
     DelimiterOption,
     EncodingOption,
     JsonOption,
     QuietOption,
     TableArgument,
-    emit_json,
     handles_bad_input,
+)
+from distgate.cli.output import (
+    Format,
+    FormatOption,
+    ReportOption,
+    describe,
+    output_format,
+    show,
 )
 from distgate.errors import InputError
 from distgate.io.atomic import check_outputs
@@ -34,6 +42,7 @@ def _columns(values: list[str]) -> list[str]:
 
 @handles_bad_input
 def randomize_command(
+    context: typer.Context,
     table: TableArgument,
     qi: Annotated[
         list[str],
@@ -46,11 +55,16 @@ def randomize_command(
     ],
     l_diversity: Annotated[
         float | None,
-        typer.Option("--l", metavar="L", help="Calibrate to max risk <= 1/l (l >= 1)."),
+        typer.Option(
+            "--l-diversity",
+            "--l",
+            metavar="L",
+            help="Calibrate to max risk <= 1/L (L >= 1), i.e. --tau 1/L.",
+        ),
     ] = None,
     tau: Annotated[
         float | None,
-        typer.Option("--tau", metavar="T", help="Calibrate to max risk <= tau, in (0, 1]."),
+        typer.Option("--tau", "-t", metavar="T", help="Calibrate to max risk <= tau, in (0, 1]."),
     ] = None,
     p: Annotated[
         list[str] | None,
@@ -63,9 +77,12 @@ def randomize_command(
     side: Annotated[
         Side | None,
         typer.Option(
-            "--randomize", metavar="WHAT", help="Which attributes to randomize [default: both]."
+            "--randomize",
+            help="Which attributes to randomize: the quasi-identifiers, the sensitive one, "
+            "or both [default: both].",
         ),
     ] = None,
+    bins: BinsOption = None,
     matrix: Annotated[
         str | None,
         typer.Option(
@@ -91,7 +108,8 @@ def randomize_command(
             "-o",
             metavar="FILE",
             help="Write the randomized CSV (or, with --reconstruct, the estimated "
-            "distribution) here. Without -o it goes to stdout, unless --json is given.",
+            "distribution) here. Without -o it goes to stdout, unless --format json, csv "
+            "or markdown puts the report there.",
         ),
     ] = None,
     seed: Annotated[
@@ -110,7 +128,9 @@ def randomize_command(
     ] = 10,
     delimiter: DelimiterOption = None,
     encoding: EncodingOption = None,
+    format: FormatOption = None,
     json: JsonOption = False,
+    report: ReportOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Randomize quasi-identifiers and/or a sensitive attribute per record (randomized
@@ -118,68 +138,90 @@ def randomize_command(
     disclosure exceeds tau; or reconstruct the joint distribution of a randomized file.
 
     The randomized CSV keeps every row and column; only the randomized columns' values
-    change. Exit code 1 when tau is out of reach (nothing is written).
+    change (and the --bins columns hold their ranges). Exit code 1 when tau is out of
+    reach (nothing is written).
     """
     from distgate.config import text_format
+    from distgate.domain import parse_bins
     from distgate.randomize import parse_p, randomize_table, reconstruct_table, write_table
-    from distgate.report.common import console
-    from distgate.report.randomize import show_randomize, show_reconstruct
+    from distgate.report.randomize import randomize_report, reconstruct_report
 
-    check_outputs([table, matrix], [output])
+    chosen = output_format(format, json)
+    check_outputs([table, matrix], [output, report])
     fmt = text_format({}, delimiter, encoding)
     columns = _columns(qi)
     fixed = parse_p(p or [])
     if top < 0:
         raise InputError(f"--top must be 0 or more, not {top}.")
     if l_diversity is not None and tau is not None:
-        raise InputError("Give either --l or --tau, not both.")
+        raise InputError("Give either --l-diversity or --tau, not both.")
     if l_diversity is not None:
         if not l_diversity >= 1:
-            raise InputError(f"--l must be at least 1, not {l_diversity:g}.")
+            raise InputError(f"--l-diversity must be at least 1, not {l_diversity:g}.")
         tau = 1.0 / l_diversity
     if tau is None and not fixed and matrix is None:
-        raise InputError("Give --tau, --l or --p ATTR=P for the attributes to randomize.")
+        raise InputError("Give --tau, --l-diversity or --p ATTR=P for the attributes to randomize.")
+    if bins and matrix is not None:
+        raise InputError(
+            "--bins bands a column for randomized response; a --matrix names its "
+            "attributes' categories itself, so give the table with the banded column."
+        )
     to_stdout = output is None or output == "-"
-    report = console(stderr=to_stdout and not json)
+    # the data goes to stdout unless the report in a machine format takes its place
+    data_out = not (to_stdout and chosen != Format.table)
+    where = None if to_stdout else output
     matrices = _matrices(matrix, mix or [], fixed, side)
 
     if reconstruct:
         if tau is not None:
             how = "mixing weights with --mix" if matrices else "retention probabilities with --p"
-            raise InputError(f"--reconstruct takes the {how}, not --tau or --l.")
+            raise InputError(f"--reconstruct takes the {how}, not --tau or --l-diversity.")
+        if bins:
+            raise InputError(
+                "--reconstruct reads the randomized file as it is: its banded columns "
+                "already hold ranges, so --bins does not apply."
+            )
         if matrices:
             from distgate.randomize.pram import reconstruct_with_matrices
 
             estimate = reconstruct_with_matrices(table, columns, sensitive, *matrices)
         else:
             estimate = reconstruct_table(table, columns, sensitive, fixed, fmt=fmt)
-        if not (to_stdout and json):
-            write_table(estimate.cells(), None if to_stdout else output)
-        if json:
-            emit_json(estimate.to_dict(top))
-        elif not (to_stdout and quiet):
-            show_reconstruct(estimate, report, top, None if to_stdout else output)
-        raise typer.Exit(EXIT_OK)
-
-    if matrices:
-        from distgate.randomize.pram import randomize_with_matrices
-
-        retention, weights = matrices
-        result = randomize_with_matrices(
-            table, columns, sensitive, retention, weights=weights, tau=tau, seed=seed
-        )
+        if data_out:
+            write_table(estimate.cells(), where)
+        shown = reconstruct_report(estimate, top, where)
+        document = lambda: estimate.to_dict(top)  # noqa: E731
+        code = EXIT_OK
     else:
-        side = side or Side.both
-        result = randomize_table(
-            table, columns, sensitive, randomize=side.value, p=fixed, tau=tau, seed=seed, fmt=fmt
-        )
-    if result.table is not None and not (to_stdout and json):
-        write_table(result.table, None if to_stdout else output)
-    if json:
-        emit_json(result.to_dict(top))
-    elif not (to_stdout and quiet) or result.feasible is False:
-        show_randomize(result, report, top, None if to_stdout else output)
-    raise typer.Exit(EXIT_UNSAFE if result.feasible is False else EXIT_OK)
+        if matrices:
+            from distgate.randomize.pram import randomize_with_matrices
+
+            retention, weights = matrices
+            result = randomize_with_matrices(
+                table, columns, sensitive, retention, weights=weights, tau=tau, seed=seed
+            )
+        else:
+            result = randomize_table(
+                table,
+                columns,
+                sensitive,
+                randomize=(side or Side.both).value,
+                p=fixed,
+                tau=tau,
+                seed=seed,
+                bins=parse_bins(bins),
+                fmt=fmt,
+            )
+        if result.table is not None and data_out:
+            write_table(result.table, where)
+        shown = randomize_report(result, top, where)
+        document = lambda: result.to_dict(top)  # noqa: E731
+        code = EXIT_UNSAFE if result.feasible is False else EXIT_OK
+    describe(shown, context, [table, matrix], None, code)
+    # --quiet with the data on stdout: no tables on stderr, unless tau is out of reach
+    silent = chosen == Format.table and to_stdout and quiet and code == EXIT_OK
+    show(shown, chosen, document, stderr=to_stdout, html=report, silent=silent)
+    raise typer.Exit(code)
 
 
 def _matrices(matrix: str | None, weight: list[str], fixed: dict, side: Side | None):

@@ -30,19 +30,25 @@ from distgate.cli.common import (
     TableArgument,
     TargetOption,
     ThresholdOption,
-    emit_json,
     handles_bad_input,
     metric_setting,
     table_inputs,
 )
+from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
 from distgate.errors import InputError
 from distgate.io.atomic import check_outputs
 
 
 @handles_bad_input
 def replay_command(
+    context: typer.Context,
     table: TableArgument,
-    requests: Annotated[str, typer.Argument(help="Request log CSV, rows in arrival order.")],
+    requests: Annotated[
+        str,
+        typer.Argument(
+            metavar="REQUESTS", help="Request log CSV, rows in arrival order ('-' = stdin)."
+        ),
+    ],
     output: Annotated[
         str | None,
         typer.Option("--output", "-o", metavar="FILE", help="Write the decisions CSV here."),
@@ -79,8 +85,9 @@ def replay_command(
         str | None,
         typer.Option(
             "--plot",
-            metavar="FILE",
-            help="PNG: statistic and critical value against released tuples.",
+            metavar="FILE.png",
+            help="Write a plot: the first metric's statistic and critical value against "
+            "released tuples.",
         ),
     ] = None,
     attr: AttrOption = None,
@@ -105,7 +112,9 @@ def replay_command(
     draws: DrawsOption = 10_000,
     threshold: ThresholdOption = None,
     config: ConfigOption = None,
+    format: FormatOption = None,
     json: JsonOption = False,
+    report: ReportOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Replay REQUESTS through the release gate and summarise the decisions per target.
@@ -122,9 +131,8 @@ def replay_command(
             "The table and the request log cannot both be read from standard input: "
             "give one of them as a file."
         )
-    if output == "-" and json:
-        raise InputError("-o - and --json would both write to standard output: choose one.")
-    check_outputs([table, requests, state], [output, plot])
+    chosen = output_format(format, json, stdout_taken=output == "-")
+    check_outputs([table, requests, state], [output, plot, report])
     check_outputs([table, requests], [state])
     settings = load_config(config)
     if weight or settings.get("weight"):
@@ -163,7 +171,7 @@ def replay_command(
         delimiter=delimiter,
         encoding=encoding,
     )
-    with progress(quiet or json) as bar:
+    with progress(quiet or chosen != "table") as bar:
         task = bar.add_task("replay", total=None)
         try:
             result = replay(
@@ -182,13 +190,10 @@ def replay_command(
                 err=True,
             )
             raise typer.Exit(128 + stop.signal) from None
+    from distgate.report.replay import plot_evolution, replay_report
+
     if plot:
-        from distgate.report.replay import plot_evolution
-
         plot_evolution(result, plot)
-    if json:
-        emit_json({**result.to_dict(output, state), "engine": inputs.engine})
-    else:
-        from distgate.report.replay import print_summary
-
-        print_summary(result, output)
+    shown = replay_report(result, output, plot)
+    describe(shown, context, [table, requests, baseline], settings)
+    show(shown, chosen, lambda: {**result.to_dict(output, state), "engine": inputs.engine}, stderr=output == "-", html=report)

@@ -27,14 +27,15 @@ from distgate.cli.common import (
     TableArgument,
     TargetOption,
     WeightOption,
-    emit_json,
     handles_bad_input,
     table_inputs,
 )
+from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
 
 
 @handles_bad_input
 def simulate_command(
+    context: typer.Context,
     table: TableArgument,
     attr: AttrOption = None,
     target: TargetOption = None,
@@ -58,11 +59,13 @@ def simulate_command(
         int, typer.Option("--sequences", metavar="K", help="Random request orders.")
     ] = 20,
     requests: Annotated[
-        int,
+        int | None,
         typer.Option(
-            "--requests", metavar="N", help="Records requested per order (at most the table)."
+            "--requests",
+            metavar="N",
+            help="Records requested per order [default: every record of the table].",
         ),
-    ] = 10_000,
+    ] = None,
     seed: SeedOption = None,
     critical: CriticalOption = None,
     draws: DrawsOption = 10_000,
@@ -77,9 +80,14 @@ def simulate_command(
     no_queue: Annotated[
         bool, typer.Option("--no-queue", help="Deny blocked requests instead of queueing them.")
     ] = False,
-    plot: Annotated[
+    plots: Annotated[
         str | None,
-        typer.Option("--plot", metavar="DIR", help="Write evolution and chi-square fit plots."),
+        typer.Option(
+            "--plots",
+            metavar="DIR",
+            help="Write the evolution plots (one per metric and alpha) and the chi-square "
+            "fit plot into this folder.",
+        ),
     ] = None,
     workers: Annotated[
         int | None,
@@ -92,24 +100,30 @@ def simulate_command(
         ),
     ] = None,
     config: ConfigOption = None,
+    format: FormatOption = None,
     json: JsonOption = False,
+    report: ReportOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Repeat the gate over random request orders and compare metrics and significance
     levels: percent released per target, the fit-the-baseline bound and the cross-safety
-    matrix.
+    matrix. Each order requests every record of the table unless --requests N asks for
+    fewer.
 
     Example: distgate simulate soldiers.csv --metric mis,kld,cst,dqt --alpha 0.2,0.05
     """
     from distgate.config import load_config, setting
     from distgate.critical import check_alpha
     from distgate.errors import InputError
+    from distgate.io.atomic import check_outputs
     from distgate.metrics.registry import parse_metrics
     from distgate.report.common import progress
     from distgate.simulate import chi_square_fit_sample, simulate
 
-    if plot is not None and os.path.exists(plot) and not os.path.isdir(plot):
-        raise InputError(f"--plot names a folder for the plots, and '{plot}' is a file.")
+    chosen = output_format(format, json)
+    check_outputs([table, baseline], [report])
+    if plots is not None and os.path.exists(plots) and not os.path.isdir(plots):
+        raise InputError(f"--plots names a folder for the plots, and '{plots}' is a file.")
     settings = load_config(config)
     metrics = parse_metrics(metric)
     try:
@@ -151,22 +165,21 @@ def simulate_command(
             seed=seed_value,
             queue=not no_queue,
             grace=grace,
-            keep_evolution=plot is not None,
+            keep_evolution=plots is not None or report is not None,
             progress=lambda: bar.advance(task),
             workers=workers,
             cluster=getattr(inputs.table, "client", None),
         )
-    written = []
-    if plot:
-        from distgate.report.simulate import write_plots
+    from distgate.report.simulate import simulation_report, write_plots
 
+    written, sample = [], None
+    if plots or report:
         sample = chi_square_fit_sample(values, result.requests, draws, seed_value)
-        written = write_plots(result, plot, sample)
-    if json:
-        emit_json({**result.to_dict(), "engine": inputs.engine})
-    else:
-        from distgate.report.simulate import print_simulation
-
-        print_simulation(result)
+    if plots:
+        written = write_plots(result, plots, sample)
+    shown = simulation_report(result, sample, written)
+    describe(shown, context, [table, baseline], settings)
+    show(shown, chosen, lambda: {**result.to_dict(), "engine": inputs.engine}, html=report)
+    if chosen == "table":
         for path in written:
             typer.echo(f"wrote {path}", err=True)

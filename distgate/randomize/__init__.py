@@ -36,7 +36,14 @@ import pyarrow.compute as pc
 
 from distgate.errors import InputError
 from distgate.io.atomic import atomic_text
-from distgate.io.tables import PLAIN, TextFormat, display_name, read_columns, require_values
+from distgate.io.tables import (
+    PLAIN,
+    TextFormat,
+    display_name,
+    numeric_column,
+    read_columns,
+    require_values,
+)
 from distgate.randomize.calibrate import calibrate
 from distgate.randomize.matrices import (
     apply_factors,
@@ -53,6 +60,7 @@ __all__ = [
     "RiskModel",
     "RiskRow",
     "apply_factors",
+    "band_columns",
     "calibrate",
     "expected_error",
     "inverse_norm2",
@@ -276,9 +284,14 @@ def randomize_table(
     p: Mapping[str, float] | None = None,
     tau: float | None = None,
     seed: int = 0,
+    bins: Mapping[str, Sequence[float]] | None = None,
     fmt: TextFormat = PLAIN,
 ) -> RandomizeResult:
     """Randomize the QI and/or sensitive columns of a CSV table.
+
+    ``bins`` maps a numeric column to increasing edges: its values are replaced by their
+    ranges (labelled as ``baseline`` and ``assess`` label them) before anything else, so
+    risks, randomization and the written table are over the ranges.
 
     Retention probabilities are taken from ``p`` where given and calibrated against
     ``tau`` for the other randomized attributes. The randomized table (every row and column,
@@ -296,6 +309,7 @@ def randomize_table(
     _names(qi, sensitive, table.column_names, name)
     attributes = [*qi, sensitive]
     require_values(table, attributes, name)
+    table = band_columns(table, bins or {}, attributes, name)
 
     randomized = {
         "qi": qi,
@@ -311,7 +325,7 @@ def randomize_table(
     calibrated = [a for a in randomized if a not in fixed]
     if calibrated and tau is None:
         raise InputError(
-            f"Give --tau or --l to calibrate '{calibrated[0]}', or fix it with --p "
+            f"Give --tau or --l-diversity to calibrate '{calibrated[0]}', or fix it with --p "
             f"{calibrated[0]}=P."
         )
 
@@ -413,14 +427,37 @@ def randomize_table(
     )
 
 
+def band_columns(
+    table: pa.Table, bins: Mapping[str, Sequence[float]], attributes: Sequence[str], name: str
+) -> pa.Table:
+    """The table with each column of ``bins`` replaced by the label of its range."""
+    from distgate.domain import bin_labels
+
+    for column, edges in bins.items():
+        if column not in attributes:
+            raise InputError(
+                f"--bins names '{column}', which is neither a quasi-identifier nor the "
+                f"sensitive attribute (they are: {', '.join(attributes)})."
+            )
+        numbers = numeric_column(table, column, name)
+        codes = np.searchsorted(np.asarray(edges, dtype=float), numbers, side="right")
+        labels = np.asarray(bin_labels(list(edges)), dtype=object)
+        position = table.column_names.index(column)
+        table = table.set_column(position, column, pa.array(labels[codes], pa.string()))
+    return table
+
+
 def _utility(original: np.ndarray, estimate: np.ndarray) -> dict[str, float]:
-    """KL divergence D(original || estimate) in bits (infinite when the estimate puts no
-    mass on a cell that has records) and the Euclidean distance."""
-    mask = original > 0
-    with np.errstate(divide="ignore"):
-        ratio = np.where(mask, original, 1.0) / np.where(mask, estimate, 1.0)
-        kl = float(np.sum(original[mask] * np.log2(ratio[mask])))
-    return {"kl": kl, "euclidean": float(np.sqrt(np.sum((original - estimate) ** 2)))}
+    """How far the distribution reconstructed from the randomized records is from the
+    table's: the total variation distance 1/2 sum |original - estimate| (in [0, 1]: the
+    largest difference, over any set of cells, between the shares of records the two put
+    there; always finite, unlike a KL divergence, which is infinite as soon as the clipped
+    estimate leaves a cell with records empty) and the Euclidean distance."""
+    difference = original - estimate
+    return {
+        "total_variation": float(0.5 * np.abs(difference).sum()),
+        "euclidean": float(np.sqrt(np.sum(difference**2))),
+    }
 
 
 def reconstruct_table(

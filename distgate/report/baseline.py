@@ -3,10 +3,8 @@ distributions, D(y), E(y) and the X-outliers."""
 
 from __future__ import annotations
 
-from rich.table import Table
-
 from distgate.baseline import Baseline, TableProfile
-from distgate.report.common import console, number
+from distgate.report.model import BAR, BLOCKED, Cell, Column, Report, count, num
 
 BAR_WIDTH = 40
 
@@ -41,53 +39,84 @@ def _bar(value: float, scale: float) -> str:
     return "█" * full + ("▌" if cells - full >= 0.5 else "")
 
 
-def print_baseline(baseline: Baseline, profile: TableProfile, written: str | None) -> None:
-    out = console(stderr=written == "-")  # the baseline file itself goes to stdout
+def baseline_report(baseline: Baseline, profile: TableProfile, written: str | None) -> Report:
+    """p(x) with a bar chart, q(x|y) per target, D(y), E(y) and the X-outliers."""
+    report = Report("baseline")
     top = float(baseline.probabilities.max())
-    chart = Table(title=f"Baseline of {' | '.join(baseline.attributes)}", title_justify="left")
-    chart.add_column("value")
-    chart.add_column("p(x)", justify="right")
-    chart.add_column("")
+    chart = report.table(
+        f"Baseline of {' | '.join(baseline.attributes)}",
+        [Column("value"), Column("p(x)", True), Column("", decorative=True)],
+    )
     for label, prob in zip(baseline.labels, baseline.probabilities, strict=True):
-        chart.add_row(label, f"{prob:.4f}", f"[cyan]{_bar(float(prob), top)}[/cyan]")
-    out.print(chart)
+        chart.add(label, num(float(prob), 4), Cell(_bar(float(prob), top), style=BAR))
 
-    cond = Table(title="Distribution of X within each target, q(x|y)", title_justify="left")
-    cond.add_column("value")
-    for label in profile.target_labels:
-        cond.add_column(label, justify="right")
+    cond = report.table(
+        "Distribution of X within each target, q(x|y)",
+        [Column("value")] + [Column(label, True) for label in profile.target_labels],
+        across="target",
+    )
     for j, value in enumerate(baseline.labels):
-        cond.add_row(
+        cond.add(
             value,
-            *(
-                number(float(profile.conditional[i, j]), 4)
-                for i in range(len(profile.target_labels))
-            ),
+            *(num(float(profile.conditional[i, j]), 4) for i in range(len(profile.target_labels))),
         )
-    out.print(cond)
 
-    summary = Table(title="Per target", title_justify="left")
-    for column, justify in (
-        ("target", "left"),
-        ("count", "right"),
-        ("D(y)", "right"),
-        ("E(y)", "right"),
-        ("X-outlier", "left"),
-    ):
-        summary.add_column(column, justify=justify)
+    summary = report.table(
+        "Per target",
+        [
+            Column("target"),
+            Column("count", True),
+            Column("D(y)", True),
+            Column("E(y)", True),
+            Column("X-outlier"),
+        ],
+    )
     for i, label in enumerate(profile.target_labels):
         outlier = label in profile.outliers
-        summary.add_row(
+        summary.add(
             label,
-            str(int(profile.counts[i].sum())),
-            number(float(profile.kl[i])),
-            number(float(profile.exposure[i])),
-            "[bold red]yes[/bold red]" if outlier else "no",
+            count(profile.counts[i].sum()),
+            num(float(profile.kl[i])),
+            num(float(profile.exposure[i])),
+            Cell("yes", style=BLOCKED) if outlier else Cell("no"),
         )
-    out.print(summary)
-    out.print(
+    report.text(
         f"I = {profile.mutual_information:.6f}, sigma_D = {profile.kl_std:.6f}; X-outliers "
         f"(D(y) > I + sigma_D): {', '.join(profile.outliers) or 'none'}"
     )
     if written:
-        out.print(f"Baseline written to {'standard output' if written == '-' else written}.")
+        report.text(f"Baseline written to {'standard output' if written == '-' else written}.")
+    report.plot(
+        f"Baseline p(x) of {' | '.join(baseline.attributes)} and q(x|y) per target",
+        lambda: baseline_figure(baseline, profile),
+    )
+    return report
+
+
+def baseline_figure(baseline: Baseline, profile: TableProfile):
+    """p(x) as bars and each target's q(x|y) as a line over the values of X."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    labels = list(baseline.labels)
+    x = np.arange(len(labels))
+    figure, ax = plt.subplots(figsize=(8, 3.6))
+    ax.bar(x, baseline.probabilities, color="0.8", label="baseline p(x)")
+    for i, target in enumerate(profile.target_labels[:20]):
+        ax.plot(x, profile.conditional[i], marker=".", lw=1, label=f"q(x | {target})")
+    ax.set_xticks(
+        x,
+        labels,
+        rotation=45 if len(labels) > 8 else 0,
+        ha="right" if len(labels) > 8 else "center",
+        fontsize=8,
+    )
+    ax.set_xlabel(" | ".join(baseline.attributes) + " (value of X)")
+    ax.set_ylabel("probability")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7, ncols=2 if len(profile.target_labels) > 6 else 1, loc="upper right")
+    figure.tight_layout()
+    return figure

@@ -1,96 +1,98 @@
-"""Presentation of ``distgate randomize``: the chosen retention probabilities, the verdict
+"""The report of ``distgate randomize``: the chosen retention probabilities, the verdict
 against tau, the error and utility figures and the risk table (worst first)."""
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.table import Table
-
-from distgate.report.common import number, verdict
+from distgate.report.model import Column, Report, count, num, verdict_part
 
 
-def _risk_table(rows, qi: list[str], sensitive: str, title: str) -> Table:
-    table = Table(title=title, title_justify="left")
-    for column in qi:
-        table.add_column(column)
-    table.add_column(sensitive)
-    table.add_column("records", justify="right")
-    table.add_column("π(u|α)", justify="right")
-    table.add_column("risk", justify="right")
+def _risk_table(report: Report, rows, qi: list[str], sensitive: str, title: str) -> None:
+    table = report.table(
+        title,
+        [Column(c) for c in qi]
+        + [Column(sensitive), Column("records", True), Column("π(u|α)", True)]
+        + [Column("risk", True)],
+        key=len(qi) + 1,
+    )
     for row in rows:
-        table.add_row(
+        table.add(
             *row.qi.values(),
             row.sensitive,
-            str(row.count),
-            number(row.confidence, 4),
-            number(row.risk, 4),
+            count(row.count),
+            num(row.confidence, 4),
+            num(row.risk, 4),
         )
-    return table
 
 
-def show_randomize(result, console: Console, top: int | None, output: str | None) -> None:
-    """Print a :class:`~distgate.randomize.RandomizeResult` as tables and sentences."""
+def randomize_report(result, top: int | None, output: str | None) -> Report:
+    """A :class:`~distgate.randomize.RandomizeResult` as tables and sentences."""
+    report = Report("randomize")
     matrix = result.randomize == "matrix"
-    title = "Mixing weights of the retention matrices" if matrix else "Retention probabilities"
-    p_table = Table(title=title, title_justify="left")
-    p_table.add_column("attribute")
-    p_table.add_column("weight" if matrix else "p", justify="right")
-    p_table.add_column("how")
+    p_table = report.table(
+        "Mixing weights of the retention matrices" if matrix else "Retention probabilities",
+        [Column("attribute"), Column("weight" if matrix else "p", True), Column("how")],
+    )
     for attribute, p in result.p.items():
-        fixed = "fixed (--weight)" if matrix else "fixed (--p)"
+        fixed = "fixed (--mix)" if matrix else "fixed (--p)"
         if matrix and attribute not in result.calibrated and result.tau is None:
-            fixed = "fixed (--weight)" if p != 1.0 else "the matrix as given"
+            fixed = "fixed (--mix)" if p != 1.0 else "the matrix as given"
         how = "calibrated" if attribute in result.calibrated else fixed
-        p_table.add_row(attribute, number(p, 4), how)
-    console.print(p_table)
+        p_table.add(attribute, num(p, 4), how)
 
     if result.tau is not None:
-        console.print(
-            f"tau {number(result.tau, 4)}: max risk {number(result.max_risk, 4)} — "
-            f"{verdict(bool(result.feasible))}"
+        report.conclude(
+            bool(result.feasible),
+            f"tau {num(result.tau, 4).text}: max risk {num(result.max_risk, 4).text} — ",
+            verdict_part(bool(result.feasible)),
+            here=True,
         )
     else:
-        console.print(f"max risk {number(result.max_risk, 4)} (no tau given)")
+        report.text(f"max risk {num(result.max_risk, 4).text} (no tau given)")
     limit = "the matrices as given" if matrix else "p -> 1/d"
     if result.feasible is False and result.expected_error is None:
-        console.print(
+        report.text(
             f"tau = {result.tau:g} is out of reach: the smallest possible maximum risk "
             f"(the floor, with {limit}) is {result.floor:.6g}; nothing was written."
         )
     elif result.feasible is False:
-        console.print(
+        report.text(
             f"The maximum risk {result.max_risk:.6g} exceeds tau = {result.tau:g}; "
             f"nothing was written (the floor, with {limit}, is {result.floor:.6g})."
         )
     if result.expected_error is not None:
-        console.print(
+        report.text(
             f"expected squared reconstruction error {result.expected_error:.6g} "
             f"(over {result.records:,} records)"
         )
     if result.utility is not None:
-        console.print(
-            f"utility: KL {number(result.utility['kl'], 6)} bits, "
-            f"Euclidean {number(result.utility['euclidean'], 6)}"
+        report.text(
+            "utility: total variation distance "
+            f"{num(result.utility['total_variation'], 6).text} to the reconstructed joint "
+            "distribution (0 = identical, 1 = disjoint); Euclidean "
+            f"{num(result.utility['euclidean'], 6).text}"
         )
     rows = result.risk if not top else result.risk[:top]
     shown = f"worst {len(rows)} of {len(result.risk)}" if len(rows) < len(result.risk) else "all"
-    console.print(_risk_table(rows, result.qi, result.sensitive, f"Risk ({shown}, worst first)"))
+    _risk_table(report, rows, result.qi, result.sensitive, f"Risk ({shown}, worst first)")
     if output and result.table is not None:
-        console.print(f"wrote {output} ({result.records:,} records, seed {result.seed})")
+        report.text(f"wrote {output} ({result.records:,} records, seed {result.seed})")
+    return report
 
 
-def show_reconstruct(result, console: Console, top: int | None, output: str | None) -> None:
-    """Print a :class:`~distgate.randomize.ReconstructResult`."""
+def reconstruct_report(result, top: int | None, output: str | None) -> Report:
+    """A :class:`~distgate.randomize.ReconstructResult`."""
+    report = Report("randomize --reconstruct")
     p_text = ", ".join(f"{a}={p:g}" for a, p in result.p.items())
     cells = int((result.distribution > 0).sum())
-    console.print(
+    report.text(
         f"reconstructed the joint distribution of {', '.join(result.attributes)} from "
         f"{result.records:,} randomized records ({p_text}): {cells:,} cells with positive "
         f"probability of {result.distribution.size:,}"
     )
-    console.print(f"max risk on the estimate {number(result.max_risk, 4)}")
+    report.text(f"max risk on the estimate {num(result.max_risk, 4).text}")
     rows = result.risk if not top else result.risk[:top]
     qi, sensitive = result.attributes[:-1], result.attributes[-1]
-    console.print(_risk_table(rows, qi, sensitive, "Risk on the estimate (worst first)"))
+    _risk_table(report, rows, qi, sensitive, "Risk on the estimate (worst first)")
     if output:
-        console.print(f"wrote {output}")
+        report.text(f"wrote {output}")
+    return report

@@ -1,109 +1,94 @@
-"""Presentation of a replay: the per-target summary table and the evolution plot."""
+"""The report of a replay: the per-target summary table and the evolution plot."""
 
 from __future__ import annotations
 
 import numpy as np
-from rich.table import Table
 
 from distgate.gate import RELEASED
-from distgate.metrics.registry import GLOBAL_METRICS
 from distgate.replay import ReplayResult
-from distgate.report.common import console
+from distgate.report.model import WARN, Cell, Column, Report, count
 
 
-def print_summary(result: ReplayResult, decisions: str | None) -> None:
-    out = console(stderr=decisions == "-")  # the decisions themselves go to stdout
+def replay_report(result: ReplayResult, decisions: str | None, plot: str | None = None) -> Report:
+    report = Report("replay")
     s = result.settings
-    title = (
+    table = report.table(
         f"replay: {', '.join(s.metrics)} at alpha {s.alpha:g}, "
-        f"{'queue' if s.queue else 'no queue'}, grace {s.grace}"
+        f"{'queue' if s.queue else 'no queue'}, grace {s.grace}",
+        [
+            Column("target"),
+            Column("requested", True),
+            Column("released at once", True),
+            Column("released from queue", True),
+            Column("still queued", True),
+            Column("% released", True),
+        ],
     )
-    table = Table(title=title, title_justify="left")
-    for name, justify in [
-        ("target", "left"),
-        ("requested", "right"),
-        ("released at once", "right"),
-        ("released from queue", "right"),
-        ("still queued", "right"),
-        ("% released", "right"),
-    ]:
-        table.add_column(name, justify=justify)
     for row in result.summary:
-        table.add_row(
+        table.add(
             row.target,
-            str(row.requested),
-            str(row.released_at_once),
-            str(row.released_from_queue),
-            str(row.still_queued),
-            f"{row.percent_released:.1f}",
+            count(row.requested),
+            count(row.released_at_once),
+            count(row.released_from_queue),
+            count(row.still_queued),
+            Cell(f"{row.percent_released:.1f}", round(row.percent_released, 4)),
         )
-    out.print(table)
     counts = result.counts()
-    words = ", ".join(f"{n} {name}" for name, n in counts.items() if n)
-    out.print(f"  {words}")
+    report.text("  " + ", ".join(f"{n} {name}" for name, n in counts.items() if n))
     status = result.status
     if status and status.queued:
-        out.print(f"  nothing released for the last {status.idle_requests} requests")
+        report.text(f"  nothing released for the last {status.idle_requests} requests")
         if status.frozen:
-            out.print(
-                f"  [red]frozen[/red]: no unreleased record of the table can be released "
-                f"from this state, so the {status.queued} queued records will never leave "
-                "(a property of the data under these options)"
+            report.text(
+                "  ",
+                ("frozen", WARN),
+                ": no unreleased record of the table can be released from this state, so "
+                f"the {status.queued} queued records will never leave (a property of the "
+                "data under these options)",
             )
     if result.resumed:
-        out.print(f"  resumed: {result.resumed} requests of this log were already decided")
+        report.text(f"  resumed: {result.resumed} requests of this log were already decided")
     if decisions:
         where = "standard output" if decisions == "-" else decisions
-        out.print(f"  decisions written to {where}")
+        report.text(f"  decisions written to {where}")
+    report.plot(
+        f"{s.metrics[0]} statistic and critical value against released tuples",
+        lambda: evolution(result),
+        plot,
+    )
+    return report
 
 
-def plot_evolution(result: ReplayResult, path: str) -> None:
-    """Statistic and critical value of the first metric against the number of released
-    tuples (log x axis); one panel per target for per-target metrics."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from distgate.io.atomic import atomic_path
+def evolution(result: ReplayResult):
+    """Statistic and critical value of the first metric at each decision of this run
+    against the number of released tuples; one panel per target for per-target metrics."""
+    from distgate.report.plots import evolution_figure
 
     rows = result.rows
     own = rows["request"] >= result.first_request
     record = rows["record"][own]
-    x = np.maximum(rows["released_total"][own], 1)
-    stat, crit = rows["statistic"][own], rows["critical"][own]
-    released = rows["decision"][own] == RELEASED
-    metric = result.settings.metrics[0]
     known = record >= 0
     target = np.full(len(record), -1)
     target[known] = result.target_codes[record[known]]
-    panels = [None] if metric in GLOBAL_METRICS else list(range(len(result.target_labels)))
-    fig, axes = plt.subplots(
-        len(panels), 1, figsize=(8, 2.2 * len(panels) + 0.8), sharex=True, squeeze=False
+    metric = result.settings.metrics[0]
+    return evolution_figure(
+        released_total=rows["released_total"][own],
+        statistic=rows["statistic"][own],
+        critical=rows["critical"][own],
+        target=target,
+        target_labels=result.target_labels,
+        metric=metric,
+        title=f"replay: {metric} at alpha {result.settings.alpha:g}",
+        released=rows["decision"][own] == RELEASED,
     )
-    for ax, y in zip(axes[:, 0], panels, strict=True):
-        mine = np.isfinite(stat) & (target == y if y is not None else known)
-        ax.scatter(
-            x[mine & released],
-            stat[mine & released],
-            s=4,
-            color="tab:green",
-            label="statistic (released)",
-        )
-        ax.scatter(
-            x[mine & ~released],
-            stat[mine & ~released],
-            s=4,
-            color="tab:red",
-            label="statistic (held back)",
-        )
-        ax.plot(x[mine], crit[mine], color="black", linewidth=0.8, label="critical value")
-        ax.set_xscale("log")
-        ax.set_ylabel(result.target_labels[y] if y is not None else metric)
-    axes[0, 0].legend(loc="upper right", fontsize=7)
-    axes[0, 0].set_title(f"{metric} at alpha {result.settings.alpha:g}")
-    axes[-1, 0].set_xlabel("released tuples")
-    fig.tight_layout()
+
+
+def plot_evolution(result: ReplayResult, path: str) -> None:
+    """Write :func:`evolution` as a PNG file."""
+    from distgate.io.atomic import atomic_path
+    from distgate.report.plots import pyplot
+
+    figure = evolution(result)
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=100)
-    plt.close(fig)
+        figure.savefig(tmp, format="png", dpi=100)
+    pyplot().close(figure)

@@ -1,0 +1,124 @@
+"""Output options shared by the commands that print tables: ``--format``, its ``--json``
+alias and ``--report FILE.html``, and the one function that prints a report in the chosen
+format."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+
+from distgate.errors import InputError
+
+
+class Format(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+
+
+FormatOption = Annotated[
+    Format | None,
+    typer.Option(
+        "--format",
+        "-f",
+        case_sensitive=False,
+        help="What stdout shows: tables for a terminal, one JSON document, or the same "
+        "tables as csv or markdown sections [default: table].",
+    ),
+]
+ReportOption = Annotated[
+    str | None,
+    typer.Option(
+        "--report",
+        metavar="FILE.html",
+        help="Also write one self-contained HTML report: inputs' fingerprints, options, "
+        "every table, the plots, the verdict and the exit code.",
+    ),
+]
+
+
+def output_format(format: Format | None, json: bool, *, stdout_taken: bool = False) -> Format:
+    """The format chosen by ``--format`` and ``--json`` (its alias). ``stdout_taken``: a
+    data file goes to standard output (``-o -``), so only the terminal tables (on stderr)
+    can go with it."""
+    if json and format not in (None, Format.json):
+        raise InputError(f"--json is --format json: it cannot go with --format {format.value}.")
+    chosen = Format.json if json else (format or Format.table)
+    if stdout_taken and chosen != Format.table:
+        raise InputError(
+            f"-o - and --format {chosen.value} would both write to standard output: choose one."
+        )
+    return chosen
+
+
+def describe(
+    report,
+    context: typer.Context,
+    inputs: list[str | None],
+    settings: dict | None = None,
+    exit_code: int = 0,
+) -> None:
+    """Fill in what a report says about its run: the input files (with the settings file
+    when one was read), the options as given (unset ones left out) followed by the
+    settings taken from the settings file, and the exit code."""
+    from distgate.config import CONFIG_NAME
+
+    shown: dict[str, Any] = {}
+    for name, value in context.params.items():
+        if value in (None, False, [], ()) or name in ("json", "format", "quiet", "report"):
+            continue
+        shown[name] = value.value if isinstance(value, StrEnum) else value
+    files = [p for p in inputs if p]
+    config = context.params.get("config") or (CONFIG_NAME if settings else None)
+    if settings and config:
+        files.append(config)
+        for key, value in settings.items():
+            if key not in shown:  # a flag wins over the settings file
+                shown[f"{key} ({config})"] = value
+    report.inputs = files
+    report.options = shown
+    report.exit_code = exit_code
+
+
+def show(
+    report,
+    format: Format,
+    document: Callable[[], Any] | None = None,
+    *,
+    stderr: bool = False,
+    html: str | None = None,
+    silent: bool = False,
+) -> None:
+    """Print ``report`` in ``format`` (JSON: ``document()``, the result's own shape) and,
+    with ``html``, write the HTML report too, with its exit code. ``silent``: print
+    nothing (the HTML report is still written)."""
+    from distgate.cli.common import emit_json
+
+    if html:
+        from distgate.report.html import write_html
+
+        write_html(report, html)
+    if silent:
+        return
+    if format == Format.json:
+        emit_json(document() if document is not None else {})
+    elif format == Format.csv:
+        from distgate.report.render import to_csv
+
+        sys.stdout.write(to_csv(report))
+        sys.stdout.flush()
+    elif format == Format.markdown:
+        from distgate.report.render import to_markdown
+
+        sys.stdout.write(to_markdown(report))
+        sys.stdout.flush()
+    else:
+        from distgate.report.common import console
+        from distgate.report.render import to_console
+
+        to_console(report, console(stderr=stderr))
