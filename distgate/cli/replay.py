@@ -196,4 +196,10 @@ def replay_command(
         plot_evolution(result, plot)
     shown = replay_report(result, output, plot)
     describe(shown, context, [table, requests, baseline], settings)
-    show(shown, chosen, lambda: {**result.to_dict(output, state), "engine": inputs.engine}, stderr=output == "-", html=report)
+    show(
+        shown,
+        chosen,
+        lambda: {**result.to_dict(output, state), "engine": inputs.engine},
+        stderr=output == "-",
+        html=report,
+    )
