@@ -73,7 +73,9 @@ def main() -> None:
     import os
     import sys
 
-    _arrow_without_pandas()
+    from distgate.no_pandas import keep_pandas_out
+
+    keep_pandas_out()
     code = run()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -81,38 +83,6 @@ def main() -> None:
         except (OSError, ValueError):  # a closed pipe: nothing more can be said there
             pass
     os._exit(code)
-
-
-class _NoPandas:
-    """While a command runs from the console script, ``import pandas`` fails (see
-    :func:`_arrow_without_pandas`)."""
-
-    @staticmethod
-    def find_spec(name, path=None, target=None):
-        if name == "pandas" or name.startswith("pandas."):
-            raise ImportError(
-                "pandas is kept out of the distgate command line (distgate.cli.allow_pandas() "
-                "lets it in)"
-            )
-
-
-def _arrow_without_pandas() -> None:
-    """pyarrow imports pandas (a quarter of a second) the first time it converts anything,
-    only to ask whether the object is a pandas one, and it works without it. distgate
-    itself never uses pandas, so the command line keeps it out; a part that needs it (a
-    library that builds on it) calls :func:`allow_pandas` first."""
-    import sys
-
-    if "pandas" not in sys.modules:
-        sys.meta_path.insert(0, _NoPandas)  # type: ignore[arg-type]
-
-
-def allow_pandas() -> None:
-    """Let ``import pandas`` work again in this process."""
-    import sys
-
-    if _NoPandas in sys.meta_path:
-        sys.meta_path.remove(_NoPandas)  # type: ignore[arg-type]
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -20,6 +20,9 @@ from distgate.engines.plan import SUMS, Plan
 from distgate.engines.sources import is_remote, resolve_local, resolve_remote, spool_folder
 from distgate.errors import InputError
 from distgate.io.tables import display_name
+from distgate.no_pandas import allow_pandas
+
+allow_pandas()  # dask.dataframe and distributed are built on pandas
 
 CONNECT_TIMEOUT = "5s"
 CSV_BLOCK = "64MB"  # bytes of a plain CSV file per partition
