@@ -43,12 +43,13 @@ Example (SPEC section 7)::
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from distgate.merge_search import group_of, search_merges
 
 DISCLOSURE_TYPES: tuple[str, ...] = ("existence", "upward", "downward", "approximation")
 DEFAULT_TAU = 3
@@ -481,50 +482,6 @@ def _group_label(labels: Sequence[str], members: Sequence[int]) -> str:
     return "+".join(labels[i] for i in members)
 
 
-def _ordered_partitions(size: int, merges: int) -> Iterator[list[list[int]]]:
-    """Partitions of 0..size-1 into contiguous runs with ``merges`` merges."""
-    for cuts in itertools.combinations(range(size - 1), merges):
-        closed = set(cuts)
-        groups, current = [], [0]
-        for i in range(1, size):
-            if i - 1 in closed:
-                current.append(i)
-            else:
-                groups.append(current)
-                current = [i]
-        groups.append(current)
-        yield groups
-
-
-def _set_partitions(size: int, merges: int) -> Iterator[list[list[int]]]:
-    """Partitions of 0..size-1 into ``size - merges`` blocks (any grouping)."""
-    blocks = size - merges
-
-    def extend(i: int, groups: list[list[int]]) -> Iterator[list[list[int]]]:
-        if i == size:
-            if len(groups) == blocks:
-                yield [list(g) for g in groups]
-            return
-        remaining = size - i
-        if len(groups) + remaining > blocks:  # element i may still join an existing block
-            for g in groups:
-                g.append(i)
-                yield from extend(i + 1, groups)
-                g.pop()
-        if len(groups) < blocks:
-            groups.append([i])
-            yield from extend(i + 1, groups)
-            groups.pop()
-
-    yield from extend(0, [])
-
-
-def _partitions(size: int, merges: int, ordered: bool) -> Iterator[list[list[int]]]:
-    if merges > size - 1:
-        return iter(())
-    return _ordered_partitions(size, merges) if ordered else _set_partitions(size, merges)
-
-
 @dataclass
 class _Judged:
     """A merge plan's merged table and its original cells judged by Lemma 6.1."""
@@ -540,7 +497,6 @@ class _Judged:
 class _Evaluator:
     def __init__(self, base: AuditResult):
         self.base = base
-        self.count = 0
 
     def _flags(self, lower, upper, row_groups, column_groups) -> np.ndarray:
         lower, upper = original_bounds(lower, upper, row_groups, column_groups)
@@ -550,7 +506,6 @@ class _Evaluator:
     def __call__(self, row_groups, column_groups, *, full: bool = True) -> _Judged | None:
         """The audit of a merged publication and of the original cells after it; with
         ``full=False``, None when a quick relaxation already shows a disclosure."""
-        self.count += 1
         b = self.base
         merged, published = merge_table(b.counts, b.released, row_groups, column_groups)
         if not full and published.any():
@@ -611,114 +566,38 @@ def merge_plan(
     is found to be safe, the least disclosive one seen is returned with ``safe_after``
     False.
     """
-    m, n = base.counts.shape
     evaluate = _Evaluator(base)
-    identity_rows = [[i] for i in range(m)]
-    identity_cols = [[j] for j in range(n)]
 
-    def plan(rg, cg, judged, minimal, search):
-        return MergePlan(
-            rg,
-            cg,
-            list(base.rows),
-            list(base.columns),
-            judged.safe,
-            minimal,
-            search,
-            evaluate.count,
-            judged.merged,
-            judged.original,
+    def hot(judged: _Judged, rg, cg) -> tuple[set[int], set[int]]:
+        """The merged rows and columns that hold a disclosed original cell."""
+        disclosed = np.zeros((len(rg), len(cg)), dtype=bool)
+        for i, j in zip(*judged.original.disclosed.nonzero(), strict=True):
+            disclosed[group_of(rg, i), group_of(cg, j)] = True
+        return (
+            set(np.flatnonzero(disclosed.any(axis=1)).tolist()),
+            set(np.flatnonzero(disclosed.any(axis=0)).tolist()),
         )
 
-    unmerged = _Judged(base, base)
-    if base.safe:
-        return plan(identity_rows, identity_cols, unmerged, True, "exhaustive")
-
-    max_row_merges = m - 1 if merge_rows else 0
-    max_col_merges = n - 1 if merge_columns else 0
-    best = (_score(unmerged), identity_rows, identity_cols, unmerged)
-    exhausted = True
-    for k in range(1, max_row_merges + max_col_merges + 1):
-        for a in range(max(0, k - max_col_merges), min(k, max_row_merges) + 1):
-            for rg in _partitions(m, a, ordered_rows):
-                for cg in _partitions(n, k - a, ordered_columns):
-                    if evaluate.count >= budget:
-                        exhausted = False
-                        break
-                    after = evaluate(rg, cg, full=False)
-                    if after is None:
-                        continue
-                    if after.safe:
-                        return plan(rg, cg, after, True, "exhaustive")
-                    score = _score(after)
-                    if score < best[0]:
-                        best = (score, rg, cg, after)
-                if not exhausted:
-                    break
-            if not exhausted:
-                break
-        if not exhausted:
-            break
-    if exhausted:  # every plan was tried and none is safe
-        return plan(best[1], best[2], best[3], True, "exhaustive")
-    return _greedy(
-        base, evaluate, ordered_rows, ordered_columns, merge_rows, merge_columns, best, plan
+    found = search_merges(
+        base.counts.shape,
+        evaluate,
+        _score,
+        ordered=(ordered_rows, ordered_columns),
+        allowed=(merge_rows, merge_columns),
+        budget=budget,
+        unmerged=_Judged(base, base),
+        hot=hot,
     )
-
-
-def _greedy(
-    base, evaluate, ordered_rows, ordered_columns, merge_rows, merge_columns, best, plan
-) -> MergePlan:
-    rg = [[i] for i in range(base.counts.shape[0])]
-    cg = [[j] for j in range(base.counts.shape[1])]
-    current = _Judged(base, base)
-    while not current.safe:
-        # the merged rows and columns that hold a disclosed original cell
-        disclosed = np.zeros((len(rg), len(cg)), dtype=bool)
-        for i, j in zip(*current.original.disclosed.nonzero(), strict=True):
-            disclosed[_group_of(rg, i), _group_of(cg, j)] = True
-        candidates = []
-        if merge_rows:
-            hot = set(np.flatnonzero(disclosed.any(axis=1)).tolist())
-            candidates += [
-                ("r", a, b) for a, b in _pairs(len(rg), ordered_rows) if a in hot or b in hot
-            ]
-        if merge_columns:
-            hot = set(np.flatnonzero(disclosed.any(axis=0)).tolist())
-            candidates += [
-                ("c", a, b) for a, b in _pairs(len(cg), ordered_columns) if a in hot or b in hot
-            ]
-        if not candidates:
-            break
-        step = None
-        for axis, a, b in candidates:
-            nrg, ncg = (_join(rg, a, b), cg) if axis == "r" else (rg, _join(cg, a, b))
-            after = evaluate(nrg, ncg)
-            score = _score(after)
-            if step is None or score < step[0]:
-                step = (score, nrg, ncg, after)
-            if after.safe:
-                break
-        _, rg, cg, current = step
-        if step[0] < best[0]:
-            best = step
-    if current.safe:
-        return plan(rg, cg, current, False, "greedy")
-    return plan(best[1], best[2], best[3], False, "greedy")
-
-
-def _group_of(groups: list[list[int]], member: int) -> int:
-    return next(g for g, members in enumerate(groups) if member in members)
-
-
-def _pairs(size: int, ordered: bool) -> list[tuple[int, int]]:
-    if ordered:
-        return [(a, a + 1) for a in range(size - 1)]
-    return list(itertools.combinations(range(size), 2))
-
-
-def _join(groups: list[list[int]], a: int, b: int) -> list[list[int]]:
-    joined = [list(g) for g in groups]
-    joined[a] = sorted(joined[a] + joined[b])
-    del joined[b]
-    return joined
+    rg, cg = found.groups
+    return MergePlan(
+        rg,
+        cg,
+        list(base.rows),
+        list(base.columns),
+        found.safe,
+        found.minimal,
+        found.search,
+        found.evaluated,
+        found.judged.merged,
+        found.judged.original,
+    )
