@@ -150,13 +150,14 @@ def _edge(value: float) -> str:
     return f"{value:g}"
 
 
-def _interval_label(low: float, high: float) -> str:
-    """The label of [low, high) in the style of :func:`distgate.domain.bin_labels`."""
+def _interval_label(low: float, high: float, brackets: bool) -> str:
+    """The label of [low, high) in the style of :func:`distgate.domain.bin_labels`
+    (``[low,high)`` with ``brackets``, as for bins with fractional edges)."""
     if low == -math.inf:
         return f"<{_edge(high)}"
     if high == math.inf:
         return f">={_edge(low)}"
-    if float(low).is_integer() and float(high).is_integer():
+    if not brackets and float(low).is_integer() and float(high).is_integer():
         return f"{int(low)}-{int(high) - 1}"
     return f"[{_edge(low)},{_edge(high)})"
 
@@ -178,7 +179,8 @@ def merged_value_labels(labels: Sequence[str], groups: Groups) -> list[str]:
         elif whole:
             out.append(f"{int(numbers[g[0]])}-{int(numbers[g[-1]])}")
         elif all(keys[i] is not None for i in g):
-            out.append(_interval_label(keys[g[0]][0], keys[g[-1]][1]))
+            brackets = any(labels[i].startswith("[") for i in present)
+            out.append(_interval_label(keys[g[0]][0], keys[g[-1]][1], brackets))
         else:
             out.append("+".join(parts))
     return out
@@ -326,7 +328,7 @@ def fix_release(
     )
 
 
-RELEASE_NAME, BASELINE_NAME, PLAN_NAME = "release.csv", "baseline.csv", "plan.json"
+OUTPUT_NAMES = RELEASE_NAME, BASELINE_NAME, PLAN_NAME = "release.csv", "baseline.csv", "plan.json"
 
 
 def write_fix(plan: FixPlan, inputs, folder: str | Path) -> list[Path]:

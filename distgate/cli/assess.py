@@ -37,6 +37,7 @@ from distgate.cli.common import (
     table_inputs,
 )
 from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
+from distgate.errors import InputError
 from distgate.metrics.registry import METRICS, REGISTRY
 
 
@@ -116,6 +117,31 @@ def assess_command(
         Diversity,
         typer.Option("--diversity", metavar="KIND", help="ldiv's l: distinct or entropy."),
     ] = Diversity.distinct,
+    fix: Annotated[
+        bool,
+        typer.Option(
+            "--fix",
+            help="When the release is unsafe, search for the fewest merges of adjacent X "
+            "values and of targets after which every metric passes (exit 0 when found).",
+        ),
+    ] = False,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="DIR",
+            help="With --fix: write DIR/release.csv, DIR/baseline.csv and DIR/plan.json.",
+        ),
+    ] = None,
+    budget: Annotated[
+        int,
+        typer.Option(
+            "--search-budget",
+            metavar="N",
+            help="Plans --fix re-assesses exhaustively before switching to a greedy heuristic.",
+        ),
+    ] = 3000,
     config: ConfigOption = None,
     format: FormatOption = None,
     json: JsonOption = False,
@@ -135,6 +161,17 @@ def assess_command(
 
     chosen = output_format(format, json)
     check_outputs([table, baseline], [report])
+    if output and not fix:
+        raise InputError("-o DIR goes with --fix (it names the folder of the repaired release).")
+    if budget < 0:
+        raise InputError(f"--search-budget must be 0 or more; got {budget}.")
+    if output:
+        from pathlib import Path
+
+        from distgate.fix import OUTPUT_NAMES
+
+        if Path(output).is_dir():
+            check_outputs([table, baseline], [str(Path(output) / n) for n in OUTPUT_NAMES])
     settings = load_config(config)
     metrics = parse_metrics(metric_setting(metric, settings), offline=True)
     level = check_alpha(setting(alpha, settings, "alpha", DEFAULT_ALPHA))
@@ -179,6 +216,26 @@ def assess_command(
 
     code = EXIT_OK if assessment.safe else EXIT_UNSAFE
     shown = assessment_report(assessment)
+    repair = None
+    if fix:
+        from distgate.fix import fix_release, write_fix
+        from distgate.report.fix import fix_report
+
+        mode = setting(critical, settings, "critical", DEFAULT_CRITICAL)
+        repair = fix_release(
+            inputs,
+            metrics,
+            level,
+            critical=mode,
+            seed=setting(seed, settings, "seed", 0),
+            draws=draws,
+            threshold=parse_thresholds(threshold or [], metrics),
+            settings=settings_of_metrics,
+            budget=budget,
+        )
+        written = write_fix(repair, inputs, output) if output else []
+        code = EXIT_OK if repair.found else EXIT_UNSAFE
+        shown = fix_report(assessment, repair, [str(p) for p in written])
     describe(shown, context, [table, baseline], settings, code)
     show(
         shown,
@@ -187,6 +244,11 @@ def assess_command(
             **assessment.to_dict(),
             "dropped_missing": inputs.table.dropped,
             "engine": inputs.engine,
+            **(
+                {}
+                if repair is None
+                else {"fix": {**repair.to_dict(), "after": repair.assessment.to_dict()}}
+            ),
         },
         html=report,
     )

@@ -1,0 +1,65 @@
+"""The report of ``distgate assess --fix``: the assessment of the release as given, the
+repair plan (what is merged into what), the assessment of the repaired release and the
+verdict on the plan."""
+
+from __future__ import annotations
+
+from distgate.assess import Assessment
+from distgate.fix import FixPlan
+from distgate.report.assess import assessment_report
+from distgate.report.model import BLOCKED, SAFE, Report
+
+
+def _how(plan: FixPlan) -> str:
+    if plan.search == "exhaustive":
+        if plan.found:
+            return "proven minimal: every plan with fewer merges was re-assessed"
+        return f"all {plan.evaluated} plans re-assessed"
+    return "greedy heuristic: not proven to use the fewest merges"
+
+
+def fix_report(original: Assessment, plan: FixPlan, written: list[str] | None = None) -> Report:
+    """The release as given, then (when it is unsafe) the plan and the repaired release."""
+    report = assessment_report(original)
+    if plan.was_safe:
+        for path in written or []:
+            report.text(f"Wrote {path}")
+        report.conclude(
+            True, ("SAFE", SAFE), ": the release passes every metric as it is; nothing to merge."
+        )
+        return report
+    report.verdict = None
+    report.text("UNSAFE as given: searching for the fewest merges.")
+    report.text("")
+    table = report.table(
+        f"Repair plan: {plan.merges} merge{'' if plan.merges == 1 else 's'} ({_how(plan)}; "
+        f"{plan.evaluated} plans re-assessed)",
+        ["merge", "of", "into"],
+    )
+    for values, label in plan.value_merges():
+        table.add("values", " + ".join(values), label)
+    for targets, label in plan.target_merges():
+        table.add("targets", " + ".join(targets), label)
+    report.text("")
+    after = assessment_report(plan.assessment)
+    for block in after.blocks:
+        if hasattr(block, "title"):
+            block.title = f"Repaired release: {block.title}"
+        report.blocks.append(block)
+    for path in written or []:
+        report.text(f"Wrote {path}")
+    if plan.found:
+        report.conclude(
+            True,
+            ("FIXED", SAFE),
+            f": with {plan.merges} merge{'' if plan.merges == 1 else 's'} the release passes "
+            "every metric (verified by re-assessment).",
+        )
+    else:
+        report.conclude(
+            False,
+            ("UNSAFE", BLOCKED),
+            ": no plan within the search passes every metric; shown is the one with the "
+            "fewest failing targets.",
+        )
+    return report
