@@ -233,6 +233,7 @@ def replay(
             f"table {display_name(inputs.table.source)}",
             skip_unknown=settings.skip_unknown,
             table_source=str(inputs.table.source),
+            key_column=inputs.options.id_column or "id",
         )
     pa.default_memory_pool().release_unused()  # the key lookup's hash table
     prepared()
