@@ -431,13 +431,16 @@ def encode_table(
     weight: str | None = None,
     order: Mapping[str, Sequence[str]] | None = None,
     fmt: TextFormat = PLAIN,
+    keys_checked_later: bool = False,
 ) -> EncodedTable:
     """Read a table and encode each record as (target code, value code).
 
     ``value_domain`` (the baseline's labels, in order) fixes the value codes; a value of
     the table that it does not list is an InputError naming the value and its line.
-    With ``id_column``, record keys are read and must be unique. ``missing`` says what a
-    record with a missing attribute or target value does (see :func:`handle_missing`).
+    With ``id_column``, record keys are read and must be unique (checked here unless
+    ``keys_checked_later``: replay's key lookup checks them in its own pass). ``missing``
+    says what a record with a missing attribute or target value does (see
+    :func:`handle_missing`).
     ``weight`` names a column of whole-number counts (:func:`record_weights`); ``order``
     gives the order of a column's values (``value_domain`` still wins for attributes);
     ``fmt`` says how a delimited text file is written.
@@ -484,7 +487,8 @@ def encode_table(
     if id_column:
         # kept as Arrow text: replay looks requests up in them with a hash join
         keys = table.column(id_column).combine_chunks().cast(pa.string())
-        _require_unique_keys(keys, id_column, name)
+        if not keys_checked_later:
+            _require_unique_keys(keys, id_column, name)
     encoded = EncodedTable(
         targets_side,
         values_side,

@@ -841,14 +841,17 @@ class Gate:
     def _lay_out_queue(self, new_per_cell: np.ndarray, *, slack: bool):
         """The queue laid out per (target, value) cell for the kernel: each cell's queued
         entries in arrival order at the start of its segment, then room for this run's
-        requests of the cell (twice that when runs follow one another, so that the next
-        batches usually fit without laying the queue out again)."""
+        requests of the cell (when runs follow one another, twice the room, so that the
+        next batches fit without laying the queue out again)."""
         from distgate import gate_kernel as kernel
 
         n_cells = self.n_targets * self.n_values
         cells, old, old_records = self._queue_by_cell()
         old_per_cell = np.bincount(cells, minlength=n_cells).astype(np.int64)
-        room = old_per_cell + new_per_cell * (2 if slack else 1)
+        room = old_per_cell + new_per_cell
+        if slack:  # segments double, so that a queue growing by batches is laid out
+            room = 2 * room + 16  # O(log) times, not once per batch
+
         seg_start = np.zeros(n_cells, dtype=np.int64)
         seg_start[1:] = np.cumsum(room)[:-1]
         size = int(room.sum()) + 1

@@ -92,6 +92,7 @@ def load_inputs(options: TableOptions, *, need_keys: bool = False) -> Inputs:
         weight=options.weight,
         order=options.order_dict,
         fmt=options.text_format,
+        keys_checked_later=need_keys,  # by the key lookup (distgate.io.requests.map_keys)
     )
     counts = table.count_table().counts
     if baseline is None:

@@ -47,7 +47,8 @@ from distgate.metrics.registry import parse_metrics
 
 COLUMNS = ("request", "key", "target", "value", "decision", "released_at", "statistic", "critical")
 BATCH = 20_000  # requests decided and committed to the state at a time
-WRITE_CHUNK = 1 << 20  # rows of the decisions file made into text at a time
+WRITE_CHUNK = 1 << 18  # rows of the decisions file made into text at a time
+WRITE_AHEAD = 2  # chunks made into text ahead of the one being written
 
 
 @dataclass
@@ -233,6 +234,7 @@ def replay(
             f"table {display_name(inputs.table.source)}",
             skip_unknown=settings.skip_unknown,
             table_source=str(inputs.table.source),
+            key_column=inputs.options.id_column or "id",
         )
     pa.default_memory_pool().release_unused()  # the key lookup's hash table
     prepared()
@@ -415,17 +417,34 @@ def write_decisions(result: ReplayResult, path: str, *, chunk: int = WRITE_CHUNK
         any(needs_quotes.search(label) for label in result.target_labels + result.value_labels)
         or pc.any(pc.match_substring_regex(keys, needs_quotes.pattern)).as_py()
     )
-    size = len(rows["request"])
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+    size, chunk = len(rows["request"]), max(1, chunk)
+    options = pacsv.WriteOptions(quoting_style="none", include_header=False)
+
+    def write(table: pa.Table) -> None:
+        if special:  # some text needs CSV quoting: the standard writer quotes only those
+            handle.write(_quoted_csv(table).encode("utf-8"))
+        else:
+            pacsv.write_csv(table, handle, write_options=options)
+
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    # the next chunks are made into text in threads while one is written (Arrow's
+    # formatting and writing release the GIL); at most AHEAD chunks wait in memory
+    with (
+        atomic_path(path) as tmp,
+        open(tmp, "wb") as handle,
+        ThreadPoolExecutor(max_workers=WRITE_AHEAD) as pool,
+    ):
         handle.write((",".join(COLUMNS) + "\n").encode())
-        for start in range(0, size, max(1, chunk)):
-            stop = min(start + max(1, chunk), size)
-            table = _decision_table(result, keys, start, stop)
-            if special:  # some text needs CSV quoting: the standard writer quotes only those
-                handle.write(_quoted_csv(table).encode("utf-8"))
-            else:
-                options = pacsv.WriteOptions(quoting_style="none", include_header=False)
-                pacsv.write_csv(table, handle, write_options=options)
+        waiting: deque = deque()
+        for start in range(0, size, chunk):
+            stop = min(start + chunk, size)
+            waiting.append(pool.submit(_decision_table, result, keys, start, stop))
+            if len(waiting) > WRITE_AHEAD:
+                write(waiting.popleft().result())
+        while waiting:
+            write(waiting.popleft().result())
 
 
 def _decision_table(result: ReplayResult, keys: pa.Array, start: int, stop: int) -> pa.Table:

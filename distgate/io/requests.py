@@ -92,16 +92,34 @@ def map_keys(
     *,
     skip_unknown: bool = False,
     table_source: str | None = None,
+    key_column: str = "id",
 ) -> np.ndarray:
     """Record position of every request (-1 for a key the table does not have, allowed
-    only with ``skip_unknown``; otherwise an InputError lists the unknown keys)."""
+    only with ``skip_unknown``; otherwise an InputError lists the unknown keys). The
+    table's keys must be unique (an InputError names a repeated one and its two lines).
+
+    One hash pass does both: the table's keys, then the log's, are dictionary-encoded
+    together, in order of first appearance, so that the table's keys are unique exactly
+    when they get the codes 0, 1, 2, ... and a request's code is its record's position
+    (a code past the table is a key the table does not have)."""
     if table_keys is None:
         _require_row_numbers(log, table_name, table_source)
         values = pa.array(np.arange(table_size).astype(str))
     else:
         values = pa.array(table_keys).cast(pa.string())
-    index = pc.index_in(log.keys, value_set=values)
-    records = index.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    both = pc.dictionary_encode(pa.chunked_array([values, log.keys.cast(pa.string())]))
+    codes = np.concatenate([chunk.indices.to_numpy() for chunk in both.chunks])
+    n = len(values)
+    first = codes[:n]
+    repeated = np.flatnonzero(first != np.arange(n, dtype=first.dtype))
+    if len(repeated):
+        second = int(repeated[0])
+        raise InputError(
+            f"The {table_name} has the key '{values[second].as_py()}' twice in column "
+            f"'{key_column}' (lines {int(first[second]) + 2} and {second + 2})."
+        )
+    records = codes[n:].astype(np.int64)
+    records[records >= n] = -1
     require_known(log, records, table_name, skip_unknown)
     return records
 
