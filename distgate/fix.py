@@ -331,6 +331,20 @@ def fix_release(
 OUTPUT_NAMES = RELEASE_NAME, BASELINE_NAME, PLAN_NAME = "release.csv", "baseline.csv", "plan.json"
 
 
+def check_output_folder(folder: str, inputs: Sequence[str | None]) -> None:
+    """Refuse, before any work, an output folder that is standard output or a file, or
+    whose files would overwrite an input."""
+    from distgate.io.atomic import check_outputs
+
+    if folder == "-":
+        raise InputError("The repaired release is three files: name a folder, not '-'.")
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"The output folder '{folder}' is a file.")
+    if path.is_dir():
+        check_outputs(inputs, [str(path / name) for name in OUTPUT_NAMES])
+
+
 def write_fix(plan: FixPlan, inputs, folder: str | Path) -> list[Path]:
     """Write the repaired release into ``folder`` (created when missing): ``release.csv``
     (every record with its merged labels; the key column and a weight of 1 per record

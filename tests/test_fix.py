@@ -240,6 +240,8 @@ def test_cli_bad_fix_options(skewed, tmp_path):
     table, baseline = skewed
     assert_bad_input(run("assess", table, *FLAGS, "-o", str(tmp_path)), "--fix")
     assert_bad_input(run("assess", table, *FLAGS, "--fix", "--search-budget", "-1"), "budget")
+    assert_bad_input(run("assess", table, *FLAGS, "--fix", "-o", "-"), "folder")
+    assert_bad_input(run("assess", table, *FLAGS, "--fix", "-o", table), "file")
     hierarchy = ["--metric", "tclose", "--hierarchy", "age=22", "--fix"]
     assert_bad_input(run("assess", table, "-x", "age", "-y", "unit", *hierarchy), "hierarch")
     assert not Path(tmp_path / "release.csv").exists()

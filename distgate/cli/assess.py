@@ -166,12 +166,9 @@ def assess_command(
     if budget < 0:
         raise InputError(f"--search-budget must be 0 or more; got {budget}.")
     if output:
-        from pathlib import Path
+        from distgate.fix import check_output_folder
 
-        from distgate.fix import OUTPUT_NAMES
-
-        if Path(output).is_dir():
-            check_outputs([table, baseline], [str(Path(output) / n) for n in OUTPUT_NAMES])
+        check_output_folder(output, [table, baseline])
     settings = load_config(config)
     metrics = parse_metrics(metric_setting(metric, settings), offline=True)
     level = check_alpha(setting(alpha, settings, "alpha", DEFAULT_ALPHA))
