@@ -135,13 +135,14 @@ def assess_command(
         ),
     ] = None,
     budget: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--search-budget",
             metavar="N",
-            help="Plans --fix re-assesses exhaustively before switching to a greedy heuristic.",
+            help="Plans --fix re-assesses exhaustively before switching to a greedy heuristic "
+            "[default: 3000].",
         ),
-    ] = 3000,
+    ] = None,
     config: ConfigOption = None,
     format: FormatOption = None,
     json: JsonOption = False,
@@ -163,7 +164,7 @@ def assess_command(
     check_outputs([table, baseline], [report])
     if output and not fix:
         raise InputError("-o DIR goes with --fix (it names the folder of the repaired release).")
-    if budget < 0:
+    if budget is not None and budget < 0:
         raise InputError(f"--search-budget must be 0 or more; got {budget}.")
     if output:
         from distgate.fix import check_output_folder
@@ -215,7 +216,7 @@ def assess_command(
     shown = assessment_report(assessment)
     repair = None
     if fix:
-        from distgate.fix import fix_release, write_fix
+        from distgate.fix import DEFAULT_FIX_BUDGET, fix_release, write_fix
         from distgate.report.fix import fix_report
 
         mode = setting(critical, settings, "critical", DEFAULT_CRITICAL)
@@ -228,7 +229,7 @@ def assess_command(
             draws=draws,
             threshold=parse_thresholds(threshold or [], metrics),
             settings=settings_of_metrics,
-            budget=budget,
+            budget=DEFAULT_FIX_BUDGET if budget is None else budget,
         )
         written = write_fix(repair, inputs, output) if output else []
         code = EXIT_OK if repair.found else EXIT_UNSAFE
