@@ -15,7 +15,8 @@ The search (:mod:`distgate.merge_search`, shared with the audit's planner) tries
 increasing number of merges until one passes, which is then a proven minimum; past the
 budget of evaluated plans a greedy heuristic merges, one step at a time, the two
 neighbouring values (or two targets, one of them failing) that leave the fewest failing
-(metric, target) pairs. A greedy plan is not proven minimal.
+(metric, target) pairs, and among those the smallest sum of the failing statistics'
+distances from their bounds (relative to the bound). A greedy plan is not proven minimal.
 
 Merged labels: a run of interval labels (``--bins``, or values like ``18-19``) becomes the
 interval they cover (``18-19`` + ``20-24`` = ``18-24``, ``50-54`` + ``>=55`` = ``>=50``);
@@ -59,14 +60,27 @@ class _Judged:
         return self.assessment.safe
 
 
-def _failures(judged: _Judged) -> tuple[int]:
+def _failures(judged: _Judged) -> tuple[int, float]:
     """How far a plan is from passing: the failing (metric, target) pairs (a metric with
-    one global statistic counts once)."""
-    failing = 0
+    one global statistic counts once), then how far the failing statistics lie from their
+    bounds, relative to the bound (which breaks the many ties of the greedy steps)."""
+    failing, excess = 0, 0.0
     for r in judged.assessment.results:
-        per_target = int(np.count_nonzero(~np.asarray(r.target_safe, dtype=bool)))
-        failing += per_target if per_target else int(not r.safe)
-    return (failing,)
+        safe = np.asarray(r.target_safe, dtype=bool)
+        if (~safe).any():
+            failing += int((~safe).sum())
+            stat = np.asarray(r.statistic, dtype=float)[~safe]
+            crit = np.asarray(r.critical, dtype=float)[~safe]
+        elif not r.safe:
+            failing += 1
+            stat = np.array([float(r.global_statistic)])
+            crit = np.array([float(r.global_critical)])
+        else:
+            continue
+        with np.errstate(invalid="ignore", divide="ignore"):
+            gap = np.abs(stat - crit) / np.maximum(np.abs(crit), 1e-12)
+        excess += float(np.nansum(np.minimum(gap, 1e12)))
+    return failing, excess
 
 
 @dataclass
