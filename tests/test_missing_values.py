@@ -53,3 +53,15 @@ def test_missing_can_be_set_in_the_config(tmp_path, monkeypatch):
     assert json.loads(result.stdout)["dropped_missing"] == 3
     (tmp_path / "distgate.toml").write_text('missing = "sometimes"\n')
     assert_bad_input(run("assess", path, *FLAGS), "line 1", "missing must be")
+
+
+def test_a_binned_column_of_nothing_but_null_markers_is_all_missing(tmp_path):
+    """pyarrow reads such a column as the null type, not as numbers: it is still a column
+    of missing numbers, as with any other binned column."""
+    path = tmp_path / "all_na.csv"
+    path.write_text("age,location\nNA,L1\n,L2\nNaN,L1\n")
+    result = run("baseline", str(path), *FLAGS[:-3], "--missing", "keep", "--json")
+    assert result.exit_code == 0, result.output
+    # the table's own baseline lists the values it has: only 'missing'
+    assert [b["value"] for b in json.loads(result.stdout)["baseline"]] == ["missing"]
+    assert_bad_input(run("assess", str(path), *FLAGS), "3 records have a missing value in 'age'")

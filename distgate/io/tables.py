@@ -436,6 +436,13 @@ def read_columns(
         kind_of = table.schema.field(column).type
         if column in numeric and (pa.types.is_integer(kind_of) or pa.types.is_floating(kind_of)):
             continue
+        if column in numeric and pa.types.is_null(kind_of):  # nothing but NA, null, ...
+            table = table.set_column(
+                table.schema.get_field_index(column),
+                column,
+                table.column(column).cast(pa.float64()),
+            )
+            continue
         if not pa.types.is_string(kind_of):  # inferred as dates or booleans: keep the text
             if isinstance(handle, io.BytesIO):
                 handle.seek(0)
