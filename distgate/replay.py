@@ -343,7 +343,7 @@ def _joined_rows(stored: dict, runs: list[GateRun], keys: pa.Array, start: int) 
     rows["key"] = pa.concat_arrays([stored["key"].cast(pa.string()), keys.cast(pa.string())])
     for name, values in rows.items():
         if name != "key":
-            rows[name] = np.concatenate([stored[name].astype(values.dtype), values])
+            rows[name] = np.concatenate([stored[name].astype(values.dtype, copy=False), values])
     return rows
 
 

@@ -282,11 +282,16 @@ class StateStore:
             stored = late < len(released_at)
             released_at[late[stored]] = at[stored]
         history = {**history, "released_at": released_at}
-        chosen = ((request >= first) & (request < own_end)) | (
-            (request < first) & (released_at >= first) & (released_at < end)
-        )
-        rows = {name: values[chosen] for name, values in history.items() if name != "key"}
-        rows["key"] = history["key"].filter(pa.array(chosen))
+        # requests are numbered densely from 0, so a request's row is its index: the log's
+        # own rows are one slice, earlier logs' rows released while it ran a few more
+        first = min(first, len(request))
+        early = np.flatnonzero((released_at[:first] >= first) & (released_at[:first] < end))
+        if len(early):
+            chosen = np.concatenate([early, np.arange(first, min(own_end, len(request)))])
+            rows = {name: values[chosen] for name, values in history.items() if name != "key"}
+            rows["key"] = history["key"].take(pa.array(chosen))
+        else:  # views, not copies
+            rows = {name: values[first:own_end] for name, values in history.items()}
         rows["released_at"][rows["released_at"] >= end] = -1
         del rows["enqueued"]
         return rows
