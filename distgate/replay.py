@@ -364,26 +364,28 @@ def _rows_of_run(run: GateRun, keys: pa.Array) -> dict[str, np.ndarray]:
 def _summary(rows: dict, first: int, inputs: Inputs, gate: Gate) -> list[TargetSummary]:
     labels = inputs.table.target_labels
     known = rows["record"] >= 0
-    target = np.full(len(rows["record"]), -1, dtype=np.int64)
-    target[known] = inputs.table.target_codes[rows["record"][known]]
-    own = rows["request"] >= first
-    decision = rows["decision"]
-    from_queue = (decision == QUEUED) & (rows["released_at"] >= 0)
-    queued = gate.queued_records()
-    still = np.bincount(inputs.table.target_codes[queued], minlength=len(labels))
-    out = []
-    for y, label in enumerate(labels):
-        mine = target == y
-        out.append(
-            TargetSummary(
-                target=label,
-                requested=int((mine & own & (decision != UNKNOWN)).sum()),
-                released_at_once=int((mine & (decision == RELEASED)).sum()),
-                released_from_queue=int((mine & from_queue).sum()),
-                still_queued=int(still[y]),
-            )
+    target = inputs.table.target_codes[rows["record"][known]]
+    own = (rows["request"] >= first)[known]
+    decision = rows["decision"][known]
+    from_queue = (decision == QUEUED) & (rows["released_at"][known] >= 0)
+
+    def per_target(chosen: np.ndarray) -> np.ndarray:
+        return np.bincount(target[chosen], minlength=len(labels))
+
+    requested = per_target(own & (decision != UNKNOWN))
+    at_once = per_target(decision == RELEASED)
+    later = per_target(from_queue)
+    still = np.bincount(inputs.table.target_codes[gate.queued_records()], minlength=len(labels))
+    return [
+        TargetSummary(
+            target=label,
+            requested=int(requested[y]),
+            released_at_once=int(at_once[y]),
+            released_from_queue=int(later[y]),
+            still_queued=int(still[y]),
         )
-    return out
+        for y, label in enumerate(labels)
+    ]
 
 
 def _text_numbers(values: np.ndarray) -> pa.Array:

@@ -4,6 +4,7 @@ keys to record positions of the table."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -31,14 +32,19 @@ SHOWN_UNKNOWN = 5
 @dataclass(frozen=True)
 class RequestLog:
     """The keys of a request log in arrival order and the log's fingerprint (a digest of
-    its bytes: a resumed replay recognises the same log by it)."""
+    its bytes: a resumed replay recognises the same log by it; taken when first asked
+    for, since only a replay with a state needs it)."""
 
     source: str
     keys: pa.Array
-    fingerprint: str
+    fmt: TextFormat = PLAIN
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        return file_fingerprint(self.source, self.fmt)
 
 
 def file_fingerprint(source: str | os.PathLike, fmt: TextFormat = PLAIN) -> str:
@@ -81,7 +87,7 @@ def read_requests(
     table = read_columns(source, [key_column], what="request log", fmt=fmt)
     require_values(table, [key_column], f"request log {display_name(source)}")
     keys = table.column(key_column).combine_chunks()
-    return RequestLog(str(source), keys, file_fingerprint(source, fmt))
+    return RequestLog(str(source), keys, fmt)
 
 
 def map_keys(
