@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
 from distgate.baseline import Baseline
 from distgate.config import TableOptions
@@ -97,9 +96,6 @@ def load_inputs(options: TableOptions, *, need_keys: bool = False) -> Inputs:
     counts = table.count_table().counts
     if baseline is None:
         baseline = Baseline.from_counts(counts, table.value_labels, options.attributes)
-    # the reader's scratch memory (several times the table while parsing) goes back to
-    # the system instead of staying in Arrow's allocator for the rest of the command
-    pa.default_memory_pool().release_unused()
     return Inputs(table, baseline, options, counts, engine, reason)
 
 

@@ -236,7 +236,9 @@ def replay(
             table_source=str(inputs.table.source),
             key_column=inputs.options.id_column or "id",
         )
-    pa.default_memory_pool().release_unused()  # the key lookup's hash table
+    # the reader's scratch memory (several times the table while parsing) and the key
+    # lookup's hash table go back to the system before the gate's own arrays are made
+    pa.default_memory_pool().release_unused()
     prepared()
     size = len(records)
     if state is None:
