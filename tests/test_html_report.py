@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from tests.cli_helpers import run
 from tests.conftest import SAMPLE
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
-INSTALL_LOCK = Path("/tmp/distgate-test-browser.lock")
+INSTALL_LOCK = Path(tempfile.gettempdir()) / "distgate-test-browser.lock"
 
 
 def _find_browser() -> str | None:
