@@ -69,7 +69,7 @@ def test_randomize_writes_every_row_and_column_and_reports_json(table, tmp_path)
     assert set(document["p"]) == {"gender", "age", "disease"}
     assert document["tau"] == 0.5 and document["feasible"] is True
     assert document["max_risk"] <= 0.5
-    assert set(document["utility"]) == {"total_variation", "euclidean"}
+    assert set(document["utility"]) == {"kl", "total_variation", "euclidean"}  # SPEC 8 + TV
     assert 0.0 < document["utility"]["total_variation"] < 1.0
     assert document["risk"][0]["risk"] == document["max_risk"]
     original, released = read(table), read(out)
