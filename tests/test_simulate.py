@@ -90,7 +90,8 @@ def test_simulation_is_deterministic_and_requests_are_capped(small_table):
     assert first.to_dict() == second.to_dict()
 
 
-def test_json_shape_and_plots(tmp_path):
+@pytest.mark.parametrize("flag", ["--plots", "--plot"])  # --plot DIR is the SPEC's name
+def test_json_shape_and_plots(tmp_path, flag):
     folder = tmp_path / "plots"
     result = run(
         "simulate",
@@ -111,7 +112,7 @@ def test_json_shape_and_plots(tmp_path):
         "300",
         "--draws",
         "500",
-        "--plots",
+        flag,
         str(folder),
         "--json",
     )

@@ -84,9 +84,10 @@ def simulate_command(
         str | None,
         typer.Option(
             "--plots",
+            "--plot",
             metavar="DIR",
             help="Write the evolution plots (one per metric and alpha) and the chi-square "
-            "fit plot into this folder.",
+            "fit plot into this folder (--plot is the same option).",
         ),
     ] = None,
     workers: Annotated[
