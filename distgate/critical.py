@@ -66,16 +66,12 @@ def _stream(name: str) -> int:
 
 
 def chi2_quantile(alpha: float, df) -> np.ndarray:
-    """chi2.ppf(1 - alpha, df); NaN where df <= 0 (test not applicable).
+    """chi2.ppf(1 - alpha, df); NaN where df <= 0 (test not applicable). A few values are
+    computed without scipy (:mod:`distgate.chi_square`); importing scipy.stats, or even
+    scipy.special, costs more than a whole assessment of a small table."""
+    from distgate.chi_square import upper_quantile
 
-    Uses scipy.special's inverse survival function directly: importing scipy.stats costs
-    more than a whole assessment of a small table.
-    """
-    from scipy.special import chdtri
-
-    df = np.asarray(df, dtype=float)
-    with np.errstate(invalid="ignore"):
-        return np.where(df > 0, chdtri(np.maximum(df, 1), alpha), np.nan)
+    return upper_quantile(alpha, df)
 
 
 class _GrowingNull:

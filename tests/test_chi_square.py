@@ -1,0 +1,39 @@
+"""Chi-square quantiles computed without scipy agree with scipy.special.chdtri."""
+
+import numpy as np
+import pytest
+from scipy.special import chdtri
+
+from distgate import chi_square
+from distgate.chi_square import LARGEST_DF, MOST_VALUES, upper_quantile
+
+ALPHAS = [1e-12, 1e-6, 1e-3, 0.01, 0.05, 0.1, 0.2, 0.25, 0.5, 0.8, 0.95, 0.999]
+
+
+@pytest.mark.parametrize("alpha", ALPHAS)
+def test_a_few_quantiles_agree_with_scipy(alpha):
+    chi_square._CACHE.clear()
+    grid = np.concatenate([np.arange(1, 61), [0.5, 1.5, 75, 120, 250, 500, 999, 1000, LARGEST_DF]])
+    for start in range(0, len(grid), MOST_VALUES):  # a few at a time: computed here
+        df = grid[start : start + MOST_VALUES]
+        ours = upper_quantile(alpha, df)
+        np.testing.assert_allclose(ours, chdtri(df, alpha), rtol=1e-13, atol=0)
+
+
+def test_the_spec_reference_values_and_the_not_applicable_ones():
+    # SPEC 9: F_c = chi2.ppf(0.95, G - 1) for 9 and 10 groups
+    np.testing.assert_allclose(upper_quantile(0.05, [8, 9]), [15.507313, 16.918978], atol=5e-7)
+    out = upper_quantile(0.2, np.array([[0, 3], [-1, 3]]))
+    assert np.isnan(out[0, 0]) and np.isnan(out[1, 0]) and out[0, 1] == out[1, 1]
+
+
+@pytest.mark.parametrize(
+    ("alpha", "df"),
+    [(0.2, np.arange(0, 181)), (0.2, [LARGEST_DF + 1]), (1 - 1e-9, [1, 2]), (1e-15, [3])],
+    ids=["a-table", "large-df", "alpha-near-1", "alpha-tiny"],
+)
+def test_what_goes_to_scipy_is_scipy_s_value(alpha, df):
+    chi_square._CACHE.clear()  # values computed here earlier would be served from it
+    df = np.asarray(df, dtype=float)
+    expected = np.where(df > 0, chdtri(np.maximum(df, 1), alpha), np.nan)
+    np.testing.assert_array_equal(upper_quantile(alpha, df), expected)
