@@ -348,6 +348,7 @@ class CriticalValues:
         unique, where = np.unique(sizes, return_inverse=True)
         if grower is not None:
             self._grow_many(name, unique, alpha, grower)
+        self._draw_many(name, unique, alpha, null)
         values = np.full(len(unique), np.nan)
         for i, n in enumerate(unique.astype(np.int64).tolist()):
             if n <= 0:
@@ -357,6 +358,26 @@ class CriticalValues:
                 self._cache[key] = float(np.quantile(self._null_sample(name, n, null), 1 - alpha))
             values[i] = self._cache[key]
         return values[where].reshape(sizes.shape)
+
+    def _draw_many(self, name: str, sizes: np.ndarray, alpha: float, null: Callable) -> None:
+        """Simulate the null samples of the large sizes not known yet on both cores: each
+        size draws from its own generator, seeded by the size, so they are independent of
+        each other and of the order they are drawn in (numpy releases the GIL while it
+        draws)."""
+        wanted = [
+            n
+            for n in sizes.astype(np.int64).tolist()
+            if n > GROW_LIMIT
+            and (name, n, alpha) not in self._cache
+            and (name, n) not in self._samples
+        ]
+        if len(wanted) < 2:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            for n, sample in zip(wanted, pool.map(null, wanted), strict=True):
+                self._keep(name, n, sample)
 
     def _grow_many(self, name: str, sizes: np.ndarray, alpha: float, grower: _GrowingNull) -> None:
         """Fill the cache for the small ``sizes`` (sorted) not in it: the tables grow once

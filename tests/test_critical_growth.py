@@ -41,3 +41,21 @@ def test_many_sizes_at_once_equal_one_size_at_a_time(compiled, monkeypatch):
     np.testing.assert_array_equal(cv.per_target("kld", kl_distance, gaps, 0.05), kld2)
     np.testing.assert_array_equal(cv.mutual_information(gaps, 0.05), mis2)
     assert np.isnan(kld[0]) and np.all(np.isfinite(kld[1:]))
+
+
+def test_large_sizes_drawn_together_equal_one_size_at_a_time():
+    """Sizes past the growing limit are drawn on two threads, each from its own seeded
+    generator: the same quantiles as drawing them one by one."""
+    from distgate.metrics.leakage import earth_movers_distance
+
+    p = np.array([0.1, 0.2, 0.3, 0.4])
+    sizes = np.array([3000, 1500, 5000, 3000, 2500])
+    together = CriticalValues(p, np.ones(3), draws=400, seed=2)
+    alone = CriticalValues(p, np.ones(3), draws=400, seed=2)
+    for name, statistic in (("kld", kl_distance), ("emd", earth_movers_distance)):
+        one_by_one = [alone.per_target(name, statistic, np.array([n]), 0.1)[0] for n in sizes]
+        np.testing.assert_array_equal(together.per_target(name, statistic, sizes, 0.1), one_by_one)
+    np.testing.assert_array_equal(
+        together.mutual_information(sizes, 0.1),
+        [alone.mutual_information(np.array([n]), 0.1)[0] for n in sizes],
+    )
