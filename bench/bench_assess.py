@@ -47,6 +47,19 @@ def best_of(runs: int, func) -> float:
     return min(times)
 
 
+def read_two_columns(path: Path) -> None:
+    """The plain read an assessment is compared with."""
+    convert = pacsv.ConvertOptions(include_columns=["age", "location"])
+    pacsv.read_csv(path, convert_options=convert)
+
+
+def table_options(path: Path):
+    from distgate.config import TableOptions
+
+    bins = (("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),)
+    return TableOptions(str(path), ("age",), ("location",), bins=bins)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=10_000_000)
@@ -55,16 +68,12 @@ def main() -> None:
     make_table(path, args.records)
 
     from distgate.assess import assess_release
-    from distgate.config import TableOptions
     from distgate.inputs import load_inputs
 
     def read_only():
-        convert = pacsv.ConvertOptions(include_columns=["age", "location"])
-        pacsv.read_csv(path, convert_options=convert)
+        read_two_columns(path)
 
-    options = TableOptions(
-        str(path), ("age",), ("location",), bins=(("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),)
-    )
+    options = table_options(path)
 
     def assess():
         inputs = load_inputs(options)

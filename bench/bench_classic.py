@@ -10,11 +10,9 @@ import argparse
 import sys
 from pathlib import Path
 
-import pyarrow.csv as pacsv
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_assess import OUT, best_of, make_table  # noqa: E402
+from bench_assess import OUT, best_of, make_table, read_two_columns, table_options  # noqa: E402
 
 METRICS = ["kanon", "ldiv", "tclose"]
 
@@ -28,16 +26,12 @@ def main() -> None:
     make_table(path, args.records)
 
     from distgate.assess import assess_release, classic_settings
-    from distgate.config import TableOptions
     from distgate.inputs import load_inputs
 
     def read_only():
-        convert = pacsv.ConvertOptions(include_columns=["age", "location"])
-        pacsv.read_csv(path, convert_options=convert)
+        read_two_columns(path)
 
-    options = TableOptions(
-        str(path), ("age",), ("location",), bins=(("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),)
-    )
+    options = table_options(path)
 
     def assess(thresholds):
         def run():
