@@ -583,7 +583,7 @@ class Gate:
     def _take_kernel_queue(self) -> None:
         """Bring the queue out of the kernel's layout (kept between kernel runs) into the
         arrays the other readers use."""
-        queue, self._kq = getattr(self, "_kq", None), None
+        queue, self._kq = self._kq, None
         if queue is not None:
             live = np.flatnonzero(~queue.dead[:-1])
             self._q_arrays = self._q_dicts = None
@@ -786,7 +786,7 @@ class Gate:
         new_per_cell = np.bincount(
             self.target_codes[known] * X + self.value_codes[known], minlength=self.n_targets * X
         ).astype(np.int64)
-        queue = getattr(self, "_kq", None)
+        queue = self._kq
         if queue is None or np.any(queue.seg_fill + new_per_cell > self._kq_room):
             queue = self._lay_out_queue(new_per_cell, slack=self._kernel_runs > 0)
         old = int(queue.alive.sum())
