@@ -13,16 +13,21 @@ reference counting (``_nrt=False``): with it every call of a helper that receive
 of arrays paid an atomic increment and decrement per array, twenty times the arithmetic.
 
 Queue: the queued arrival indices of each (target, value) cell are a sorted segment of one
-array (laid out afresh for every run); released entries are marked dead and skipped with
-path-compressed "next alive" pointers. Outside a release every queued record is unsafe, so
-the queue passes only need the set of cells that are safe *now*: after a release it is
-updated for the cells whose verdict can have changed (the released target's cells for
-per-target metrics (kld, cst); every queued cell when the critical-value regime or the set
-of checked targets changes, or for the metrics that look at every target (mis, dqt,
-exposure), where mutual information first bounds each target's best cell from below so
-that a target none of whose cells can pass costs O(1)), and a pass step takes the earliest
-entry after the current position among the safe cells. The cost of a request therefore
-depends on the shape of the count table, never on the length of the queue.
+array; released entries are marked dead and skipped with path-compressed "next alive"
+pointers. Outside a release every queued record is unsafe, so the queue passes only need
+the set of cells that are safe *now*: a binary heap keyed by each safe cell's first entry
+after the pass position, whose top is the next record a pass releases. Taking it moves
+only that cell's head; a cell's head is found again (an exponential search from where it
+was) only when the cell re-enters the set after the pass position went past it. After a
+release the set is updated only for the cells whose verdict can have changed: the
+released target's cells for per-target metrics (kld, cst); every target's when the
+critical-value regime or the set of checked targets changes, or for the metrics that look
+at every target (mis, dqt, exposure). When every chosen metric is kld or mis, a cell's
+verdict depends on its value only through g(x) (:func:`_value_part`), so each target keeps
+its values sorted by g and its safe cells are a prefix of that order (up to a rounding
+band tested exactly): a recheck costs the distance its edge moves, not the number of
+values. The cost of a request therefore depends on the shape of the count table, never on
+the length of the queue.
 """
 
 from __future__ import annotations
@@ -110,8 +115,9 @@ class Work(NamedTuple):
     values: np.ndarray  # float, max(|Y|, |X|): a row or the targets' distances
     labels: np.ndarray  # int64, |X|: cst's merged groups
     result: np.ndarray  # float[2]: statistic and critical value of the last check
-    safe_cells: np.ndarray  # int64, cells: the queued cells that are safe now (a set)
-    safe_slot: np.ndarray  # int64, cells: a cell's place in safe_cells, -1 if absent
+    heap: np.ndarray  # int64, cells: the queued cells that are safe now, a binary min-heap
+    heap_key: np.ndarray  # int64, cells: a cell's key there, the arrival of its head
+    heap_slot: np.ndarray  # int64, cells: a cell's place in heap, -1 if absent (not safe)
     target_alive: np.ndarray  # int64, |Y|: queued entries per target
     g: np.ndarray  # float, cells: mis's g(x) per cell (see _mis_g)
     g_valid: np.ndarray  # bool, cells
@@ -121,12 +127,15 @@ class Work(NamedTuple):
     rest_valid: np.ndarray  # bool, |Y|
     safe_count: np.ndarray  # int64, |Y|: a target's cells in the safe set
     mis_limit: np.ndarray  # float[2]: mis's (critical - tie) N1, target present / new
-    head: np.ndarray  # int64, cells: a cell's first queued entry after the pass position
-    head_pass: np.ndarray  # int64, cells: the pass that ``head`` was found in
-    counters: np.ndarray  # int64[4]: ALIVE queue entries, LATE releases, SAFE cells, PASS
+    head: np.ndarray  # int64, cells: a safe cell's first queued entry after the pass position
+    head_pass: np.ndarray  # int64, cells: the pass ``head`` was found in
+    order: np.ndarray  # int64, cells: each target's values sorted by g (kld/mis only)
+    place: np.ndarray  # int64, cells: a value's place in its target's order
+    edges: np.ndarray  # int64, (|Y|, 3): places a, b of the last recheck, and its settle
+    counters: np.ndarray  # int64[5]: ALIVE entries, LATE releases, SAFE cells, SETTLE, PASS
 
 
-ALIVE, LATE, SAFE, PASS = 0, 1, 2, 3
+ALIVE, LATE, SAFE, SETTLE, PASS = 0, 1, 2, 3, 4
 
 
 def work_space(n_targets: int, n_values: int) -> Work:
@@ -135,8 +144,9 @@ def work_space(n_targets: int, n_values: int) -> Work:
         values=np.empty(max(n_targets, n_values)),
         labels=np.empty(n_values, dtype=np.int64),
         result=np.zeros(2),
-        safe_cells=np.empty(cells, dtype=np.int64),
-        safe_slot=np.full(cells, -1, dtype=np.int64),
+        heap=np.empty(cells, dtype=np.int64),
+        heap_key=np.zeros(cells, dtype=np.int64),
+        heap_slot=np.full(cells, -1, dtype=np.int64),
         target_alive=np.zeros(n_targets, dtype=np.int64),
         g=np.zeros(cells),
         g_valid=np.zeros(cells, dtype=bool),
@@ -148,7 +158,10 @@ def work_space(n_targets: int, n_values: int) -> Work:
         mis_limit=np.zeros(2),
         head=np.zeros(cells, dtype=np.int64),
         head_pass=np.full(cells, -1, dtype=np.int64),
-        counters=np.zeros(4, dtype=np.int64),
+        order=np.empty(cells, dtype=np.int64),
+        place=np.empty(cells, dtype=np.int64),
+        edges=np.zeros((n_targets, 3), dtype=np.int64),
+        counters=np.zeros(5, dtype=np.int64),
     )
 
 
@@ -470,13 +483,20 @@ def _release(record, at, tables, counts):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _head(cell, pos, queue):
+def _head(cell, pos, lo, queue):
     """The first queued entry of ``cell`` that arrived after ``pos`` (its slot, or the
-    segment end): a binary search, then past dead entries with path compression."""
-    start = queue.seg_start[cell]
-    end = start + queue.seg_fill[cell]
-    lo = start
-    hi = end if pos >= 0 else start
+    segment end), searching from slot ``lo`` (no later than the answer): an exponential
+    then a binary search (the answer is usually a few entries on), then past dead entries
+    with path compression."""
+    end = queue.seg_start[cell] + queue.seg_fill[cell]
+    hi = lo
+    if pos >= 0:
+        step = 1
+        while hi < end and queue.arrival[hi] <= pos:
+            lo = hi + 1
+            hi += step
+            step *= 2
+        hi = min(hi, end)
     while lo < hi:
         mid = (lo + hi) // 2
         if queue.arrival[mid] <= pos:
@@ -508,13 +528,8 @@ def _value_part(y, x, tables, counts, work):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _slack(y, tables, counts, queue, work):
-    """For kld and mis, a candidate (y, x) passes iff g(x) lies below a bound that depends
-    on the target alone; returns (bound, band): g above bound + band certainly fails, g
-    below bound - band certainly passes (the band, far above rounding, keeps every
-    borderline cell for the exact test). The tightest bound over the chosen kld/mis
-    metrics; (inf, 0) when neither is chosen. Also caches the smallest g over y's queued
-    cells in ``best_g``."""
+def _best_g(y, tables, counts, queue, work):
+    """The smallest g over y's queued cells (cached until y's row or queued cells change)."""
     X = counts.C.shape[1]
     if not work.best_g_valid[y]:
         best = np.inf
@@ -523,6 +538,16 @@ def _slack(y, tables, counts, queue, work):
                 best = min(best, _value_part(y, x, tables, counts, work))
         work.best_g[y] = best
         work.best_g_valid[y] = True
+    return work.best_g[y]
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _slack(y, tables, counts, queue, work):
+    """For kld and mis, a candidate (y, x) passes iff g(x) lies below a bound that depends
+    on the target alone; returns (bound, band): g above bound + band certainly fails, g
+    below bound - band certainly passes (the band, far above rounding, keeps every
+    borderline cell for the exact test). The tightest bound over the chosen kld/mis
+    metrics; (inf, 0) when neither is chosen."""
     n1 = counts.n[y] + 1
     N1 = counts.tally[CHECKED_TOTAL] + 1
     mc1 = _use_mc(N1, tables)
@@ -560,103 +585,263 @@ def _slack(y, tables, counts, queue, work):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _safe_add(cell, y, work):
-    if work.safe_slot[cell] < 0:
-        slot = work.counters[SAFE]
-        work.safe_cells[slot] = cell
-        work.safe_slot[cell] = slot
-        work.counters[SAFE] = slot + 1
+def _sift_up(i, work):
+    heap, key, slot = work.heap, work.heap_key, work.heap_slot
+    cell = heap[i]
+    k = key[cell]
+    while i > 0:
+        parent = (i - 1) >> 1
+        above = heap[parent]
+        if key[above] <= k:
+            break
+        heap[i] = above
+        slot[above] = i
+        i = parent
+    heap[i] = cell
+    slot[cell] = i
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _sift_down(i, work):
+    heap, key, slot = work.heap, work.heap_key, work.heap_slot
+    size = work.counters[SAFE]
+    cell = heap[i]
+    k = key[cell]
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and key[heap[child + 1]] < key[heap[child]]:
+            child += 1
+        below = heap[child]
+        if key[below] >= k:
+            break
+        heap[i] = below
+        slot[below] = i
+        i = child
+    heap[i] = cell
+    slot[cell] = i
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _find_head(cell, pos, queue, work):
+    """A safe cell's first queued entry after ``pos`` and its heap key (its arrival)."""
+    # a head found earlier in this pass is no later than the new one (pos only grows)
+    if work.head_pass[cell] == work.counters[PASS]:
+        lo = work.head[cell]
+    else:
+        lo = queue.seg_start[cell]
+    k, end = _head(cell, pos, lo, queue)
+    work.head[cell] = k
+    work.head_pass[cell] = work.counters[PASS]
+    work.heap_key[cell] = queue.arrival[k] if k < end else NO_ARRIVAL
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _head_still_first(cell, pos, work):
+    """Is the head found earlier in this pass still the cell's first entry after ``pos``?
+    Entries leave the queue only as the heap's top, whose head is then found again, and
+    ``pos`` only grows during a pass: the head stays first until ``pos`` passes it."""
+    return work.head_pass[cell] == work.counters[PASS] and work.heap_key[cell] > pos
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _safe_add(cell, y, pos, queue, work):
+    if work.heap_slot[cell] < 0:
+        if not _head_still_first(cell, pos, work):  # cells flip in and out near the bound
+            _find_head(cell, pos, queue, work)
+        i = work.counters[SAFE]
+        work.counters[SAFE] = i + 1
+        work.heap[i] = cell
+        _sift_up(i, work)
         work.safe_count[y] += 1
 
 
 @njit(cache=True, inline="always", _nrt=False)
 def _safe_remove(cell, y, work):
-    slot = work.safe_slot[cell]
-    if slot >= 0:
+    i = work.heap_slot[cell]
+    if i >= 0:
         last = work.counters[SAFE] - 1
-        moved = work.safe_cells[last]
-        work.safe_cells[slot] = moved
-        work.safe_slot[moved] = slot
-        work.safe_slot[cell] = -1
         work.counters[SAFE] = last
+        work.heap_slot[cell] = -1
         work.safe_count[y] -= 1
+        if i != last:
+            moved = work.heap[last]
+            work.heap[i] = moved
+            if i > 0 and work.heap_key[moved] < work.heap_key[work.heap[(i - 1) >> 1]]:
+                _sift_up(i, work)
+            else:
+                _sift_down(i, work)
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _recheck_target(y, keyed_only, tables, counts, queue, work):
-    """The safe set after target y's verdicts may have changed. ``keyed_only``: every
-    chosen metric is kld or mis, so that the value part g decides outright outside the
-    band (:func:`_slack`)."""
+def _recheck_target(y, pos, tables, counts, queue, work):
+    """The safe set after target y's verdicts may have changed, testing every queued cell
+    of y (cells whose verdict did not change keep their place and head)."""
     X = counts.C.shape[1]
+    if work.target_alive[y] > 0:
+        bound, band = _slack(y, tables, counts, queue, work)
+        if _best_g(y, tables, counts, queue, work) <= bound + band:
+            for x in range(X):
+                cell = y * X + x
+                if queue.alive[cell] == 0:
+                    continue
+                if _value_part(y, x, tables, counts, work) <= bound + band and _check(
+                    y, x, tables, counts, work
+                ):
+                    _safe_add(cell, y, pos, queue, work)
+                else:
+                    _safe_remove(cell, y, work)
+            return
+    # no queued cell of y can pass
     if work.safe_count[y] > 0:
         for x in range(X):
             _safe_remove(y * X + x, y, work)
-    if work.target_alive[y] == 0:
-        return
+
+
+@njit(cache=True, _nrt=False)
+def _sort_by_g(tables, counts, work):
+    """Each target's values in order of g (kld and mis only: see _recheck_keyed)."""
+    Y, X = counts.C.shape
+    for y in range(Y):
+        base = y * X
+        for x in range(X):
+            g = _value_part(y, x, tables, counts, work)
+            i = x
+            while i > 0 and work.g[base + work.order[base + i - 1]] > g:
+                work.order[base + i] = work.order[base + i - 1]
+                i -= 1
+            work.order[base + i] = x
+        for i in range(X):
+            work.place[base + work.order[base + i]] = i
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _move_by_g(y, x, tables, counts, work):
+    """Cell (y, x)'s g changed: move it to its place in y's order; returns the range of
+    places whose value changed (first, last)."""
+    X = counts.C.shape[1]
+    base = y * X
+    order, place = work.order, work.place
+    g = _value_part(y, x, tables, counts, work)
+    old = place[base + x]
+    i = old
+    while i + 1 < X and work.g[base + order[base + i + 1]] < g:
+        order[base + i] = order[base + i + 1]
+        place[base + order[base + i]] = i
+        i += 1
+    while i > 0 and work.g[base + order[base + i - 1]] > g:
+        order[base + i] = order[base + i - 1]
+        place[base + order[base + i]] = i
+        i -= 1
+    order[base + i] = x
+    place[base + x] = i
+    return min(old, i), max(old, i)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _recheck_keyed(y, pos, moved_first, moved_last, tables, counts, queue, work):
+    """:func:`_recheck_target` when every chosen metric is kld or mis: a cell passes
+    outright when g < bound - band and fails when g > bound + band, so in y's order by g
+    the safe cells are the first ``a`` places plus those of places a..b that pass the
+    exact test. Only the places between the last recheck's edges (in this settle) and
+    the new ones, and the places a moved cell shifted (moved_first..moved_last, or an
+    empty range), can change verdict: a recheck costs the distance the edges move."""
+    X = counts.C.shape[1]
+    base = y * X
+    order, g = work.order, work.g
+    edges = work.edges
+    if edges[y, 2] == work.counters[SETTLE]:
+        a0, b0 = edges[y, 0], edges[y, 1]
+    else:  # y has no cell in the safe set yet in this settle
+        a0, b0 = 0, 0
     bound, band = _slack(y, tables, counts, queue, work)
-    if work.best_g[y] > bound + band:
-        return  # no queued cell of y can pass kld or mis
-    for x in range(X):
-        cell = y * X + x
-        if queue.alive[cell] == 0:
-            continue
-        g = _value_part(y, x, tables, counts, work)
-        if g > bound + band:
-            continue
-        if (keyed_only and g < bound - band) or _check(y, x, tables, counts, work):
-            _safe_add(cell, y, work)
+    sure, maybe = bound - band, bound + band
+    a = a0
+    while a < X and g[base + order[base + a]] < sure:
+        a += 1
+    while a > 0 and g[base + order[base + a - 1]] >= sure:
+        a -= 1
+    b = max(b0, a)
+    while b < X and g[base + order[base + b]] <= maybe:
+        b += 1
+    while b > a and g[base + order[base + b - 1]] > maybe:
+        b -= 1
+    first = min(a0, a)
+    last = max(b0, b)
+    if moved_first <= moved_last:
+        first = min(first, moved_first)
+        last = max(last, moved_last + 1)
+    for i in range(first, last):
+        x = order[base + i]
+        cell = base + x
+        if queue.alive[cell] > 0 and (i < a or (i < b and _check(y, x, tables, counts, work))):
+            _safe_add(cell, y, pos, queue, work)
+        else:
+            _safe_remove(cell, y, work)
+    edges[y, 0] = a
+    edges[y, 1] = b
+    edges[y, 2] = work.counters[SETTLE]
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _earliest_safe(pos, queue, work):
-    """The earliest queued entry after ``pos`` among the safe cells (NOT_FOUND if none)."""
-    best = NOT_FOUND
-    best_arrival = NO_ARRIVAL
-    for i in range(work.counters[SAFE]):
-        cell = work.safe_cells[i]
-        end = queue.seg_start[cell] + queue.seg_fill[cell]
-        k = work.head[cell]
-        # a head found earlier in this pass stays first while it is alive and after pos
-        # (entries are only taken out during a pass, and pos only grows)
-        if work.head_pass[cell] != work.counters[PASS] or (
-            k < end and (queue.dead[k] or queue.arrival[k] <= pos)
-        ):
-            k, end = _head(cell, pos, queue)
-            work.head[cell] = k
-            work.head_pass[cell] = work.counters[PASS]
-        if k < end and queue.arrival[k] < best_arrival:
-            best = k
-            best_arrival = queue.arrival[k]
-    return best
+def _earliest_safe(work):
+    """The earliest queued entry after the pass position among the safe cells (the top
+    of the heap; NOT_FOUND if none)."""
+    if work.counters[SAFE] == 0:
+        return NOT_FOUND
+    top = work.heap[0]
+    if work.heap_key[top] == NO_ARRIVAL:
+        return NOT_FOUND
+    return work.head[top]
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _release_and_settle(record, at, first_request, tables, counts, queue, out, work):
-    """Release ``record`` at request ``at``, then the queue passes of SPEC 4 step 4."""
+def _new_pass(queue, work):
+    """Every safe cell's head from the start of the queue again, and the heap rebuilt."""
+    work.counters[PASS] += 1
+    size = work.counters[SAFE]
+    for i in range(size):
+        _find_head(work.heap[i], -1, queue, work)
+    for i in range(size // 2 - 1, -1, -1):
+        _sift_down(i, work)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _release_and_settle(record, at, first_request, keyed_only, tables, counts, queue, out, work):
+    """Release ``record`` at request ``at``, then the queue passes of SPEC 4 step 4.
+
+    A pass takes the earliest queued entry after its position among the safe cells: the
+    top of a heap of the safe cells keyed by their first entry after the position. Taking
+    an entry moves only its own cell's head (every other safe cell's head lies after it,
+    and nothing else leaves the queue), so the step costs a heap update, plus the cells
+    whose verdict the release changed."""
     Y, X = counts.C.shape
     counters = work.counters
     global_metrics = False
-    keyed_only = True
     has_mis = False
     for k in range(tables.metrics.shape[0]):
         m = tables.metrics[k]
         if m == MIS or m == DQT or m == EXPOSURE:
             global_metrics = True
-        if m != MIS and m != KLD:
-            keyed_only = False
         if m == MIS:
             has_mis = True
     pos = -1
+    counters[SETTLE] += 1
     counters[PASS] += 1
     while True:
         mc_before = _use_mc(counts.tally[CHECKED_TOTAL] + 1, tables)
         y = tables.target_codes[record]
+        x = tables.value_codes[record]
         scan_all = _release(record, at, tables, counts) or global_metrics
         if _use_mc(counts.tally[CHECKED_TOTAL] + 1, tables) != mc_before:
             scan_all = True  # the next candidate is judged in the other regime
-        work.g_valid[y * X + tables.value_codes[record]] = False
+        work.g_valid[y * X + x] = False
         work.best_g_valid[y] = False
         work.rest_valid[y] = False
+        moved_first, moved_last = 0, -1
+        if keyed_only:
+            moved_first, moved_last = _move_by_g(y, x, tables, counts, work)
         if counters[ALIVE] == 0:
             break
         if has_mis:
@@ -667,42 +852,51 @@ def _release_and_settle(record, at, first_request, tables, counts, queue, out, w
                 crit = _mis_crit(N1, present + k, mc1, tables)
                 work.mis_limit[k] = (crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)) * N1
         # the safe set at the new state: only these verdicts can have changed
-        if scan_all:
+        if keyed_only:
+            if scan_all:
+                for t in range(Y):
+                    if t != y:
+                        _recheck_keyed(t, pos, 0, -1, tables, counts, queue, work)
+            _recheck_keyed(y, pos, moved_first, moved_last, tables, counts, queue, work)
+        elif scan_all:
             for t in range(Y):
-                _recheck_target(t, keyed_only, tables, counts, queue, work)
+                _recheck_target(t, pos, tables, counts, queue, work)
         else:
-            _recheck_target(y, keyed_only, tables, counts, queue, work)
-        chosen = _earliest_safe(pos, queue, work)
+            _recheck_target(y, pos, tables, counts, queue, work)
+        chosen = _earliest_safe(work)
         if chosen == NOT_FOUND and pos != -1:
             pos = -1  # a pass released something: walk the queue again from its start
-            counters[PASS] += 1
-            chosen = _earliest_safe(pos, queue, work)
+            _new_pass(queue, work)
+            chosen = _earliest_safe(work)
         if chosen == NOT_FOUND:
             break
+        cell = work.heap[0]
         record = queue.record[chosen]
-        ty = tables.target_codes[record]
-        cell = ty * X + tables.value_codes[record]
+        ty = cell // X
         queue.dead[chosen] = True
         queue.next_alive[chosen] = chosen + 1
         queue.alive[cell] -= 1
         work.target_alive[ty] -= 1
-        if queue.alive[cell] == 0:
-            _safe_remove(cell, ty, work)
-            work.best_g_valid[ty] = False
         counters[ALIVE] -= 1
         queue.queued[record] = False
         arrival = queue.arrival[chosen]
+        pos = arrival
+        if queue.alive[cell] == 0:
+            _safe_remove(cell, ty, work)
+            work.best_g_valid[ty] = False
+        else:
+            _find_head(cell, pos, queue, work)
+            _sift_down(0, work)
         if arrival >= first_request:
             out.released_at[arrival - first_request] = at
         else:
             out.late_request[counters[LATE]] = arrival
             out.late_at[counters[LATE]] = at
             counters[LATE] += 1
-        pos = arrival
     # every queued record is unsafe again: the safe set is empty
     for i in range(counters[SAFE]):
-        cell = work.safe_cells[i]
-        work.safe_slot[cell] = -1
+        cell = work.heap[i]
+        work.heap_slot[cell] = -1
         work.safe_count[cell // X] = 0
     counters[SAFE] = 0
 
@@ -714,6 +908,12 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
     runs left the queue (their rows are in ``out.late_request``/``out.late_at``)."""
     Y, X = counts.C.shape
     counters = work.counters
+    keyed_only = True  # every chosen metric is kld or mis (see _recheck_keyed)
+    for k in range(tables.metrics.shape[0]):
+        if tables.metrics[k] != MIS and tables.metrics[k] != KLD:
+            keyed_only = False
+    if keyed_only:
+        _sort_by_g(tables, counts, work)
     for cell in range(Y * X):
         counters[ALIVE] += queue.alive[cell]
         work.target_alive[cell // X] += queue.alive[cell]
@@ -737,7 +937,9 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
             elif ok:
                 out.decision[j] = RELEASED
                 out.released_at[j] = at
-                _release_and_settle(r, at, first_request, tables, counts, queue, out, work)
+                _release_and_settle(
+                    r, at, first_request, keyed_only, tables, counts, queue, out, work
+                )
             elif tables.queue_on:
                 out.decision[j] = QUEUED
                 out.enqueued[j] = True
