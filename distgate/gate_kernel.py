@@ -136,6 +136,7 @@ class Work(NamedTuple):
 
 
 ALIVE, LATE, SAFE, SETTLE, PASS = 0, 1, 2, 3, 4
+GENERAL, KEYED, CST_ONLY = 0, 1, 2  # how a release rechecks verdicts (run_kernel)
 
 
 def work_space(n_targets: int, n_values: int) -> Work:
@@ -699,6 +700,53 @@ def _recheck_target(y, pos, tables, counts, queue, work):
             _safe_remove(y * X + x, y, work)
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _recheck_cst(y, pos, tables, counts, queue, work):
+    """:func:`_recheck_target` for cst alone. When every value of y has at least MIN_COUNT
+    released tuples (and p > 0), every value is its own group whatever the candidate, and
+    a candidate at x has the statistic B + (2 (c_x - n1 p_x) + 1) / (n1 p_x), B being the
+    row's statistic at n1 = n_y + 1: O(1) a cell after one O(X) sum instead of O(X) a
+    cell. A cell within a rounding margin of the critical value, and every cell of a row
+    with smaller counts, gets the exact test."""
+    X = counts.C.shape[1]
+    if work.target_alive[y] == 0:
+        if work.safe_count[y] > 0:
+            for x in range(X):
+                _safe_remove(y * X + x, y, work)
+        return
+    n1 = counts.n[y] + 1.0
+    simple = X > 1
+    base = 0.0
+    for i in range(X):
+        expected = n1 * tables.p[i]
+        if counts.C[y, i] < MIN_COUNT or not expected > 0:
+            simple = False
+            break
+        base += (counts.C[y, i] - expected) ** 2 / expected
+    crit = tables.chi2[X - 1]
+    limit = crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)
+    for x in range(X):
+        cell = y * X + x
+        if queue.alive[cell] == 0:
+            continue
+        if simple:
+            expected = n1 * tables.p[x]
+            stat = base + (2.0 * (counts.C[y, x] - expected) + 1.0) / expected
+            margin = ROUNDING * (abs(base) + abs(stat) + abs(crit) + 1.0)
+            if stat < limit - margin:
+                safe = True
+            elif stat > limit + margin:
+                safe = False
+            else:
+                safe = _check(y, x, tables, counts, work)
+        else:
+            safe = _check(y, x, tables, counts, work)
+        if safe:
+            _safe_add(cell, y, pos, queue, work)
+        else:
+            _safe_remove(cell, y, work)
+
+
 @njit(cache=True, _nrt=False)
 def _sort_by_g(tables, counts, work):
     """Each target's values in order of g (kld and mis only: see _recheck_keyed)."""
@@ -808,7 +856,7 @@ def _new_pass(queue, work):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _release_and_settle(record, at, first_request, keyed_only, tables, counts, queue, out, work):
+def _release_and_settle(record, at, first_request, mode, tables, counts, queue, out, work):
     """Release ``record`` at request ``at``, then the queue passes of SPEC 4 step 4.
 
     A pass takes the earliest queued entry after its position among the safe cells: the
@@ -840,7 +888,7 @@ def _release_and_settle(record, at, first_request, keyed_only, tables, counts, q
         work.best_g_valid[y] = False
         work.rest_valid[y] = False
         moved_first, moved_last = 0, -1
-        if keyed_only:
+        if mode == KEYED:
             moved_first, moved_last = _move_by_g(y, x, tables, counts, work)
         if counters[ALIVE] == 0:
             break
@@ -852,12 +900,18 @@ def _release_and_settle(record, at, first_request, keyed_only, tables, counts, q
                 crit = _mis_crit(N1, present + k, mc1, tables)
                 work.mis_limit[k] = (crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)) * N1
         # the safe set at the new state: only these verdicts can have changed
-        if keyed_only:
+        if mode == KEYED:
             if scan_all:
                 for t in range(Y):
                     if t != y:
                         _recheck_keyed(t, pos, 0, -1, tables, counts, queue, work)
             _recheck_keyed(y, pos, moved_first, moved_last, tables, counts, queue, work)
+        elif mode == CST_ONLY:
+            if scan_all:
+                for t in range(Y):
+                    _recheck_cst(t, pos, tables, counts, queue, work)
+            else:
+                _recheck_cst(y, pos, tables, counts, queue, work)
         elif scan_all:
             for t in range(Y):
                 _recheck_target(t, pos, tables, counts, queue, work)
@@ -908,11 +962,13 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
     runs left the queue (their rows are in ``out.late_request``/``out.late_at``)."""
     Y, X = counts.C.shape
     counters = work.counters
-    keyed_only = True  # every chosen metric is kld or mis (see _recheck_keyed)
+    mode = KEYED  # every chosen metric is kld or mis (see _recheck_keyed)
     for k in range(tables.metrics.shape[0]):
         if tables.metrics[k] != MIS and tables.metrics[k] != KLD:
-            keyed_only = False
-    if keyed_only:
+            mode = GENERAL
+    if tables.metrics.shape[0] == 1 and tables.metrics[0] == CST:
+        mode = CST_ONLY
+    if mode == KEYED:
         _sort_by_g(tables, counts, work)
     for cell in range(Y * X):
         counters[ALIVE] += queue.alive[cell]
@@ -937,9 +993,7 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
             elif ok:
                 out.decision[j] = RELEASED
                 out.released_at[j] = at
-                _release_and_settle(
-                    r, at, first_request, keyed_only, tables, counts, queue, out, work
-                )
+                _release_and_settle(r, at, first_request, mode, tables, counts, queue, out, work)
             elif tables.queue_on:
                 out.decision[j] = QUEUED
                 out.enqueued[j] = True
