@@ -41,7 +41,7 @@ from distgate.gate import (
 )
 from distgate.inputs import Inputs
 from distgate.io.atomic import atomic_path
-from distgate.io.requests import map_keys, read_requests
+from distgate.io.requests import KeyColumn, RequestKeys, read_requests
 from distgate.io.tables import display_name
 from distgate.metrics.registry import parse_metrics
 
@@ -223,21 +223,26 @@ def replay(
     """
     gate = make_gate(inputs, settings)
     prepared = _in_background(gate.prepare)  # critical-value tables while the log is read
-    log = read_requests(requests, settings.key, inputs.options.text_format)
+    fmt = inputs.options.text_format
     if hasattr(inputs.table, "map_requests"):  # an out-of-core engine joins the keys
-        records = inputs.table.map_requests(log, skip_unknown=settings.skip_unknown)
-    else:
-        records = map_keys(
-            log,
-            inputs.table.keys,
-            inputs.table.size,
-            f"table {display_name(inputs.table.source)}",
+        log = inputs.table.map_requests(
+            requests, settings.key, fmt, skip_unknown=settings.skip_unknown
+        )
+    else:  # read and mapped a batch at a time: only the record positions are kept
+        log = read_requests(
+            requests,
+            settings.key,
+            fmt,
+            table_keys=inputs.table.keys,
+            table_size=inputs.table.size,
+            table_name=f"table {display_name(inputs.table.source)}",
             skip_unknown=settings.skip_unknown,
             table_source=str(inputs.table.source),
-            key_column=inputs.options.id_column or "id",
+            id_column=inputs.options.id_column or "id",
         )
-    # the reader's scratch memory (several times the table while parsing) and the key
-    # lookup's hash table go back to the system before the gate's own arrays are made
+    records = log.records
+    # the reader's scratch memory and the key lookup's hash table go back to the system
+    # before the gate's own arrays are made
     pa.default_memory_pool().release_unused()
     prepared()
     size = len(records)
@@ -267,7 +272,7 @@ def replay(
                 store.commit(
                     log.fingerprint,
                     stop,
-                    log.keys[done:stop],
+                    log.keys.slice(done, stop - done),
                     run,
                     gate.checked,
                     gate.next_request,
@@ -280,7 +285,7 @@ def replay(
                     raise Interrupted(done, received[0], state)
             # rows decided before this replay come from the state, this replay's from memory
             stored = store.rows(first, first + size, stored_end=first + resumed)
-            rows = _joined_rows(stored, runs, log.keys[resumed:], first + resumed)
+            rows = _joined_rows(stored, runs, log.keys, resumed, first + resumed)
     summary = _summary(rows, first, inputs, gate)
     result = ReplayResult(
         rows,
@@ -321,9 +326,12 @@ def _in_background(work: Callable[[], object]) -> Callable[[], None]:
     return wait
 
 
-def _joined_rows(stored: dict, runs: list[GateRun], keys: pa.Array, start: int) -> dict:
+def _joined_rows(
+    stored: dict, runs: list[GateRun], keys: RequestKeys | pa.Array, resumed: int, start: int
+) -> dict:
     """Rows read from the state (requests before ``start``) followed by the rows of this
-    replay's batches, with the releases of its queued records from later batches."""
+    replay's batches (the log's requests from ``resumed`` on, whose keys are ``keys``
+    from that request), with the releases of its queued records from later batches."""
     if not runs:
         return stored
     rows = {
@@ -342,14 +350,14 @@ def _joined_rows(stored: dict, runs: list[GateRun], keys: pa.Array, start: int) 
     late_at = np.concatenate([run.earlier_released_at for run in runs])
     mine = late >= start
     rows["released_at"][late[mine] - start] = late_at[mine]
-    rows["key"] = pa.concat_arrays([stored["key"].cast(pa.string()), keys.cast(pa.string())])
+    rows["key"] = KeyColumn(stored["key"], KeyColumn(keys).tail(resumed))
     for name, values in rows.items():
         if name != "key":
             rows[name] = np.concatenate([stored[name].astype(values.dtype, copy=False), values])
     return rows
 
 
-def _rows_of_run(run: GateRun, keys: pa.Array) -> dict[str, np.ndarray]:
+def _rows_of_run(run: GateRun, keys: RequestKeys | pa.Array) -> dict[str, np.ndarray]:
     released_at = run.released_at.copy()
     return {
         "request": run.request,
@@ -412,20 +420,21 @@ def write_decisions(result: ReplayResult, path: str, *, chunk: int = WRITE_CHUNK
     chunk is made, written and dropped, so a long log's output never sits in memory as
     text (the file is the same whatever the chunk size)."""
     rows = result.rows
-    keys = rows["key"]
-    if not isinstance(keys, (pa.Array, pa.ChunkedArray)):
+    keys = rows["key"]  # Arrow text, or key text made a slice at a time (RequestKeys)
+    if not hasattr(keys, "slice"):
         keys = pa.array(list(keys), type=pa.string())
-    keys = keys.cast(pa.string())
-    needs_quotes = re.compile(r'[",\r\n]')
-    special = (
-        any(needs_quotes.search(label) for label in result.target_labels + result.value_labels)
-        or pc.any(pc.match_substring_regex(keys, needs_quotes.pattern)).as_py()
+    labels_special = any(
+        _NEEDS_QUOTES.search(label) for label in result.target_labels + result.value_labels
     )
     size, chunk = len(rows["request"]), max(1, chunk)
     options = pacsv.WriteOptions(quoting_style="none", include_header=False)
 
-    def write(table: pa.Table) -> None:
-        if special:  # some text needs CSV quoting: the standard writer quotes only those
+    def write(made: tuple[pa.Table, bool]) -> None:
+        # where some text needs CSV quoting the standard writer quotes only those fields;
+        # rows without such text come out the same from either writer, so each chunk
+        # takes the fast one unless its own text needs quotes
+        table, keys_special = made
+        if labels_special or keys_special:
             handle.write(_quoted_csv(table).encode("utf-8"))
         else:
             pacsv.write_csv(table, handle, write_options=options)
@@ -451,9 +460,15 @@ def write_decisions(result: ReplayResult, path: str, *, chunk: int = WRITE_CHUNK
             write(waiting.popleft().result())
 
 
-def _decision_table(result: ReplayResult, keys: pa.Array, start: int, stop: int) -> pa.Table:
-    """Rows [start, stop) of the decisions file as Arrow columns."""
+_NEEDS_QUOTES = re.compile(r'[",\r\n]')
+
+
+def _decision_table(result: ReplayResult, keys, start: int, stop: int) -> tuple[pa.Table, bool]:
+    """Rows [start, stop) of the decisions file as Arrow columns, and whether one of
+    their keys needs CSV quoting."""
     rows = result.rows
+    key = keys.slice(start, stop - start).cast(pa.string())
+    special = bool(pc.any(pc.match_substring_regex(key, _NEEDS_QUOTES.pattern)).as_py())
     record = rows["record"][start:stop]
     known = record >= 0
     safe_record = np.where(known, record, 0)
@@ -463,10 +478,10 @@ def _decision_table(result: ReplayResult, keys: pa.Array, start: int, stop: int)
     value = np.where(known, result.value_codes[safe_record], len(result.value_labels))
     released_at = pa.array(rows["released_at"][start:stop], type=pa.int64())
     released_at = pc.if_else(pc.less(released_at, 0), pa.scalar(None, pa.int64()), released_at)
-    return pa.table(
+    table = pa.table(
         {
             "request": pa.array(rows["request"][start:stop], type=pa.int64()),
-            "key": keys.slice(start, stop - start),
+            "key": key,
             "target": target_labels.take(pa.array(target)),
             "value": value_labels.take(pa.array(value)),
             "decision": pa.array(DECISION_NAMES, type=pa.string()).take(
@@ -477,6 +492,7 @@ def _decision_table(result: ReplayResult, keys: pa.Array, start: int, stop: int)
             "critical": _text_numbers(rows["critical"][start:stop]),
         }
     )
+    return table, special
 
 
 def _quoted_csv(table: pa.Table) -> str:

@@ -157,25 +157,41 @@ class EngineTable:
     def value_codes(self) -> np.ndarray:
         return self._all_codes()[1]
 
-    def map_requests(self, log, *, skip_unknown: bool = False) -> np.ndarray:
-        """Record position of every request of ``log`` (-1 for an unknown key): the log's
-        distinct keys are joined against the table's key column as it streams past."""
-        from distgate.io.requests import map_keys, require_known
+    def map_requests(self, source: str, key_column: str, fmt, *, skip_unknown: bool = False):
+        """The request log ``source`` mapped to the records (a
+        :class:`~distgate.io.requests.RequestLog`, -1 for an unknown key): the log's distinct
+        keys are joined against the table's key column as it streams past, so the log's
+        key column is read whole; a table keyed by row number needs no join, and the log is
+        then read a batch at a time."""
+        from distgate.io.requests import (
+            RequestLog,
+            read_request_keys,
+            read_requests,
+            require_known,
+            unknown_of,
+        )
 
         plan = self._encoding.plan
         name = plan.source.name
         if plan.key is None:
-            return map_keys(
-                log, None, self.size, name, skip_unknown=skip_unknown, table_source=self.source
+            return read_requests(
+                source,
+                key_column,
+                fmt,
+                table_keys=None,
+                table_size=self.size,
+                table_name=name,
+                skip_unknown=skip_unknown,
+                table_source=self.source,
             )
-        keys = log.keys.cast(pa.string())
+        keys = read_request_keys(source, key_column, fmt).cast(pa.string())
         distinct = pc.unique(keys)
         positions, codes = self._reader.positions(self._encoding, distinct)
         if self._codes is None:  # the same pass gave every record's codes: no second one
             self._codes = codes
         records = positions[pc.index_in(keys, value_set=distinct).to_numpy()]
-        require_known(log, records, name, skip_unknown)
-        return records
+        require_known(source, *unknown_of(keys, records), name, skip_unknown)
+        return RequestLog(str(source), records, keys, fmt)
 
 
 def load_table(

@@ -388,6 +388,27 @@ def _delimiter_hint(header: list[str], source, fmt: TextFormat) -> str:
     return ""
 
 
+def _checked_columns(
+    source: str | os.PathLike, columns: Sequence[str] | None, what: str, fmt: TextFormat
+) -> tuple[str, list[str]]:
+    """(kind of the file, the columns to read): InputError for a file that cannot be
+    read, a header without one of ``columns`` (None: all of them) or with a column twice."""
+    name = f"{what} {display_name(source)}"
+    kind = source_kind(source)
+    header = read_header(source, fmt, what=what)
+    wanted = list(dict.fromkeys(columns)) if columns is not None else header
+    missing = [c for c in wanted if c not in header]
+    if missing:
+        raise InputError(
+            f"The {name} has no column '{missing[0]}' (its columns are: {', '.join(header)}"
+            f"{_delimiter_hint(header, source, fmt)})."
+        )
+    if len(set(header)) != len(header):
+        dup = next(c for c in header if header.count(c) > 1)
+        raise InputError(f"The {name} has the column '{dup}' twice in its header.")
+    return kind, wanted
+
+
 def read_columns(
     source: str | os.PathLike,
     columns: Sequence[str] | None = None,
@@ -408,18 +429,7 @@ def read_columns(
     in messages; ``fmt`` says how delimited text is written.
     """
     name = f"{what} {display_name(source)}"
-    kind = source_kind(source)
-    header = read_header(source, fmt, what=what)
-    wanted = list(dict.fromkeys(columns)) if columns is not None else header
-    missing = [c for c in wanted if c not in header]
-    if missing:
-        raise InputError(
-            f"The {name} has no column '{missing[0]}' (its columns are: {', '.join(header)}"
-            f"{_delimiter_hint(header, source, fmt)})."
-        )
-    if len(set(header)) != len(header):
-        dup = next(c for c in header if header.count(c) > 1)
-        raise InputError(f"The {name} has the column '{dup}' twice in its header.")
+    kind, wanted = _checked_columns(source, columns, what, fmt)
     if kind != "text":
         table = _as_text(_columnar(source, kind, name, wanted), name, numeric)
         handle = None
