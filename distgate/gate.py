@@ -273,9 +273,8 @@ class Gate:
             raise ValueError("the baseline has a different number of values than n_values")
         with np.errstate(divide="ignore"):
             self.logp = np.log2(self.p)
-        degrees = np.arange((self.n_values + 1) * (self.n_targets + 1))
-        self._chi2 = chi2_quantile(self.alpha, degrees)
         self._NX = domain_values(self.p)
+        self._chi2 = self._chi2_table()
         # n log2 n up to the largest target (n_y + 1 of a candidate included)
         sizes = np.bincount(self.target_codes, minlength=self.n_targets)
         self._xlogx = xlogx_table(int(sizes.max(initial=0)) + 1)
@@ -402,6 +401,24 @@ class Gate:
         self._refresh_aggregates()
 
     # ------------------------------------------------------------ critical values
+    def _chi2_table(self) -> np.ndarray:
+        """chi2.ppf(1 - alpha, df) by df, for the df the chosen metrics can ask for (NaN
+        elsewhere): kld N_X - 1, cst a number of merged groups less one (< |X|), mis
+        (N_X - 1) NY for NY present targets up to |Y|. A few values are computed without
+        scipy (:mod:`distgate.chi_square`), whose import alone costs a third of a second."""
+        table = np.full((self.n_values + 1) * (self.n_targets + 1), np.nan)
+        wanted = set()
+        if "kld" in self.metrics:
+            wanted.add(self._NX - 1)
+        if "cst" in self.metrics:
+            wanted.update(range(1, self.n_values))
+        if "mis" in self.metrics:
+            wanted.update((self._NX - 1) * k for k in range(1, self.n_targets + 1))
+        degrees = np.array(sorted(d for d in wanted if 0 < d < len(table)), dtype=np.int64)
+        if len(degrees):
+            table[degrees] = chi2_quantile(self.alpha, degrees)
+        return table
+
     def _mc(self, total: int) -> bool:
         mode = self.critical_values.mode
         return mode == "mc" or (mode == "auto" and total < self.critical_values.switch_size)
