@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -945,15 +945,19 @@ class Gate:
         )
 
 
-def load_kernel_in_background() -> None:
+def load_kernel_in_background(before: Callable[[], object] | None = None) -> None:
     """Start loading the compiled gate in a thread: numba's import and its cached machine
     code cost about half a second of work that holds the GIL, and reading the inputs,
     which comes first, mostly releases it. A tiny gate is run so that the kernel of
-    tables with up to 127 targets and values is loaded; any other is loaded when needed."""
+    tables with up to 127 targets and values is loaded; any other is loaded when needed.
+    ``before`` loads compiled code that is needed sooner (the key index) in the same
+    thread: numba's set-up is done once, by whichever comes first."""
     import threading
 
     def load() -> None:
         try:
+            if before is not None:
+                before()
             from distgate.critical import CriticalValues
 
             codes = np.array([0, 1, 1])

@@ -141,7 +141,7 @@ def replay_command(
             "a weighted line stands for several records that a request log cannot name one "
             "by one (give replay a table with one line per record)."
         )
-    load_kernel_in_background()  # while the inputs are read
+    load_kernel_in_background(before=_load_key_index)  # while the inputs are read
     replay_settings = ReplaySettings(
         metrics=metric_setting(metric, settings).split(","),
         alpha=setting(alpha, settings, "alpha", DEFAULT_ALPHA),
@@ -203,3 +203,10 @@ def replay_command(
         stderr=output == "-",
         html=report,
     )
+
+
+def _load_key_index() -> None:
+    """numba and the key index's compiled code, imported and loaded in the loading thread."""
+    from distgate.io.key_index import load_compiled
+
+    load_compiled()

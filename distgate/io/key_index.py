@@ -21,6 +21,8 @@ the record's key text.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pyarrow as pa
 from numba import njit
@@ -256,3 +258,25 @@ class RowNumbers:
         out = np.empty(len(batch), dtype=np.int64)
         unknown = _row_numbers(offsets, data, self.size, out)
         return out, int(unknown)
+
+
+_loading = threading.Event()
+_loaded = threading.Event()
+
+
+def load_compiled() -> None:
+    """Load the index's compiled functions for Arrow text keys (from numba's cache): a
+    replay does it in a thread while it reads its table (see :func:`compiled_ready`)."""
+    _loading.set()
+    try:
+        table = pa.array(["a", "b"])
+        KeyIndex(table).lookup(pa.array(["b", "c"]))
+        RowNumbers(2).lookup(pa.array(["1", "x"]))
+    finally:
+        _loaded.set()
+
+
+def compiled_ready() -> bool:
+    """False while :func:`load_compiled` runs in another thread: a reader can parse on
+    instead of waiting for it (numba's set-up holds the interpreter for half a second)."""
+    return _loaded.is_set() or not _loading.is_set()

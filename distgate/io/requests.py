@@ -28,6 +28,7 @@ from distgate.io.tables import (
 )
 
 SHOWN_UNKNOWN = 5
+WAITING_BYTES = 64 << 20  # key text parsed ahead while the key index is loaded
 
 
 class RequestKeys:
@@ -198,22 +199,43 @@ def read_requests(
     the table does not have (unless ``skip_unknown``; up to five named with their lines).
     So every error is found before anything is decided. ``block_size`` (bytes of text) and
     ``rows`` set the batches (:func:`distgate.io.streaming.column_batches`)."""
-    from distgate.io.key_index import KeyIndex, RowNumbers
+    from distgate.io.key_index import KeyIndex, RowNumbers, compiled_ready
 
-    if table_keys is None:
-        index = RowNumbers(table_size)
-    else:
-        if isinstance(table_keys, pa.ChunkedArray):
-            table_keys = table_keys.combine_chunks()
-        index = KeyIndex(table_keys.cast(pa.string()))
-    scan = _Scan(index, keep_unknown=skip_unknown, row_numbers=table_keys is None)
+    if isinstance(table_keys, pa.ChunkedArray):
+        table_keys = table_keys.combine_chunks()
+
+    def make_index():
+        if table_keys is None:
+            return RowNumbers(table_size)
+        return KeyIndex(table_keys.cast(pa.string()))
+
+    scan = _Scan(None, keep_unknown=skip_unknown, row_numbers=table_keys is None)
     batches = column_batches(
         source, key_column, what="request log", fmt=fmt, block_size=block_size, rows=rows
     )
+    # while the index's compiled code is still being loaded in another thread, the first
+    # batches are parsed and kept (up to WAITING_BYTES of key text) instead of waited for
+    waiting: list[tuple[int, pa.Array]] = []
+    waiting_bytes = 0
     for row, batch in batches:
         if row == 0:
             scan.reset()
-        scan.add(row, batch)
+            waiting, waiting_bytes = [], 0
+        if scan.index is None and (compiled_ready() or waiting_bytes > WAITING_BYTES):
+            scan.index = make_index()
+            for early in waiting:
+                scan.add(*early)
+            waiting = []
+        if scan.index is None:
+            waiting.append((row, batch))
+            waiting_bytes += batch.nbytes
+        else:
+            scan.add(row, batch)
+    if scan.index is None:
+        scan.index = make_index()
+        for early in waiting:
+            scan.add(*early)
+    index = scan.index
     name = f"request log {display_name(source)}"
     if scan.blank is not None:
         raise InputError(f"The {name}, line {scan.blank + 2}: column '{key_column}' has no value.")
@@ -232,6 +254,7 @@ def read_requests(
         )
     records = scan.records()
     del index
+    scan.index = None  # the hash table goes back before the gate is made
     require_known(source, scan.unknown, scan.shown, table_name, skip_unknown)
     unknown_text = (
         pa.concat_arrays(scan.unknown_text) if scan.unknown_text else pa.array([], pa.string())
