@@ -404,7 +404,7 @@ class Gate:
     def _chi2_table(self) -> np.ndarray:
         """chi2.ppf(1 - alpha, df) by df, for the df the chosen metrics can ask for (NaN
         elsewhere): kld N_X - 1, cst a number of merged groups less one (< |X|), mis
-        (N_X - 1) NY for NY present targets up to |Y|. A few values are computed without
+        (N_X - 1) NY for NY present targets up to |Y| (and one more). A few values are computed without
         scipy (:mod:`distgate.chi_square`), whose import alone costs a third of a second."""
         table = np.full((self.n_values + 1) * (self.n_targets + 1), np.nan)
         wanted = set()
@@ -413,7 +413,8 @@ class Gate:
         if "cst" in self.metrics:
             wanted.update(range(1, self.n_values))
         if "mis" in self.metrics:
-            wanted.update((self._NX - 1) * k for k in range(1, self.n_targets + 1))
+            # NY + 1 too: the kernel's bound for a target not yet present asks for it
+            wanted.update((self._NX - 1) * k for k in range(1, self.n_targets + 2))
         degrees = np.array(sorted(d for d in wanted if 0 < d < len(table)), dtype=np.int64)
         if len(degrees):
             table[degrees] = chi2_quantile(self.alpha, degrees)

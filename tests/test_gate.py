@@ -481,3 +481,23 @@ def test_the_kernel_equals_the_python_loop_on_a_sparse_twenty_target_table(metri
     assert np.array_equal(a.released_at, b.released_at)
     assert np.allclose(a.statistic, b.statistic, rtol=1e-12, equal_nan=True)
     assert (a.decision == QUEUED).sum() > 100 and compiled.counts.sum() > 400
+
+
+@pytest.mark.parametrize(
+    "metrics, degrees",
+    [
+        (["kld"], {8}),  # N_X - 1: one of the ten values has p = 0
+        (["cst"], set(range(1, 10))),
+        (["mis"], {8 * k for k in range(1, 6)}),  # (N_X - 1) NY for NY up to |Y| + 1
+        (["dqt"], set()),
+    ],
+)
+def test_the_chi_square_table_holds_the_degrees_of_freedom_the_metrics_ask_for(metrics, degrees):
+    p = np.array([0.1] * 9 + [0.0]) / 0.9
+    codes = np.array([0, 1, 2, 3])
+    gate = Gate(codes, codes % 2, 4, 10, metrics, 0.2, CriticalValues(p, np.ones(4)))
+    table = gate._chi2
+    held = set(np.flatnonzero(~np.isnan(table)).tolist())
+    assert held == degrees
+    for df in degrees:
+        assert table[df] == pytest.approx(chi2.ppf(0.8, df), rel=1e-12)
