@@ -404,8 +404,9 @@ class Gate:
     def _chi2_table(self) -> np.ndarray:
         """chi2.ppf(1 - alpha, df) by df, for the df the chosen metrics can ask for (NaN
         elsewhere): kld N_X - 1, cst a number of merged groups less one (< |X|), mis
-        (N_X - 1) NY for NY present targets up to |Y| (and one more). A few values are computed without
-        scipy (:mod:`distgate.chi_square`), whose import alone costs a third of a second."""
+        (N_X - 1) NY for NY present targets up to |Y| (and one more). A few values are
+        computed without scipy (:mod:`distgate.chi_square`), whose import alone costs a
+        third of a second."""
         table = np.full((self.n_values + 1) * (self.n_targets + 1), np.nan)
         wanted = set()
         if "kld" in self.metrics:
