@@ -543,7 +543,7 @@ def _best_g(y, tables, counts, queue, work):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _slack(y, tables, counts, queue, work):
+def _slack(y, tables, counts, work):
     """For kld and mis, a candidate (y, x) passes iff g(x) lies below a bound that depends
     on the target alone; returns (bound, band): g above bound + band certainly fails, g
     below bound - band certainly passes (the band, far above rounding, keeps every
@@ -681,7 +681,7 @@ def _recheck_target(y, pos, tables, counts, queue, work):
     of y (cells whose verdict did not change keep their place and head)."""
     X = counts.C.shape[1]
     if work.target_alive[y] > 0:
-        bound, band = _slack(y, tables, counts, queue, work)
+        bound, band = _slack(y, tables, counts, work)
         if _best_g(y, tables, counts, queue, work) <= bound + band:
             for x in range(X):
                 cell = y * X + x
@@ -803,7 +803,7 @@ def _recheck_keyed(y, pos, moved_first, moved_last, tables, counts, queue, work)
         a0, b0 = edges[y, 0], edges[y, 1]
     else:  # y has no cell in the safe set yet in this settle
         a0, b0 = 0, 0
-    bound, band = _slack(y, tables, counts, queue, work)
+    bound, band = _slack(y, tables, counts, work)
     sure, maybe = bound - band, bound + band
     a = a0
     while a < X and g[base + order[base + a]] < sure:
