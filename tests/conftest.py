@@ -3,10 +3,19 @@ from pathlib import Path
 
 import pytest
 
+from distgate.config import TableOptions
 from tests.reference import AGE_BANDS, COUNTS, LOCATIONS
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data"
+# the sample table as the replay tests read it: age in SPEC 9's bands by location, keyed by id
+SAMPLE_OPTIONS = TableOptions(
+    str(SAMPLE / "soldiers.csv"),
+    ("age",),
+    ("location",),
+    "id",
+    (("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),),
+)
 
 
 @pytest.fixture

@@ -8,25 +8,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distgate.config import TableOptions
 from distgate.gate import QUEUED
 from distgate.inputs import load_inputs
 from distgate.replay import ReplaySettings, replay, write_decisions
 from distgate.state import StateStore
-from tests.conftest import SAMPLE
-
-OPTIONS = TableOptions(
-    str(SAMPLE / "soldiers.csv"),
-    ("age",),
-    ("location",),
-    "id",
-    (("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),),
-)
+from tests.conftest import SAMPLE, SAMPLE_OPTIONS
 
 
 @pytest.fixture(scope="module")
 def inputs():
-    return load_inputs(OPTIONS, need_keys=True)
+    return load_inputs(SAMPLE_OPTIONS, need_keys=True)
 
 
 @pytest.fixture

@@ -21,7 +21,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import distgate.io.streaming as streaming
-from distgate.config import TableOptions
 from distgate.errors import InputError
 from distgate.inputs import load_inputs
 from distgate.io.key_index import KeyIndex, RowNumbers
@@ -37,21 +36,14 @@ from distgate.io.requests import (
 from distgate.io.streaming import column_batches
 from distgate.io.tables import PLAIN, TextFormat, _bytes_of, _open, read_columns
 from distgate.replay import ReplaySettings, replay
-from tests.conftest import SAMPLE
+from tests.conftest import SAMPLE_OPTIONS
 
 TABLE_KEYS = [f"S{i:05d}" for i in range(10_000)]  # the sample table's keys
-OPTIONS = TableOptions(
-    str(SAMPLE / "soldiers.csv"),
-    ("age",),
-    ("location",),
-    "id",
-    (("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),),
-)
 
 
 @pytest.fixture(scope="module")
 def inputs():
-    return load_inputs(OPTIONS, need_keys=True)
+    return load_inputs(SAMPLE_OPTIONS, need_keys=True)
 
 
 # ------------------------------------------------------------------ writing logs
