@@ -91,20 +91,13 @@ def test_decisions_file_lists_every_request_with_its_decision(tmp_path, small_lo
 
 
 def test_final_release_is_safe_by_assess(tmp_path, small_log):
-    from distgate.config import TableOptions
     from distgate.inputs import load_inputs
     from distgate.metrics.registry import evaluate
     from distgate.replay import ReplaySettings
     from distgate.replay import replay as run_replay
+    from tests.conftest import SAMPLE_OPTIONS
 
-    options = TableOptions(
-        str(SAMPLE / "soldiers.csv"),
-        ("age",),
-        ("location",),
-        "id",
-        (("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),),
-    )
-    inputs = load_inputs(options, need_keys=True)
+    inputs = load_inputs(SAMPLE_OPTIONS, need_keys=True)
     for metrics in (["kld"], ["mis", "cst"], ["dqt", "kld"]):
         settings = ReplaySettings(metrics=metrics, alpha=0.05, critical="asymptotic")
         result = run_replay(inputs, small_log, settings)
