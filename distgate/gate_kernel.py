@@ -11,6 +11,10 @@ Arguments travel as five named tuples of arrays: :class:`Tables` (read-only inpu
 :class:`Work` (scratch space). The kernel allocates nothing and is compiled without numba's
 reference counting (``_nrt=False``): with it every call of a helper that receives a tuple
 of arrays paid an atomic increment and decrement per array, twenty times the arithmetic.
+Helpers marked ``inline="always"`` are copied into their callers by numba before typing,
+and numba copies the inlined code once per block of the caller: each is called from one
+place wherever it can be, and the queue passes (:func:`_settle`) are a function compiled
+on their own, so the first compilation takes under a minute, not five.
 
 Queue: the queued arrival indices of each (target, value) cell are a sorted segment of one
 array; released entries are marked dead and skipped with path-compressed "next alive"
@@ -680,24 +684,25 @@ def _recheck_target(y, pos, tables, counts, queue, work):
     """The safe set after target y's verdicts may have changed, testing every queued cell
     of y (cells whose verdict did not change keep their place and head)."""
     X = counts.C.shape[1]
-    if work.target_alive[y] > 0:
+    passable = work.target_alive[y] > 0
+    bound, band = np.inf, 0.0
+    if passable:
         bound, band = _slack(y, tables, counts, work)
-        if _best_g(y, tables, counts, queue, work) <= bound + band:
-            for x in range(X):
-                cell = y * X + x
-                if queue.alive[cell] == 0:
-                    continue
-                if _value_part(y, x, tables, counts, work) <= bound + band and _check(
-                    y, x, tables, counts, work
-                ):
-                    _safe_add(cell, y, pos, queue, work)
-                else:
-                    _safe_remove(cell, y, work)
-            return
-    # no queued cell of y can pass
-    if work.safe_count[y] > 0:
-        for x in range(X):
-            _safe_remove(y * X + x, y, work)
+        passable = _best_g(y, tables, counts, queue, work) <= bound + band
+    if not passable and work.safe_count[y] == 0:
+        return
+    # every helper below is inlined: one call site each keeps the compiled kernel small
+    for x in range(X):
+        cell = y * X + x
+        if (
+            passable
+            and queue.alive[cell] > 0
+            and _value_part(y, x, tables, counts, work) <= bound + band
+            and _check(y, x, tables, counts, work)
+        ):
+            _safe_add(cell, y, pos, queue, work)
+        else:
+            _safe_remove(cell, y, work)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -709,10 +714,8 @@ def _recheck_cst(y, pos, tables, counts, queue, work):
     cell. A cell within a rounding margin of the critical value, and every cell of a row
     with smaller counts, gets the exact test."""
     X = counts.C.shape[1]
-    if work.target_alive[y] == 0:
-        if work.safe_count[y] > 0:
-            for x in range(X):
-                _safe_remove(y * X + x, y, work)
+    passable = work.target_alive[y] > 0
+    if not passable and work.safe_count[y] == 0:
         return
     n1 = counts.n[y] + 1.0
     simple = X > 1
@@ -727,20 +730,19 @@ def _recheck_cst(y, pos, tables, counts, queue, work):
     limit = crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)
     for x in range(X):
         cell = y * X + x
-        if queue.alive[cell] == 0:
-            continue
-        if simple:
-            expected = n1 * tables.p[x]
-            stat = base + (2.0 * (counts.C[y, x] - expected) + 1.0) / expected
-            margin = ROUNDING * (abs(base) + abs(stat) + abs(crit) + 1.0)
-            if stat < limit - margin:
-                safe = True
-            elif stat > limit + margin:
-                safe = False
-            else:
+        safe = False
+        if passable and queue.alive[cell] > 0:
+            exact = True
+            if simple:
+                expected = n1 * tables.p[x]
+                stat = base + (2.0 * (counts.C[y, x] - expected) + 1.0) / expected
+                margin = ROUNDING * (abs(base) + abs(stat) + abs(crit) + 1.0)
+                if stat < limit - margin:
+                    safe, exact = True, False
+                elif stat > limit + margin:
+                    exact = False
+            if exact:
                 safe = _check(y, x, tables, counts, work)
-        else:
-            safe = _check(y, x, tables, counts, work)
         if safe:
             _safe_add(cell, y, pos, queue, work)
         else:
@@ -856,16 +858,8 @@ def _new_pass(queue, work):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _release_and_settle(record, at, first_request, mode, tables, counts, queue, out, work):
-    """Release ``record`` at request ``at``, then the queue passes of SPEC 4 step 4.
-
-    A pass takes the earliest queued entry after its position among the safe cells: the
-    top of a heap of the safe cells keyed by their first entry after the position. Taking
-    an entry moves only its own cell's head (every other safe cell's head lies after it,
-    and nothing else leaves the queue), so the step costs a heap update, plus the cells
-    whose verdict the release changed."""
-    Y, X = counts.C.shape
-    counters = work.counters
+def _metric_kinds(tables):
+    """(a chosen metric looks at every target: mis, dqt, exposure; mis is chosen)"""
     global_metrics = False
     has_mis = False
     for k in range(tables.metrics.shape[0]):
@@ -874,24 +868,53 @@ def _release_and_settle(record, at, first_request, mode, tables, counts, queue, 
             global_metrics = True
         if m == MIS:
             has_mis = True
+    return global_metrics, has_mis
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _release_step(record, at, mode, global_metrics, tables, counts, work):
+    """Release ``record`` at request ``at`` and invalidate what depended on its cell;
+    returns (its target, whether every target's verdicts may have changed, the range of
+    places the cell moved in its target's order by g)."""
+    X = counts.C.shape[1]
+    mc_before = _use_mc(counts.tally[CHECKED_TOTAL] + 1, tables)
+    y = tables.target_codes[record]
+    x = tables.value_codes[record]
+    scan_all = _release(record, at, tables, counts) or global_metrics
+    if _use_mc(counts.tally[CHECKED_TOTAL] + 1, tables) != mc_before:
+        scan_all = True  # the next candidate is judged in the other regime
+    work.g_valid[y * X + x] = False
+    work.best_g_valid[y] = False
+    work.rest_valid[y] = False
+    moved_first, moved_last = 0, -1
+    if mode == KEYED:
+        moved_first, moved_last = _move_by_g(y, x, tables, counts, work)
+    return y, scan_all, moved_first, moved_last
+
+
+@njit(cache=True, _nrt=False)
+def _settle(
+    y, scan_all, moved_first, moved_last, at, first_request, mode, tables, counts, queue, out, work
+):
+    """The queue passes of SPEC 4 step 4 after a release at request ``at`` (of target y;
+    the other arguments as :func:`_release_step` returned them).
+
+    A pass takes the earliest queued entry after its position among the safe cells: the
+    top of a heap of the safe cells keyed by their first entry after the position. Taking
+    an entry moves only its own cell's head (every other safe cell's head lies after it,
+    and nothing else leaves the queue), so the step costs a heap update, plus the cells
+    whose verdict the release changed.
+
+    Compiled on its own, not inlined: numba's inlining copies the inlined code once per
+    block of the caller, and the kernel took minutes to compile. run_kernel calls it only
+    when something is queued, so a release into an empty queue pays no call."""
+    Y, X = counts.C.shape
+    counters = work.counters
+    global_metrics, has_mis = _metric_kinds(tables)
     pos = -1
     counters[SETTLE] += 1
     counters[PASS] += 1
     while True:
-        mc_before = _use_mc(counts.tally[CHECKED_TOTAL] + 1, tables)
-        y = tables.target_codes[record]
-        x = tables.value_codes[record]
-        scan_all = _release(record, at, tables, counts) or global_metrics
-        if _use_mc(counts.tally[CHECKED_TOTAL] + 1, tables) != mc_before:
-            scan_all = True  # the next candidate is judged in the other regime
-        work.g_valid[y * X + x] = False
-        work.best_g_valid[y] = False
-        work.rest_valid[y] = False
-        moved_first, moved_last = 0, -1
-        if mode == KEYED:
-            moved_first, moved_last = _move_by_g(y, x, tables, counts, work)
-        if counters[ALIVE] == 0:
-            break
         if has_mis:
             N1 = counts.tally[CHECKED_TOTAL] + 1
             present = counts.tally[PRESENT_TARGETS]
@@ -900,23 +923,24 @@ def _release_and_settle(record, at, first_request, mode, tables, counts, queue, 
                 crit = _mis_crit(N1, present + k, mc1, tables)
                 work.mis_limit[k] = (crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)) * N1
         # the safe set at the new state: only these verdicts can have changed
-        if mode == KEYED:
-            if scan_all:
-                for t in range(Y):
-                    if t != y:
-                        _recheck_keyed(t, pos, 0, -1, tables, counts, queue, work)
-            _recheck_keyed(y, pos, moved_first, moved_last, tables, counts, queue, work)
-        elif mode == CST_ONLY:
-            if scan_all:
-                for t in range(Y):
-                    _recheck_cst(t, pos, tables, counts, queue, work)
+        first, last = (0, Y) if scan_all else (y, y + 1)
+        for t in range(first, last):  # one call site each: the rechecks are inlined
+            if mode == KEYED:
+                moved = t == y
+                _recheck_keyed(
+                    t,
+                    pos,
+                    moved_first if moved else 0,
+                    moved_last if moved else -1,
+                    tables,
+                    counts,
+                    queue,
+                    work,
+                )
+            elif mode == CST_ONLY:
+                _recheck_cst(t, pos, tables, counts, queue, work)
             else:
-                _recheck_cst(y, pos, tables, counts, queue, work)
-        elif scan_all:
-            for t in range(Y):
                 _recheck_target(t, pos, tables, counts, queue, work)
-        else:
-            _recheck_target(y, pos, tables, counts, queue, work)
         chosen = _earliest_safe(work)
         if chosen == NOT_FOUND and pos != -1:
             pos = -1  # a pass released something: walk the queue again from its start
@@ -947,6 +971,11 @@ def _release_and_settle(record, at, first_request, mode, tables, counts, queue, 
             out.late_request[counters[LATE]] = arrival
             out.late_at[counters[LATE]] = at
             counters[LATE] += 1
+        y, scan_all, moved_first, moved_last = _release_step(
+            record, at, mode, global_metrics, tables, counts, work
+        )
+        if counters[ALIVE] == 0:
+            break
     # every queued record is unsafe again: the safe set is empty
     for i in range(counters[SAFE]):
         cell = work.heap[i]
@@ -970,6 +999,7 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
         mode = CST_ONLY
     if mode == KEYED:
         _sort_by_g(tables, counts, work)
+    global_metrics = _metric_kinds(tables)[0]
     for cell in range(Y * X):
         counters[ALIVE] += queue.alive[cell]
         work.target_alive[cell // X] += queue.alive[cell]
@@ -993,7 +1023,24 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
             elif ok:
                 out.decision[j] = RELEASED
                 out.released_at[j] = at
-                _release_and_settle(r, at, first_request, mode, tables, counts, queue, out, work)
+                y, scan_all, moved_first, moved_last = _release_step(
+                    r, at, mode, global_metrics, tables, counts, work
+                )
+                if counters[ALIVE] > 0:
+                    _settle(
+                        y,
+                        scan_all,
+                        moved_first,
+                        moved_last,
+                        at,
+                        first_request,
+                        mode,
+                        tables,
+                        counts,
+                        queue,
+                        out,
+                        work,
+                    )
             elif tables.queue_on:
                 out.decision[j] = QUEUED
                 out.enqueued[j] = True
