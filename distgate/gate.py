@@ -957,14 +957,17 @@ def load_kernel_in_background(before: Callable[[], object] | None = None) -> Non
     import threading
 
     def load() -> None:
-        try:
-            if before is not None:
-                before()
-            from distgate.critical import CriticalValues
+        from distgate.numba_setup import without_scipy_linalg
 
-            codes = np.array([0, 1, 1])
-            cv = CriticalValues(np.array([0.5, 0.5]), np.array([1.0, 1.0]), draws=100)
-            Gate(codes, codes, 2, 2, ["kld", "mis"], 0.2, cv).run(np.array([0, 1, 2]))
+        try:
+            with without_scipy_linalg():  # numba's BLAS probe would import it
+                if before is not None:
+                    before()
+                from distgate.critical import CriticalValues
+
+                codes = np.array([0, 1, 1])
+                cv = CriticalValues(np.array([0.5, 0.5]), np.array([1.0, 1.0]), draws=100)
+                Gate(codes, codes, 2, 2, ["kld", "mis"], 0.2, cv).run(np.array([0, 1, 2]))
         except Exception:  # only a head start: the replay itself reports any problem
             pass
 
