@@ -15,6 +15,14 @@ with without_scipy_linalg():
     from distgate.io.key_index import load_compiled
     load_compiled()  # numba installs its registries here and probes for a BLAS
     assert "scipy.linalg" not in sys.modules, "numba's set-up imported scipy.linalg"
+    # what replay's loading thread runs next: the gate's kernel, without scipy.linalg
+    import numpy as np
+    from distgate.critical import CriticalValues
+    from distgate.gate import Gate
+    codes = np.array([0, 1, 1])
+    cv = CriticalValues(np.array([0.5, 0.5]), np.array([1.0, 1.0]), draws=100)
+    run = Gate(codes, codes, 2, 2, ["kld", "mis"], 0.2, cv).run(np.array([0, 1, 2]))
+    assert len(run.decision) == 3
 import scipy.linalg  # the rest of the process imports it as usual
 import numpy as np
 print(scipy.linalg.det(np.eye(2)))
