@@ -859,7 +859,9 @@ def _new_pass(queue, work):
 
 @njit(cache=True, inline="always", _nrt=False)
 def _metric_kinds(tables):
-    """(a chosen metric looks at every target: mis, dqt, exposure; mis is chosen)"""
+    """Whether a chosen metric looks at every target (mis, dqt, exposure), and whether
+    mis is chosen. _settle works them out itself: passed as arguments, numba compiled it
+    a second time for literal booleans."""
     global_metrics = False
     has_mis = False
     for k in range(tables.metrics.shape[0]):
