@@ -138,10 +138,13 @@ class Work(NamedTuple):
     order: np.ndarray  # int64, cells: each target's values sorted by g (kld/mis only)
     place: np.ndarray  # int64, cells: a value's place in its target's order
     edges: np.ndarray  # int64, (|Y|, 3): places a, b of the last recheck, and its settle
-    counters: np.ndarray  # int64[5]: ALIVE entries, LATE releases, SAFE cells, SETTLE, PASS
+    counters: np.ndarray  # int64[6]: ALIVE entries, LATE releases, SAFE cells, SETTLE, PASS,
+    # NOTED verdicts
+    noted: np.ndarray  # int64, cells: the cells rechecked since the safe set was updated
+    noted_safe: np.ndarray  # bool, cells: their verdicts
 
 
-ALIVE, LATE, SAFE, SETTLE, PASS = 0, 1, 2, 3, 4
+ALIVE, LATE, SAFE, SETTLE, PASS, NOTED = 0, 1, 2, 3, 4, 5
 GENERAL, KEYED, CST_ONLY = 0, 1, 2  # how a release rechecks verdicts (run_kernel)
 
 
@@ -168,7 +171,9 @@ def work_space(n_targets: int, n_values: int) -> Work:
         order=np.empty(cells, dtype=np.int64),
         place=np.empty(cells, dtype=np.int64),
         edges=np.zeros((n_targets, 3), dtype=np.int64),
-        counters=np.zeros(5, dtype=np.int64),
+        counters=np.zeros(6, dtype=np.int64),
+        noted=np.empty(cells, dtype=np.int64),
+        noted_safe=np.empty(cells, dtype=np.bool_),
     )
 
 
@@ -405,6 +410,14 @@ def _check(y, x, tables, counts, work):
             result[0] = stat
             result[1] = crit
     return True
+
+
+@njit(cache=True, _nrt=False)
+def _check_apart(y, x, tables, counts, work):
+    """:func:`_check` compiled on its own, for the callers that need it only for the rare
+    cell within a rounding band of its bound: one more inlined copy in _settle cost
+    seconds of every first compilation."""
+    return _check(y, x, tables, counts, work)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -682,9 +695,20 @@ def _safe_remove(cell, y, work):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _recheck_target(y, pos, tables, counts, queue, work):
-    """The safe set after target y's verdicts may have changed, testing every queued cell
-    of y (cells whose verdict did not change keep their place and head)."""
+def _note(cell, safe, work):
+    """Record a recheck's verdict; _settle applies them in one place (one inlined copy of
+    the safe set's updates instead of one per kind of recheck)."""
+    n = work.counters[NOTED]
+    work.noted[n] = cell
+    work.noted_safe[n] = safe
+    work.counters[NOTED] = n + 1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _recheck_target(y, tables, counts, queue, work):
+    """Target y's verdicts after they may have changed, testing every queued cell of y;
+    noted for _settle to apply to the safe set (cells whose verdict did not change keep
+    their place and head there)."""
     X = counts.C.shape[1]
     passable = work.target_alive[y] > 0
     bound, band = np.inf, 0.0
@@ -696,19 +720,17 @@ def _recheck_target(y, pos, tables, counts, queue, work):
     # every helper below is inlined: one call site each keeps the compiled kernel small
     for x in range(X):
         cell = y * X + x
-        if (
+        safe = (
             passable
             and queue.alive[cell] > 0
             and _value_part(y, x, tables, counts, work) <= bound + band
             and _check(y, x, tables, counts, work)
-        ):
-            _safe_add(cell, y, pos, queue, work)
-        else:
-            _safe_remove(cell, y, work)
+        )
+        _note(cell, safe, work)
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _recheck_cst(y, pos, tables, counts, queue, work):
+def _recheck_cst(y, tables, counts, queue, work):
     """:func:`_recheck_target` for cst alone. When every value of y has at least MIN_COUNT
     released tuples (and p > 0), every value is its own group whatever the candidate, and
     a candidate at x has the statistic B + (2 (c_x - n1 p_x) + 1) / (n1 p_x), B being the
@@ -745,10 +767,7 @@ def _recheck_cst(y, pos, tables, counts, queue, work):
                     exact = False
             if exact:
                 safe = _check(y, x, tables, counts, work)
-        if safe:
-            _safe_add(cell, y, pos, queue, work)
-        else:
-            _safe_remove(cell, y, work)
+        _note(cell, safe, work)
 
 
 @njit(cache=True, _nrt=False)
@@ -792,7 +811,7 @@ def _move_by_g(y, x, tables, counts, work):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _recheck_keyed(y, pos, moved_first, moved_last, tables, counts, queue, work):
+def _recheck_keyed(y, moved_first, moved_last, tables, counts, queue, work):
     """:func:`_recheck_target` when every chosen metric is kld or mis: a cell passes
     outright when g < bound - band and fails when g > bound + band, so in y's order by g
     the safe cells are the first ``a`` places plus those of places a..b that pass the
@@ -827,10 +846,8 @@ def _recheck_keyed(y, pos, moved_first, moved_last, tables, counts, queue, work)
     for i in range(first, last):
         x = order[base + i]
         cell = base + x
-        if queue.alive[cell] > 0 and (i < a or (i < b and _check(y, x, tables, counts, work))):
-            _safe_add(cell, y, pos, queue, work)
-        else:
-            _safe_remove(cell, y, work)
+        safe = i < a or (i < b and _check_apart(y, x, tables, counts, work))
+        _note(cell, queue.alive[cell] > 0 and safe, work)
     edges[y, 0] = a
     edges[y, 1] = b
     edges[y, 2] = work.counters[SETTLE]
@@ -863,7 +880,7 @@ def _scan_safe(pos, tables, counts, queue, work):
                 break
             if queue.alive[cell] == 0:
                 continue
-            if g[cell] >= sure and not _check(y, x, tables, counts, work):
+            if g[cell] >= sure and not _check_apart(y, x, tables, counts, work):
                 continue  # within the rounding band: the exact test decided
             if not _head_still_first(cell, pos, work):
                 _find_head(cell, pos, queue, work)
@@ -974,7 +991,6 @@ def _settle(
                 moved = t == y
                 _recheck_keyed(
                     t,
-                    pos,
                     moved_first if moved else 0,
                     moved_last if moved else -1,
                     tables,
@@ -983,9 +999,16 @@ def _settle(
                     work,
                 )
             elif mode == CST_ONLY:
-                _recheck_cst(t, pos, tables, counts, queue, work)
+                _recheck_cst(t, tables, counts, queue, work)
             else:
-                _recheck_target(t, pos, tables, counts, queue, work)
+                _recheck_target(t, tables, counts, queue, work)
+        for k in range(counters[NOTED]):  # the safe set's updates, inlined once
+            cell = work.noted[k]
+            if work.noted_safe[k]:
+                _safe_add(cell, cell // X, pos, queue, work)
+            else:
+                _safe_remove(cell, cell // X, work)
+        counters[NOTED] = 0
         chosen, cell = NOT_FOUND, -1
         for _attempt in range(2):  # one loop, so each inlined search has one call site
             if scan:
