@@ -42,7 +42,10 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from distgate.critical import TIE_ABSOLUTE, TIE_RELATIVE
 
@@ -59,6 +62,7 @@ NOT_FOUND = -1
 # term, far above the rounding by which the shortcut and the full test can differ.
 ROUNDING = 1e-11
 NO_ARRIVAL = 1 << 62
+AHEAD = 8  # requests looked ahead: their records' flags and codes are prefetched
 # Counts.tally entries
 CHECKED_TOTAL, ALL_TOTAL, PRESENT_TARGETS = 0, 1, 2
 
@@ -186,6 +190,27 @@ class Outputs(NamedTuple):
     enqueued: np.ndarray  # (k,) bool
     late_request: np.ndarray  # requests of earlier runs released in this one
     late_at: np.ndarray
+
+
+@intrinsic
+def _prefetch(typingctx, array, index):
+    """Ask the processor to bring array[index] into its cache (LLVM's prefetch: a hint,
+    never a fault, no effect on results)."""
+
+    def codegen(context, builder, signature, args):
+        array_type = signature.args[0]
+        data = context.make_array(array_type)(context, builder, args[0])
+        pointer = cgutils.get_item_pointer(context, builder, array_type, data, [args[1]])
+        i32 = ir.IntType(32)
+        hint = ir.FunctionType(ir.VoidType(), [cgutils.voidptr_t, i32, i32, i32])
+        prefetch = cgutils.get_or_insert_function(builder.module, hint, "llvm.prefetch.p0")
+        # read access, keep in every cache level, data (not instructions)
+        builder.call(
+            prefetch, [builder.bitcast(pointer, cgutils.voidptr_t), i32(0), i32(3), i32(1)]
+        )
+        return context.get_dummy_value()
+
+    return types.void(array, index), codegen
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -1076,6 +1101,12 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
         counters[ALIVE] += queue.alive[cell]
         work.target_alive[cell // X] += queue.alive[cell]
     for j in range(records.shape[0]):
+        if j + AHEAD < records.shape[0] and records[j + AHEAD] >= 0:
+            later = records[j + AHEAD]
+            _prefetch(counts.released, later)
+            _prefetch(queue.queued, later)
+            _prefetch(tables.target_codes, later)
+            _prefetch(tables.value_codes, later)
         r = records[j]
         at = first_request + j
         if r < 0:
