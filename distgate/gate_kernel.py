@@ -500,10 +500,9 @@ def _aggregate(counts):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _release(record, at, tables, counts):
-    """Add one record to the release; returns whether its target left its grace."""
-    y = tables.target_codes[record]
-    x = tables.value_codes[record]
+def _release(record, y, x, at, tables, counts):
+    """Add one record (of target y, value x) to the release; returns whether its target
+    left its grace."""
     counts.released[record] = True
     counts.released_at[record] = at
     was_empty = counts.n[y] == 0
@@ -957,15 +956,14 @@ def _metric_kinds(tables):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _release_step(record, at, mode, global_metrics, tables, counts, work):
-    """Release ``record`` at request ``at`` and invalidate what depended on its cell;
-    returns (its target, whether every target's verdicts may have changed, the range of
-    places the cell moved in its target's order by g)."""
+def _release_step(record, y, x, at, mode, global_metrics, tables, counts, work):
+    """Release ``record`` (of cell y, x: the caller knows them, and reading them again
+    from the table cost a cache miss per queued release) at request ``at`` and invalidate
+    what depended on its cell; returns (whether every target's verdicts may have changed,
+    the range of places the cell moved in its target's order by g)."""
     X = counts.C.shape[1]
     mc_before = _use_mc(counts.tally[CHECKED_TOTAL] + 1, tables)
-    y = tables.target_codes[record]
-    x = tables.value_codes[record]
-    scan_all = _release(record, at, tables, counts) or global_metrics
+    scan_all = _release(record, y, x, at, tables, counts) or global_metrics
     if _use_mc(counts.tally[CHECKED_TOTAL] + 1, tables) != mc_before:
         scan_all = True  # the next candidate is judged in the other regime
     work.g_valid[y * X + x] = False
@@ -974,7 +972,7 @@ def _release_step(record, at, mode, global_metrics, tables, counts, work):
     moved_first, moved_last = 0, -1
     if mode == KEYED:
         moved_first, moved_last = _move_by_g(y, x, tables, counts, work)
-    return y, scan_all, moved_first, moved_last
+    return scan_all, moved_first, moved_last
 
 
 @njit(cache=True, _nrt=False)
@@ -1068,8 +1066,9 @@ def _settle(
             out.late_request[counters[LATE]] = arrival
             out.late_at[counters[LATE]] = at
             counters[LATE] += 1
-        y, scan_all, moved_first, moved_last = _release_step(
-            record, at, mode, global_metrics, tables, counts, work
+        y = ty
+        scan_all, moved_first, moved_last = _release_step(
+            record, ty, cell - ty * X, at, mode, global_metrics, tables, counts, work
         )
         if counters[ALIVE] == 0:
             break
@@ -1126,8 +1125,8 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
             elif ok:
                 out.decision[j] = RELEASED
                 out.released_at[j] = at
-                y, scan_all, moved_first, moved_last = _release_step(
-                    r, at, mode, global_metrics, tables, counts, work
+                scan_all, moved_first, moved_last = _release_step(
+                    r, y, x, at, mode, global_metrics, tables, counts, work
                 )
                 if counters[ALIVE] > 0:
                     _settle(
