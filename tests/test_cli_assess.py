@@ -269,3 +269,13 @@ def test_emd_is_ordered_for_numeric_values_and_not_for_text(write_csv, values, e
     base = write_csv("b.csv", [["x", "count"]] + [[v, 1] for v in values])
     result, doc = run_json("assess", table, "-x", "x", "-y", "y", "-b", base, "--metric", "emd")
     assert doc["metrics"][0]["targets"][0]["statistic"] == pytest.approx(expected)
+
+
+def test_a_repeated_metric_option_adds_to_the_list():
+    # `-m mis -m kld,cst` checks all three, as `-m mis,kld,cst` does: keeping only the
+    # last option would silently drop a check
+    flags = [SOLDIERS, *TABLE_FLAGS, "--alpha", "0.05", "--critical", "asymptotic"]
+    _, repeated = run_json("assess", *flags, "-m", "mis", "-m", "kld,cst")
+    _, listed = run_json("assess", *flags, "-m", "mis,kld,cst")
+    assert [m["metric"] for m in repeated["metrics"]] == ["mis", "kld", "cst"]
+    assert repeated == listed

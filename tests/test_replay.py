@@ -426,3 +426,17 @@ def test_a_second_replay_on_the_same_state_is_refused_or_waits(tmp_path, slow_re
     assert waited.returncode == 0
     # it waited for the first, which had decided the whole log: nothing left to decide
     assert json.loads(waited.stdout)["resumed"] == 240_000
+
+
+def test_a_repeated_metric_option_adds_to_the_list(tmp_path, small_log):
+    # `-m mis -m cst` gates on both, as `-m mis,cst` does (the last alone would release
+    # what mis blocks)
+    outputs = []
+    for flags in (["-m", "mis", "-m", "cst"], ["-m", "mis,cst"], ["-m", "cst"]):
+        out = tmp_path / f"d{len(outputs)}.csv"
+        result = replay(str(SAMPLE / "soldiers.csv"), small_log, "-o", str(out), *flags)
+        assert result.exit_code == 0, result.output
+        outputs.append(out.read_bytes())
+    repeated, listed, last_only = outputs
+    assert repeated == listed
+    assert repeated != last_only

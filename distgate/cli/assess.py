@@ -55,12 +55,12 @@ class Diversity(StrEnum):
 _TAKERS = ", ".join(f"{r.threshold} of {m}" for m, r in REGISTRY.items() if r.threshold)
 
 AssessMetricOption = Annotated[
-    str | None,
+    list[str] | None,
     typer.Option(
         "--metric",
         "-m",
         metavar="M[,M...]",
-        help=f"Metric(s), comma-separated: {', '.join(METRICS)} [default: kld].",
+        help=f"Metric(s), comma-separated or repeated: {', '.join(METRICS)} [default: kld].",
     ),
 ]
 

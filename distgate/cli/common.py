@@ -204,13 +204,13 @@ ConfigOption = Annotated[
     ),
 ]
 MetricOption = Annotated[
-    str | None,
+    list[str] | None,
     typer.Option(
         "--metric",
         "-m",
         metavar="M[,M...]",
-        help="Metric(s), comma-separated: mis, kld, cst, dqt, exposure, dleak, eleak, emd "
-        "[default: kld].",
+        help="Metric(s), comma-separated or repeated: mis, kld, cst, dqt, exposure, dleak, "
+        "eleak, emd [default: kld].",
     ),
 ]
 AlphaOption = Annotated[
@@ -251,8 +251,11 @@ DEFAULT_ALPHA = 0.2
 DEFAULT_CRITICAL = "auto"
 
 
-def metric_setting(flag: str | None, config: dict) -> str:
-    value = flag if flag is not None else config.get("metric", DEFAULT_METRIC)
+def metric_setting(flag: list[str] | None, config: dict) -> str:
+    """The chosen metrics as one comma-separated list: every ``-m`` given (a repeated
+    option adds to the list; keeping only the last would silently drop a check), else the
+    settings file's, else kld."""
+    value = flag if flag else config.get("metric", DEFAULT_METRIC)
     return ",".join(value) if isinstance(value, list) else str(value)
 
 

@@ -50,11 +50,23 @@ def simulate_command(
     encoding: EncodingOption = None,
     baseline: BaselineOption = None,
     metric: Annotated[
-        str, typer.Option("--metric", "-m", metavar="M[,M...]", help="Metrics to compare.")
-    ] = "mis,kld,cst,dqt",
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            "-m",
+            metavar="M[,M...]",
+            help="Metrics to compare, comma-separated or repeated [default: mis,kld,cst,dqt].",
+        ),
+    ] = None,
     alpha: Annotated[
-        str, typer.Option("--alpha", "-a", metavar="A[,A...]", help="Significance levels.")
-    ] = "0.2,0.05",
+        list[str] | None,
+        typer.Option(
+            "--alpha",
+            "-a",
+            metavar="A[,A...]",
+            help="Significance levels, comma-separated or repeated [default: 0.2,0.05].",
+        ),
+    ] = None,
     sequences: Annotated[
         int, typer.Option("--sequences", metavar="K", help="Random request orders.")
     ] = 20,
@@ -126,11 +138,15 @@ def simulate_command(
     if plots is not None and os.path.exists(plots) and not os.path.isdir(plots):
         raise InputError(f"--plots names a folder for the plots, and '{plots}' is a file.")
     settings = load_config(config)
-    metrics = parse_metrics(metric)
+    # a repeated option adds to the list (keeping only the last would drop a comparison)
+    metrics = parse_metrics(",".join(metric) if metric else "mis,kld,cst,dqt")
+    alpha_text = ",".join(alpha) if alpha else "0.2,0.05"
     try:
-        alphas = [check_alpha(float(a)) for a in alpha.split(",") if a.strip()]
+        alphas = [check_alpha(float(a)) for a in alpha_text.split(",") if a.strip()]
     except ValueError:
-        raise InputError(f"--alpha must be numbers separated by commas, not '{alpha}'.") from None
+        raise InputError(
+            f"--alpha must be numbers separated by commas, not '{alpha_text}'."
+        ) from None
     inputs = table_inputs(
         table,
         settings,
