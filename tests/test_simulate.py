@@ -205,38 +205,18 @@ def test_results_do_not_depend_on_the_number_of_workers():
 
 
 def test_repeated_metric_and_alpha_options_add_to_their_lists():
-    flags = ["--bins", "age=" + ",".join(map(str, ref.AGE_EDGES)), "--sequences", "2"]
-    flags += ["--requests", "300", "--draws", "500", "--json"]
-    repeated = run(
-        "simulate",
+    table = [
         SOLDIERS,
         "-x",
         "age",
         "-y",
         "location",
-        *flags,
-        "-m",
-        "kld",
-        "-m",
-        "mis",
-        "-a",
-        "0.2",
-        "-a",
-        "0.05",
-    )
-    listed = run(
-        "simulate",
-        SOLDIERS,
-        "-x",
-        "age",
-        "-y",
-        "location",
-        *flags,
-        "-m",
-        "kld,mis",
-        "-a",
-        "0.2,0.05",
-    )
+        "--bins",
+        "age=" + ",".join(map(str, ref.AGE_EDGES)),
+    ]
+    table += ["--sequences", "2", "--requests", "300", "--draws", "500", "--json"]
+    repeated = run("simulate", *table, "-m", "kld", "-m", "mis", "-a", "0.2", "-a", "0.05")
+    listed = run("simulate", *table, "-m", "kld,mis", "-a", "0.2,0.05")
     assert repeated.exit_code == 0, repeated.output
     doc = json.loads(repeated.stdout)
     assert {(r["metric"], r["alpha"]) for r in doc["release"]} == {
