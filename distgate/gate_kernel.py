@@ -870,8 +870,8 @@ def _recheck_keyed(y, moved_first, moved_last, tables, counts, queue, work):
     for i in range(first, last):
         x = order[base + i]
         cell = base + x
-        safe = i < a or (i < b and _check_apart(y, x, tables, counts, work))
-        _note(cell, queue.alive[cell] > 0 and safe, work)
+        alive = queue.alive[cell] > 0  # an empty cell needs no exact test
+        _note(cell, alive and (i < a or (i < b and _check_apart(y, x, tables, counts, work))), work)
     edges[y, 0] = a
     edges[y, 1] = b
     edges[y, 2] = work.counters[SETTLE]
