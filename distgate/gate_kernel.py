@@ -203,7 +203,9 @@ def _prefetch(typingctx, array, index):
         pointer = cgutils.get_item_pointer(context, builder, array_type, data, [args[1]])
         i32 = ir.IntType(32)
         hint = ir.FunctionType(ir.VoidType(), [cgutils.voidptr_t, i32, i32, i32])
-        prefetch = cgutils.get_or_insert_function(builder.module, hint, "llvm.prefetch.p0")
+        # named by llvmlite from the pointer type, as numba's own memcpy is: the name the
+        # LLVM of every supported numba accepts
+        prefetch = builder.module.declare_intrinsic("llvm.prefetch", [cgutils.voidptr_t], hint)
         # read access, keep in every cache level, data (not instructions)
         builder.call(
             prefetch, [builder.bitcast(pointer, cgutils.voidptr_t), i32(0), i32(3), i32(1)]
