@@ -13,6 +13,15 @@ from tests.cli_helpers import assert_bad_input, run
 from tests.conftest import SAMPLE
 
 SOLDIERS = str(SAMPLE / "soldiers.csv")
+SOLDIERS_BINNED = [
+    SOLDIERS,
+    "-x",
+    "age",
+    "-y",
+    "location",
+    "--bins",
+    "age=" + ",".join(map(str, ref.AGE_EDGES)),
+]
 
 
 def brute_force_fit(counts_row, p):
@@ -95,13 +104,7 @@ def test_json_shape_and_plots(tmp_path, flag):
     folder = tmp_path / "plots"
     result = run(
         "simulate",
-        SOLDIERS,
-        "-x",
-        "age",
-        "-y",
-        "location",
-        "--bins",
-        "age=" + ",".join(map(str, ref.AGE_EDGES)),
+        *SOLDIERS_BINNED,
         "--metric",
         "kld,mis",
         "--alpha",
@@ -205,16 +208,7 @@ def test_results_do_not_depend_on_the_number_of_workers():
 
 
 def test_repeated_metric_and_alpha_options_add_to_their_lists():
-    table = [
-        SOLDIERS,
-        "-x",
-        "age",
-        "-y",
-        "location",
-        "--bins",
-        "age=" + ",".join(map(str, ref.AGE_EDGES)),
-    ]
-    table += ["--sequences", "2", "--requests", "300", "--draws", "500", "--json"]
+    table = [*SOLDIERS_BINNED, "--sequences", "2", "--requests", "300", "--draws", "500", "--json"]
     repeated = run("simulate", *table, "-m", "kld", "-m", "mis", "-a", "0.2", "-a", "0.05")
     listed = run("simulate", *table, "-m", "kld,mis", "-a", "0.2,0.05")
     assert repeated.exit_code == 0, repeated.output

@@ -251,12 +251,18 @@ DEFAULT_ALPHA = 0.2
 DEFAULT_CRITICAL = "auto"
 
 
+def joined(items: list[str] | str | None, default: str) -> str:
+    """A list option as one comma-separated text: every item given (a repeated option
+    adds to the list; keeping only the last would silently drop a metric or a level),
+    else ``default``."""
+    if not items:
+        return default
+    return ",".join(items) if isinstance(items, list) else str(items)
+
+
 def metric_setting(flag: list[str] | None, config: dict) -> str:
-    """The chosen metrics as one comma-separated list: every ``-m`` given (a repeated
-    option adds to the list; keeping only the last would silently drop a check), else the
-    settings file's, else kld."""
-    value = flag if flag else config.get("metric", DEFAULT_METRIC)
-    return ",".join(value) if isinstance(value, list) else str(value)
+    """The chosen metrics: every ``-m`` given, else the settings file's, else kld."""
+    return joined(flag or config.get("metric"), DEFAULT_METRIC)
 
 
 def table_inputs(

@@ -28,9 +28,13 @@ from distgate.cli.common import (
     TargetOption,
     WeightOption,
     handles_bad_input,
+    joined,
     table_inputs,
 )
 from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
+
+DEFAULT_METRICS = "mis,kld,cst,dqt"
+DEFAULT_ALPHAS = "0.2,0.05"
 
 
 @handles_bad_input
@@ -55,7 +59,7 @@ def simulate_command(
             "--metric",
             "-m",
             metavar="M[,M...]",
-            help="Metrics to compare, comma-separated or repeated [default: mis,kld,cst,dqt].",
+            help=f"Metrics to compare, comma-separated or repeated [default: {DEFAULT_METRICS}].",
         ),
     ] = None,
     alpha: Annotated[
@@ -64,7 +68,7 @@ def simulate_command(
             "--alpha",
             "-a",
             metavar="A[,A...]",
-            help="Significance levels, comma-separated or repeated [default: 0.2,0.05].",
+            help=f"Significance levels, comma-separated or repeated [default: {DEFAULT_ALPHAS}].",
         ),
     ] = None,
     sequences: Annotated[
@@ -138,9 +142,8 @@ def simulate_command(
     if plots is not None and os.path.exists(plots) and not os.path.isdir(plots):
         raise InputError(f"--plots names a folder for the plots, and '{plots}' is a file.")
     settings = load_config(config)
-    # a repeated option adds to the list (keeping only the last would drop a comparison)
-    metrics = parse_metrics(",".join(metric) if metric else "mis,kld,cst,dqt")
-    alpha_text = ",".join(alpha) if alpha else "0.2,0.05"
+    metrics = parse_metrics(joined(metric, DEFAULT_METRICS))
+    alpha_text = joined(alpha, DEFAULT_ALPHAS)
     try:
         alphas = [check_alpha(float(a)) for a in alpha_text.split(",") if a.strip()]
     except ValueError:
