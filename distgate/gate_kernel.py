@@ -1068,9 +1068,9 @@ def _settle(
             out.late_request[counters[LATE]] = arrival
             out.late_at[counters[LATE]] = at
             counters[LATE] += 1
-        y = ty
+        y, x = ty, cell - ty * X
         scan_all, moved_first, moved_last = _release_step(
-            record, ty, cell - ty * X, at, mode, global_metrics, tables, counts, work
+            record, y, x, at, mode, global_metrics, tables, counts, work
         )
         if counters[ALIVE] == 0:
             break
