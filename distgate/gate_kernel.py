@@ -123,8 +123,8 @@ class Work(NamedTuple):
     """Scratch space of one run (see :func:`work_space`)."""
 
     values: np.ndarray  # float, max(|Y|, |X|): a row or the targets' distances
-    labels: np.ndarray  # int64, |X|: cst's merged groups
-    result: np.ndarray  # float[2]: statistic and critical value of the last check
+    result: np.ndarray  # float[3]: statistic and critical value of the last check, and the
+    # candidate's D(y) summed over q if it computed one (see _candidate_distances)
     heap: np.ndarray  # int64, cells: the queued cells that are safe now, a binary min-heap
     heap_key: np.ndarray  # int64, cells: a cell's key there, the arrival of its head
     heap_slot: np.ndarray  # int64, cells: a cell's place in heap, -1 if absent (not safe)
@@ -142,13 +142,14 @@ class Work(NamedTuple):
     order: np.ndarray  # int64, cells: each target's values sorted by g (kld/mis only)
     place: np.ndarray  # int64, cells: a value's place in its target's order
     edges: np.ndarray  # int64, (|Y|, 3): places a, b of the last recheck, and its settle
-    counters: np.ndarray  # int64[6]: ALIVE entries, LATE releases, SAFE cells, SETTLE, PASS,
-    # NOTED verdicts
+    counters: np.ndarray  # int64[8]: ALIVE entries, LATE releases, SAFE cells, SETTLE, PASS,
+    # NOTED verdicts, the CANDIDATE cell whose D(y) result[2] holds and the release total
+    # it was computed AT (-1: none)
     noted: np.ndarray  # int64, cells: the cells rechecked since the safe set was updated
     noted_safe: np.ndarray  # bool, cells: their verdicts
 
 
-ALIVE, LATE, SAFE, SETTLE, PASS, NOTED = 0, 1, 2, 3, 4, 5
+ALIVE, LATE, SAFE, SETTLE, PASS, NOTED, CANDIDATE, CANDIDATE_AT = 0, 1, 2, 3, 4, 5, 6, 7
 GENERAL, KEYED, CST_ONLY = 0, 1, 2  # how a release rechecks verdicts (run_kernel)
 
 
@@ -156,8 +157,7 @@ def work_space(n_targets: int, n_values: int) -> Work:
     cells = n_targets * n_values
     return Work(
         values=np.empty(max(n_targets, n_values)),
-        labels=np.empty(n_values, dtype=np.int64),
-        result=np.zeros(2),
+        result=np.zeros(3),
         heap=np.empty(cells, dtype=np.int64),
         heap_key=np.zeros(cells, dtype=np.int64),
         heap_slot=np.full(cells, -1, dtype=np.int64),
@@ -175,7 +175,7 @@ def work_space(n_targets: int, n_values: int) -> Work:
         order=np.empty(cells, dtype=np.int64),
         place=np.empty(cells, dtype=np.int64),
         edges=np.zeros((n_targets, 3), dtype=np.int64),
-        counters=np.zeros(6, dtype=np.int64),
+        counters=np.array([0, 0, 0, 0, 0, 0, -1, -1], dtype=np.int64),
         noted=np.empty(cells, dtype=np.int64),
         noted_safe=np.empty(cells, dtype=np.bool_),
     )
@@ -262,45 +262,55 @@ def _mis_crit(N1, NY1, mc, tables):
     return value
 
 
+@njit(cache=True, inline="always", _nrt=False)
+def _group_term(observed, expected_p, n1):
+    """A merged group's Pearson term; -1 when it is impossible (observed, none expected)."""
+    expected = n1 * expected_p
+    if expected > 0:
+        return (observed - expected) ** 2 / expected
+    return -1.0 if observed > 0 else 0.0
+
+
 @njit(cache=True, _nrt=False)
-def _cst(row, x, p, labels):
-    """Pearson statistic of one target's row with one more tuple at x; (stat, groups).
-    The merged groups are runs of adjacent values, so one pass sums each group's observed
-    and expected counts in domain order (the sums of pearson_statistic, to the last bit)."""
-    m = row.shape[0]
-    n1 = 1.0
-    for i in range(m):
-        n1 += row[i]
-    group = 0
-    running = 0.0
-    for i in range(m):
-        labels[i] = group
-        running += row[i] + (1.0 if i == x else 0.0)
-        if running >= MIN_COUNT:
-            group += 1
-            running = 0.0
-    for i in range(m):
-        if labels[i] == group and group > 0:
-            labels[i] -= 1
-    groups = max(group, 1)
+def _cst(C, y, x, n1, p):
+    """Pearson statistic of target y's row with one more tuple at x (n1 tuples in all);
+    (stat, groups). The merged groups are runs of adjacent values each closed once it
+    holds MIN_COUNT tuples, a short last run joining the group before it. One pass sums
+    each group's observed and expected counts in domain order and adds a group's term
+    once the next group closes (only the last closed group can still grow): the sums of
+    pearson_statistic, to the last bit."""
+    m = C.shape[1]
     stat = 0.0
     impossible = False
-    observed = 0.0
+    groups = 0
+    observed = 0.0  # the open group's
     expected_p = 0.0
+    opened = 0  # its first value
+    held_observed = 0.0  # the last closed group's, its term not added yet
+    held_p = 0.0
     for i in range(m):
-        observed += row[i] + (1.0 if i == x else 0.0)
+        observed += C[y, i] + (1.0 if i == x else 0.0)
         expected_p += p[i]
-        if i == m - 1 or labels[i + 1] != labels[i]:  # the group ends here
-            expected = n1 * expected_p
-            if expected > 0:
-                stat += (observed - expected) ** 2 / expected
-            elif observed > 0:
-                impossible = True
-            observed = 0.0
-            expected_p = 0.0
+        if observed >= MIN_COUNT:
+            if groups > 0:
+                term = _group_term(held_observed, held_p, n1)
+                impossible = impossible or term < 0
+                stat += max(term, 0.0)
+            groups += 1
+            held_observed, held_p = observed, expected_p
+            observed, expected_p, opened = 0.0, 0.0, i + 1
+    if groups == 0:  # a single group of every value
+        held_observed, held_p = observed, expected_p
+    elif opened < m:  # the short last run joins the last group, summed on in domain order
+        for i in range(opened, m):
+            held_observed += C[y, i] + (1.0 if i == x else 0.0)
+            held_p += p[i]
+    term = _group_term(held_observed, held_p, n1)
+    impossible = impossible or term < 0
+    stat += max(term, 0.0)
     if impossible:
         stat = np.inf
-    return stat, groups
+    return stat, max(groups, 1)
 
 
 @njit(cache=True, _nrt=False)
@@ -343,12 +353,19 @@ def _dixon(d):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _candidate_distances(y, x, n1, D1, tables, counts, d):
+def _candidate_distances(y, x, n1, D1, tables, counts, work, d):
     """d[t] = D(t) of the checked targets with the candidate added (NaN = absent); the
-    candidate's D summed over q like every stored D, so equal distributions tie exactly."""
+    candidate's D summed over q like every stored D, so equal distributions tie exactly.
+    That sum is kept: released at once, the candidate's target gets exactly this D."""
     for t in range(d.shape[0]):
         d[t] = counts.D[t] if (counts.checked[t] and counts.n[t] > 0) else np.nan
-    d[y] = D1 if math.isinf(D1) else _row_distance(counts.C, y, x, n1, tables.logp)
+    if math.isinf(D1):
+        d[y] = D1
+    else:
+        d[y] = _row_distance(counts.C, y, x, n1, tables.logp)
+        work.result[2] = d[y]
+        work.counters[CANDIDATE] = y * counts.C.shape[1] + x
+        work.counters[CANDIDATE_AT] = counts.tally[ALL_TOTAL]
 
 
 @njit(cache=True, _nrt=False)
@@ -405,16 +422,14 @@ def _check(y, x, tables, counts, work):
             crit = _mis_crit(N1, NY1, mc1, tables)
             ok = math.isnan(crit) or _below(stat, crit)
         elif m == CST:
-            for i in range(counts.C.shape[1]):
-                scratch[i] = counts.C[y, i]
-            stat, groups = _cst(scratch[: counts.C.shape[1]], x, tables.p, work.labels)
+            stat, groups = _cst(counts.C, y, x, n1 * 1.0, tables.p)
             if groups > 1:
                 crit = tables.chi2[groups - 1]
                 ok = _below(stat, crit)
         else:  # DQT and EXPOSURE look at every checked target
             Y = counts.n.shape[0]
             d = scratch[:Y]
-            _candidate_distances(y, x, n1, D1, tables, counts, d)
+            _candidate_distances(y, x, n1, D1, tables, counts, work, d)
             if m == DQT:
                 stat, count = _dixon(d)
                 if count >= 3:
@@ -449,7 +464,7 @@ def _check_apart(y, x, tables, counts, work):
 
 @njit(cache=True, inline="always", _nrt=False)
 def _refresh_target(y, tables, counts):
-    """n_y, S_y, L_y, D(y) of one target summed again from its row (no drift)."""
+    """n_y, S_y, L_y of one target summed again from its row (no drift)."""
     s = 0.0
     lsum = 0.0
     total = 0
@@ -465,8 +480,6 @@ def _refresh_target(y, tables, counts):
     counts.distinct[y] = distinct
     counts.S[y] = s
     counts.L[y] = lsum
-    if tables.distances:
-        _refresh_distance(y, tables, counts)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -502,14 +515,26 @@ def _aggregate(counts):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _release(record, y, x, at, tables, counts):
+def _release(record, y, x, at, tables, counts, work):
     """Add one record (of target y, value x) to the release; returns whether its target
     left its grace."""
     counts.released[record] = True
     counts.released_at[record] = at
     was_empty = counts.n[y] == 0
+    # the D(y) a check summed for this very candidate in this very state, if any
+    known = (
+        work.counters[CANDIDATE] == y * counts.C.shape[1] + x
+        and work.counters[CANDIDATE_AT] == counts.tally[ALL_TOTAL]
+    )
+    work.counters[CANDIDATE] = -1
     counts.C[y, x] += 1
     _refresh_target(y, tables, counts)
+    if tables.distances:
+        if known:  # the same sum over the same counts: no need to take ten logarithms again
+            counts.D[y] = work.result[2]
+            counts.term[y] = counts.n[y] * work.result[2]
+        else:
+            _refresh_distance(y, tables, counts)
     left_grace = (
         not counts.checked[y]
         and counts.n[y] >= tables.need_n[y]
@@ -965,7 +990,7 @@ def _release_step(record, y, x, at, mode, global_metrics, tables, counts, work):
     the range of places the cell moved in its target's order by g)."""
     X = counts.C.shape[1]
     mc_before = _use_mc(counts.tally[CHECKED_TOTAL] + 1, tables)
-    scan_all = _release(record, y, x, at, tables, counts) or global_metrics
+    scan_all = _release(record, y, x, at, tables, counts, work) or global_metrics
     if _use_mc(counts.tally[CHECKED_TOTAL] + 1, tables) != mc_before:
         scan_all = True  # the next candidate is judged in the other regime
     work.g_valid[y * X + x] = False
