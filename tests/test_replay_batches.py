@@ -83,3 +83,19 @@ def test_the_decisions_file_written_in_chunks_is_the_file_written_at_once(
     text = (tmp_path / "at_once.csv").read_text()
     assert (',"S,""1""",' in text) == (key != "S1")
     assert len(text.splitlines()) == 1201
+
+
+def test_needs_quoting_looks_at_the_entries_of_a_slice_alone():
+    import pyarrow as pa
+
+    from distgate.replay import needs_quoting
+
+    text = pa.array(["a,b", "plain", "ünïcode", None, 'say "hi"', "two\nlines", "cr\r"])
+    assert needs_quoting(text)
+    assert not needs_quoting(text.slice(1, 3))  # its neighbours' commas and quotes
+    assert needs_quoting(text.slice(1, 4))
+    assert needs_quoting(text.slice(5, 1)) and needs_quoting(text.slice(6, 1))
+    assert not needs_quoting(text.slice(3, 1)) and not needs_quoting(text.slice(0, 0))
+    assert needs_quoting(pa.chunked_array([text.slice(1, 2), text.slice(0, 1)]))
+    assert not needs_quoting(pa.array(["x", "y"], type=pa.large_string()))
+    assert needs_quoting(pa.array(["x", "y,"], type=pa.large_string()))
