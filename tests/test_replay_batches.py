@@ -99,3 +99,20 @@ def test_needs_quoting_looks_at_the_entries_of_a_slice_alone():
     assert needs_quoting(pa.chunked_array([text.slice(1, 2), text.slice(0, 1)]))
     assert not needs_quoting(pa.array(["x", "y"], type=pa.large_string()))
     assert needs_quoting(pa.array(["x", "y,"], type=pa.large_string()))
+
+
+@pytest.mark.parametrize("distinct", [3, 10_000])  # repeated values (encoded) and not
+def test_numbers_are_written_as_their_shortest_text_whether_or_not_they_repeat(distinct):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from distgate.replay import _text_numbers
+
+    values = (np.arange(10_000) % distinct) / 7.0
+    values[::9] = np.nan
+    text = _text_numbers(values).to_pylist()
+    assert text == [None if np.isnan(v) else t for v, t in zip(values, text, strict=True)]
+    assert [float(t) for t in text if t is not None] == [v for v in values if not np.isnan(v)]
+    direct = pc.cast(pa.array(values), pa.string()).to_pylist()  # every value formatted
+    assert text == [None if t == "nan" else t for t in direct]
+    assert text[1:3] == ["0.14285714285714285", "0.2857142857142857"]
