@@ -142,14 +142,13 @@ class Work(NamedTuple):
     order: np.ndarray  # int64, cells: each target's values sorted by g (kld/mis only)
     place: np.ndarray  # int64, cells: a value's place in its target's order
     edges: np.ndarray  # int64, (|Y|, 3): places a, b of the last recheck, and its settle
-    counters: np.ndarray  # int64[8]: ALIVE entries, LATE releases, SAFE cells, SETTLE, PASS,
-    # NOTED verdicts, the CANDIDATE cell whose D(y) result[2] holds and the release total
-    # it was computed AT (-1: none)
+    counters: np.ndarray  # int64[7]: ALIVE entries, LATE releases, SAFE cells, SETTLE, PASS,
+    # NOTED verdicts, the CANDIDATE cell whose D(y) result[2] holds (-1: none)
     noted: np.ndarray  # int64, cells: the cells rechecked since the safe set was updated
     noted_safe: np.ndarray  # bool, cells: their verdicts
 
 
-ALIVE, LATE, SAFE, SETTLE, PASS, NOTED, CANDIDATE, CANDIDATE_AT = 0, 1, 2, 3, 4, 5, 6, 7
+ALIVE, LATE, SAFE, SETTLE, PASS, NOTED, CANDIDATE = 0, 1, 2, 3, 4, 5, 6
 GENERAL, KEYED, CST_ONLY = 0, 1, 2  # how a release rechecks verdicts (run_kernel)
 
 
@@ -175,7 +174,7 @@ def work_space(n_targets: int, n_values: int) -> Work:
         order=np.empty(cells, dtype=np.int64),
         place=np.empty(cells, dtype=np.int64),
         edges=np.zeros((n_targets, 3), dtype=np.int64),
-        counters=np.array([0, 0, 0, 0, 0, 0, -1, -1], dtype=np.int64),
+        counters=np.array([0, 0, 0, 0, 0, 0, -1], dtype=np.int64),
         noted=np.empty(cells, dtype=np.int64),
         noted_safe=np.empty(cells, dtype=np.bool_),
     )
@@ -365,7 +364,6 @@ def _candidate_distances(y, x, n1, D1, tables, counts, work, d):
         d[y] = _row_distance(counts.C, y, x, n1, tables.logp)
         work.result[2] = d[y]
         work.counters[CANDIDATE] = y * counts.C.shape[1] + x
-        work.counters[CANDIDATE_AT] = counts.tally[ALL_TOTAL]
 
 
 @njit(cache=True, _nrt=False)
@@ -521,11 +519,9 @@ def _release(record, y, x, at, tables, counts, work):
     counts.released[record] = True
     counts.released_at[record] = at
     was_empty = counts.n[y] == 0
-    # the D(y) a check summed for this very candidate in this very state, if any
-    known = (
-        work.counters[CANDIDATE] == y * counts.C.shape[1] + x
-        and work.counters[CANDIDATE_AT] == counts.tally[ALL_TOTAL]
-    )
+    # the D(y) a check summed for this very candidate, if any: it is of this very state,
+    # for only a release changes the counts and every release forgets it
+    known = work.counters[CANDIDATE] == y * counts.C.shape[1] + x
     work.counters[CANDIDATE] = -1
     counts.C[y, x] += 1
     _refresh_target(y, tables, counts)
