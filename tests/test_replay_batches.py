@@ -116,3 +116,41 @@ def test_numbers_are_written_as_their_shortest_text_whether_or_not_they_repeat(d
     direct = pc.cast(pa.array(values), pa.string()).to_pylist()  # every value formatted
     assert text == [None if t == "nan" else t for t in direct]
     assert text[1:3] == ["0.14285714285714285", "0.2857142857142857"]
+
+
+def test_a_state_whose_batches_are_stored_uncompressed_reads_alike(tmp_path, inputs, log):
+    """States written before the batches were compressed hold plain Arrow IPC blocks:
+    they read back to the same rows and the same decisions file."""
+    import sqlite3
+
+    import pyarrow as pa
+
+    from distgate.replay import _settings_record
+
+    settings = ReplaySettings(metrics=["kld"], alpha=0.2)
+    state, first, again = tmp_path / "s.db", tmp_path / "first.csv", tmp_path / "again.csv"
+    replay(inputs, log, settings, decisions=str(first), state=str(state), batch=500)
+    record, size = _settings_record(inputs, settings), 1200
+    targets = len(inputs.table.target_labels)
+    before = _stored(str(state), record, size, targets)
+    with sqlite3.connect(state) as db:
+        for start, _, decisions, late in db.execute("SELECT * FROM batches").fetchall():
+            plain = []
+            for blob in (decisions, late):
+                table = pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
+                sink = pa.BufferOutputStream()
+                with pa.ipc.new_stream(sink, table.schema) as writer:
+                    writer.write_table(table)
+                plain.append(sink.getvalue().to_pybytes())
+            assert len(plain[0]) > 2 * len(decisions)  # the stored block was compressed
+            db.execute(
+                "UPDATE batches SET decisions = ?, late = ? WHERE first = ?", (*plain, start)
+            )
+    after = _stored(str(state), record, size, targets)
+    for name, values in before[0].items():
+        if name == "key":
+            assert values.equals(after[0]["key"])
+        else:
+            np.testing.assert_array_equal(values, after[0][name], err_msg=name)
+    replay(inputs, log, settings, decisions=str(again), state=str(state))
+    assert again.read_bytes() == first.read_bytes()
