@@ -1103,11 +1103,13 @@ def _settle(
     counters[SAFE] = 0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False)
 def run_kernel(records, first_request, tables, counts, queue, out, work):
     """Decide ``records`` (table positions, -1 = unknown key) as requests
     ``first_request``, ``first_request + 1``, ...; returns how many requests of earlier
-    runs left the queue (their rows are in ``out.late_request``/``out.late_at``)."""
+    runs left the queue (their rows are in ``out.late_request``/``out.late_at``). It
+    releases the GIL (it touches no Python object), so replay's commits of the batches
+    before run beside it."""
     Y, X = counts.C.shape
     counters = work.counters
     mode = KEYED  # every chosen metric is kld or mis (see _recheck_keyed)

@@ -259,6 +259,7 @@ def replay(
         with (
             StateStore(state, _settings_record(inputs, settings), wait=wait) as store,
             _stop_at_batch_boundaries() as received,
+            _Committer(store, log, size, progress) as committer,
         ):
             saved = store.gate_state(len(inputs.table.target_labels))
             if saved is not None:
@@ -270,20 +271,13 @@ def replay(
             while done < size:
                 stop = min(done + max(1, batch), size)
                 run = gate.run(records[done:stop])
-                store.commit(
-                    log.fingerprint,
-                    stop,
-                    log.keys.slice(done, stop - done),
-                    run,
-                    gate.checked,
-                    gate.next_request,
-                )
+                committer.commit(done, stop, run, gate.checked, gate.next_request)
                 runs.append(run)
                 done = stop
-                if progress:
-                    progress(done, size)
                 if received and done < size:
+                    committer.wait()
                     raise Interrupted(done, received[0], state)
+            committer.wait()
             # rows decided before this replay come from the state, this replay's from memory
             stored = store.rows(first, first + size, stored_end=first + resumed)
             rows = _joined_rows(stored, runs, log.keys, resumed, first + resumed)
@@ -303,6 +297,54 @@ def replay(
     if decisions:
         write_decisions(result, decisions)
     return result
+
+
+class _Committer:
+    """Commits the batches to the state in a thread, in order and one at a time, while
+    the gate decides the next batch: SQLite writes and the compiled gate both run without
+    the GIL, so a batch's commit (about half as long as deciding it) overlaps the next
+    one's decisions. At most one batch waits to be committed; :meth:`wait` waits for it
+    and then reports progress, so ``progress`` still counts committed requests only. A
+    replay stopped by an error or a second signal still lets the batch in flight finish:
+    either it commits whole or SQLite rolls it back."""
+
+    def __init__(self, store, log, size: int, progress) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.store, self.log, self.size, self.progress = store, log, size, progress
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="distgate-commit")
+        self.pending = None
+
+    def __enter__(self) -> _Committer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.pool.shutdown(wait=True)
+
+    def commit(self, start: int, stop: int, run, checked: np.ndarray, next_request: int):
+        """Hand over requests [start, stop) decided in ``run``, with the gate's grace flags
+        and request counter after them (values, not views of the gate)."""
+        self.wait()
+        keys = self.log.keys
+        job = self.pool.submit(
+            lambda: self.store.commit(
+                self.log.fingerprint,
+                stop,
+                keys.slice(start, stop - start),
+                run,
+                checked,
+                next_request,
+            )
+        )
+        self.pending = (job, stop)
+
+    def wait(self) -> None:
+        if self.pending is not None:
+            job, stop = self.pending
+            self.pending = None
+            job.result()
+            if self.progress:
+                self.progress(stop, self.size)
 
 
 def _in_background(work: Callable[[], object]) -> Callable[[], None]:

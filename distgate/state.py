@@ -125,7 +125,8 @@ class StateStore:
 
     def _open(self, settings: dict[str, Any]) -> None:
         try:
-            self.db = sqlite3.connect(self.path, isolation_level=None)
+            # replay commits from a thread of its own, one statement at a time (_Committer)
+            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._check_layout()  # before anything is written to the file
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")

@@ -154,3 +154,49 @@ def test_a_state_whose_batches_are_stored_uncompressed_reads_alike(tmp_path, inp
             np.testing.assert_array_equal(values, after[0][name], err_msg=name)
     replay(inputs, log, settings, decisions=str(again), state=str(state))
     assert again.read_bytes() == first.read_bytes()
+
+
+def test_progress_reports_each_batch_once_it_is_committed(tmp_path, inputs, log):
+    """Batches are committed in a thread while the next is decided; progress counts
+    committed requests only, in order, and another reader of the state already sees them."""
+    import sqlite3
+
+    state = tmp_path / "s.db"
+    seen = []
+
+    def progress(done, total):
+        with sqlite3.connect(state) as reader:  # a reader of its own: committed rows only
+            (stored,) = reader.execute("SELECT done FROM logs").fetchone()
+        seen.append((done, total, stored))
+
+    replay(
+        inputs, log, ReplaySettings(metrics=["kld"]), state=str(state), batch=250, progress=progress
+    )
+    assert seen == [(done, 1200, done) for done in (250, 500, 750, 1000, 1200)]
+
+
+def test_a_failed_commit_stops_the_replay_and_the_rerun_completes_it(
+    tmp_path, inputs, log, monkeypatch
+):
+    from distgate.replay import _settings_record
+
+    settings = ReplaySettings(metrics=["mis", "cst"])
+    whole, state, out = tmp_path / "whole.csv", tmp_path / "s.db", tmp_path / "out.csv"
+    replay(inputs, log, settings, decisions=str(whole))
+    commit, calls = StateStore.commit, []
+
+    def failing(self, *args):
+        calls.append(args[1])
+        if len(calls) == 3:
+            raise OSError("disk full")
+        commit(self, *args)
+
+    monkeypatch.setattr(StateStore, "commit", failing)
+    with pytest.raises(OSError, match="disk full"):
+        replay(inputs, log, settings, decisions=str(out), state=str(state), batch=100)
+    assert calls == [100, 200, 300] and not out.exists()
+    monkeypatch.setattr(StateStore, "commit", commit)
+    with StateStore(str(state), _settings_record(inputs, settings)) as store:
+        assert store.rows(0, 1200)["request"].tolist() == list(range(200))
+    replay(inputs, log, settings, decisions=str(out), state=str(state), batch=100)
+    assert out.read_bytes() == whole.read_bytes()
