@@ -869,7 +869,7 @@ class Gate:
         old_per_cell = np.bincount(cells, minlength=n_cells).astype(np.int64)
         room = old_per_cell + new_per_cell
         if slack:  # segments double, so that a queue growing by batches is laid out
-            room = 2 * room + 16  # O(log) times, not once per batch
+            room = 2 * (room + 3 * new_per_cell) + 16  # O(log) times, not once per batch
 
         seg_start = np.zeros(n_cells, dtype=np.int64)
         seg_start[1:] = np.cumsum(room)[:-1]
