@@ -611,10 +611,12 @@ def _best_g(y, tables, counts, queue, work):
 @njit(cache=True, inline="always", _nrt=False)
 def _slack(y, tables, counts, work):
     """For kld and mis, a candidate (y, x) passes iff g(x) lies below a bound that depends
-    on the target alone; returns (bound, band): g above bound + band certainly fails, g
-    below bound - band certainly passes (the band, far above rounding, keeps every
-    borderline cell for the exact test). The tightest bound over the chosen kld/mis
-    metrics; (inf, 0) when neither is chosen."""
+    on the target alone; returns (sure, maybe) = bound -/+ band: g below sure certainly
+    passes, g above maybe certainly fails, and every cell between gets the exact test (the
+    band lies far above rounding). The tightest bound over the chosen kld/mis metrics;
+    (inf, inf) when neither is chosen. A bound that is not a number (an infinite sum less
+    an infinite one: a value the baseline gives no probability, released in a target's
+    grace, makes D and A infinite) decides nothing: (-inf, inf), every cell exact."""
     n1 = counts.n[y] + 1
     N1 = counts.tally[CHECKED_TOTAL] + 1
     mc1 = _use_mc(N1, tables)
@@ -624,6 +626,7 @@ def _slack(y, tables, counts, work):
     rest = work.rest[y]
     bound = np.inf
     band = 0.0
+    undecided = False
     for k in range(tables.metrics.shape[0]):
         m = tables.metrics[k]
         if m == KLD:
@@ -648,7 +651,11 @@ def _slack(y, tables, counts, work):
         if here < bound:
             bound = here
         band = max(band, margin)
-    return bound, band
+        undecided = undecided or math.isnan(here) or math.isnan(margin)
+    sure, maybe = bound - band, bound + band
+    if undecided or math.isnan(sure) or math.isnan(maybe):
+        return -np.inf, np.inf
+    return sure, maybe
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -758,10 +765,10 @@ def _recheck_target(y, tables, counts, queue, work):
     their place and head there)."""
     X = counts.C.shape[1]
     passable = work.target_alive[y] > 0
-    bound, band = np.inf, 0.0
+    maybe = np.inf
     if passable:
-        bound, band = _slack(y, tables, counts, work)
-        passable = _best_g(y, tables, counts, queue, work) <= bound + band
+        maybe = _slack(y, tables, counts, work)[1]
+        passable = _best_g(y, tables, counts, queue, work) <= maybe
     if not passable and work.safe_count[y] == 0:
         return
     # every helper below is inlined: one call site each keeps the compiled kernel small
@@ -770,7 +777,7 @@ def _recheck_target(y, tables, counts, queue, work):
         safe = (
             passable
             and queue.alive[cell] > 0
-            and _value_part(y, x, tables, counts, work) <= bound + band
+            and _value_part(y, x, tables, counts, work) <= maybe
             and _check(y, x, tables, counts, work)
         )
         _note(cell, safe, work)
@@ -873,8 +880,7 @@ def _recheck_keyed(y, moved_first, moved_last, tables, counts, queue, work):
         a0, b0 = edges[y, 0], edges[y, 1]
     else:  # y has no cell in the safe set yet in this settle
         a0, b0 = 0, 0
-    bound, band = _slack(y, tables, counts, work)
-    sure, maybe = bound - band, bound + band
+    sure, maybe = _slack(y, tables, counts, work)
     a = a0
     while a < X and g[base + order[base + a]] < sure:
         a += 1
@@ -917,8 +923,7 @@ def _scan_safe(pos, tables, counts, queue, work):
     for y in range(Y):
         if work.target_alive[y] == 0:
             continue
-        bound, band = _slack(y, tables, counts, work)
-        sure, maybe = bound - band, bound + band
+        sure, maybe = _slack(y, tables, counts, work)
         base = y * X
         for i in range(X):
             x = order[base + i]

@@ -386,6 +386,35 @@ def test_the_compiled_kernel_decides_exactly_like_the_python_loop(s, grace):
     assert np.array_equal(compiled.queued_records(), plain.queued_records())
 
 
+@pytest.mark.parametrize("metrics", [["mis"], ["kld", "mis"], ["kld"], ["mis", "dqt"]])
+def test_a_value_without_baseline_probability_stays_queued_when_the_sums_are_infinite(metrics):
+    # target 0 releases three tuples of value 0 (p = 0) in its grace, so its D(y) and mis's
+    # sum A are infinite and every later candidate's statistic is inf - inf (NaN): blocked.
+    # Target 1's grace release at request 31 starts a queue pass, in which the compiled
+    # gate once read the NaN bound as "certainly below" and released all 28 queued records.
+    targets = np.array([0] * 31 + [1])
+    s = {
+        "targets": targets,
+        "values": np.zeros(32, dtype=np.int64),
+        "n_targets": 2,
+        "n_values": 3,
+        "p": np.array([0.0, 0.5, 0.5]),
+        "requests": np.array([*range(32), 0]),
+        "metrics": metrics,
+        "mode": "asymptotic",
+        "alpha": 0.05,
+        "queue": True,
+        "threshold": None,
+    }
+    compiled = make_gate(s, grace="releases:3")
+    plain = make_gate(s, grace="releases:3")
+    plain.use_kernel = False
+    a, b = compiled.run(s["requests"]), plain.run(s["requests"])
+    assert compiled.compiled and not plain.compiled
+    assert a.released_at.tolist() == b.released_at.tolist() == [0, 1, 2, *[-1] * 28, 31, -1]
+    assert a.decision.tolist() == b.decision.tolist()
+
+
 def test_exposure_is_judged_per_target_and_holds_back_the_headquarters():
     # [workshop]'s safe release: a request is judged on its own target's exposure against
     # mean + std of all exposures after the release (a global test let ~350 through)
