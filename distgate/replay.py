@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -471,8 +470,8 @@ def write_decisions(result: ReplayResult, path: str, *, chunk: int = WRITE_CHUNK
     keys = rows["key"]  # Arrow text, or key text made a slice at a time (RequestKeys)
     if not hasattr(keys, "slice"):
         keys = pa.array(list(keys), type=pa.string())
-    labels_special = any(
-        _NEEDS_QUOTES.search(label) for label in result.target_labels + result.value_labels
+    labels_special = needs_quoting(
+        pa.array(result.target_labels + result.value_labels, type=pa.string())
     )
     size, chunk = len(rows["request"]), max(1, chunk)
     options = pacsv.WriteOptions(quoting_style="none", include_header=False)
@@ -508,7 +507,6 @@ def write_decisions(result: ReplayResult, path: str, *, chunk: int = WRITE_CHUNK
             write(waiting.popleft().result())
 
 
-_NEEDS_QUOTES = re.compile(r'[",\r\n]')
 _QUOTE_BYTES = tuple(b'",\r\n')
 
 
