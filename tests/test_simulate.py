@@ -13,15 +13,14 @@ from tests.cli_helpers import assert_bad_input, run
 from tests.conftest import SAMPLE
 
 SOLDIERS = str(SAMPLE / "soldiers.csv")
-SOLDIERS_BINNED = [
-    SOLDIERS,
-    "-x",
-    "age",
-    "-y",
-    "location",
-    "--bins",
-    "age=" + ",".join(map(str, ref.AGE_EDGES)),
-]
+
+
+def soldiers_binned(edges) -> list[str]:
+    """The sample soldiers with age cut at ``edges``, by location."""
+    return [SOLDIERS, "-x", "age", "-y", "location", "--bins", "age=" + ",".join(map(str, edges))]
+
+
+SOLDIERS_BINNED = soldiers_binned(ref.AGE_EDGES)
 
 
 def brute_force_fit(counts_row, p):
@@ -139,13 +138,7 @@ def test_json_shape_and_plots(tmp_path, flag):
 def test_table_output_lists_targets_and_the_bound():
     result = run(
         "simulate",
-        SOLDIERS,
-        "-x",
-        "age",
-        "-y",
-        "location",
-        "--bins",
-        "age=20,40",
+        *soldiers_binned([20, 40]),
         "--metric",
         "kld",
         "--alpha",
