@@ -133,10 +133,11 @@ class Work(NamedTuple):
     g_valid: np.ndarray  # bool, cells
     best_g: np.ndarray  # float, |Y|: the smallest g(x) over a target's queued cells
     best_g_valid: np.ndarray  # bool, |Y|
-    rest: np.ndarray  # float, |Y|: S_y - L_y - n1 log2 n1, the value-free part of n1 D1
-    rest_valid: np.ndarray  # bool, |Y|
+    bound_parts: np.ndarray  # float, (|Y|, 4): a target's parts of its bound (_bound_parts)
+    bound_valid: np.ndarray  # bool, |Y|: bound_parts are up to date
     safe_count: np.ndarray  # int64, |Y|: a target's cells in the safe set
-    mis_limit: np.ndarray  # float[2]: mis's (critical - tie) N1, target present / new
+    mis_limit: np.ndarray  # float[2]: mis's (critical - tie) N1, target present / new; NaN
+    # when mis is not chosen
     head: np.ndarray  # int64, cells: a safe cell's first queued entry after the pass position
     head_pass: np.ndarray  # int64, cells: the pass ``head`` was found in
     order: np.ndarray  # int64, cells: each target's values sorted by g (kld/mis only)
@@ -149,6 +150,7 @@ class Work(NamedTuple):
 
 
 ALIVE, LATE, SAFE, SETTLE, PASS, NOTED, CANDIDATE = 0, 1, 2, 3, 4, 5, 6
+KLD_BOUND, KLD_BAND, MIS_OFFSET, MIS_SIZES = 0, 1, 2, 3  # Work.bound_parts columns
 GENERAL, KEYED, CST_ONLY = 0, 1, 2  # how a release rechecks verdicts (run_kernel)
 
 
@@ -165,10 +167,10 @@ def work_space(n_targets: int, n_values: int) -> Work:
         g_valid=np.zeros(cells, dtype=bool),
         best_g=np.zeros(n_targets),
         best_g_valid=np.zeros(n_targets, dtype=bool),
-        rest=np.zeros(n_targets),
-        rest_valid=np.zeros(n_targets, dtype=bool),
+        bound_parts=np.zeros((n_targets, 4)),
+        bound_valid=np.zeros(n_targets, dtype=bool),
         safe_count=np.zeros(n_targets, dtype=np.int64),
-        mis_limit=np.zeros(2),
+        mis_limit=np.full(2, np.nan),
         head=np.zeros(cells, dtype=np.int64),
         head_pass=np.full(cells, -1, dtype=np.int64),
         order=np.empty(cells, dtype=np.int64),
@@ -609,45 +611,54 @@ def _best_g(y, tables, counts, queue, work):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def _bound_parts(y, tables, counts, work):
+    """The parts of y's bound on g(x) that change only with y's counts (or the critical
+    values' regime): kld's bound and band, and mis's offset and the sizes its band
+    scales with (see _slack)."""
+    n1 = counts.n[y] + 1
+    N1 = counts.tally[CHECKED_TOTAL] + 1
+    rest = counts.S[y] - counts.L[y] - tables.xlogx[n1]  # n1 D1 - g(x)
+    sizes = abs(counts.S[y]) + abs(counts.L[y]) + n1 + 1.0
+    parts = work.bound_parts
+    parts[y, KLD_BOUND] = np.inf
+    parts[y, KLD_BAND] = 0.0
+    for k in range(tables.metrics.shape[0]):
+        if tables.metrics[k] == KLD:
+            crit = _kld_crit(n1, _use_mc(N1, tables), tables)
+            if not math.isnan(crit):
+                limit = (crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)) * n1
+                parts[y, KLD_BOUND] = limit - rest
+                parts[y, KLD_BAND] = ROUNDING * (sizes + abs(limit))
+    old = counts.term[y] if counts.n[y] > 0 else 0.0
+    parts[y, MIS_OFFSET] = old - rest
+    parts[y, MIS_SIZES] = sizes
+    work.bound_valid[y] = True
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def _slack(y, tables, counts, work):
     """For kld and mis, a candidate (y, x) passes iff g(x) lies below a bound that depends
     on the target alone; returns (sure, maybe) = bound -/+ band: g below sure certainly
     passes, g above maybe certainly fails, and every cell between gets the exact test (the
     band lies far above rounding). The tightest bound over the chosen kld/mis metrics;
-    (inf, inf) when neither is chosen. A bound that is not a number (an infinite sum less
-    an infinite one: a value the baseline gives no probability, released in a target's
+    (inf, inf) when neither is chosen. kld's bound moves only with y's counts; mis's is
+    (crit - tie) N1 - A plus an offset that moves only with y's counts, so a pass pays
+    a few additions a target. A bound that is not a number (an infinite sum less an
+    infinite one: a value the baseline gives no probability, released in a target's
     grace, makes D and A infinite) decides nothing: (-inf, inf), every cell exact."""
-    n1 = counts.n[y] + 1
-    N1 = counts.tally[CHECKED_TOTAL] + 1
-    mc1 = _use_mc(N1, tables)
-    if not work.rest_valid[y]:
-        work.rest[y] = counts.S[y] - counts.L[y] - tables.xlogx[n1]  # n1 D1 - g(x)
-        work.rest_valid[y] = True
-    rest = work.rest[y]
-    bound = np.inf
-    band = 0.0
-    undecided = False
-    for k in range(tables.metrics.shape[0]):
-        m = tables.metrics[k]
-        if m == KLD:
-            crit = _kld_crit(n1, mc1, tables)
-            if math.isnan(crit):
-                continue
-            limit = (crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)) * n1
-            here = limit - rest
-            margin = ROUNDING * (abs(counts.S[y]) + abs(counts.L[y]) + abs(limit) + n1 + 1.0)
-        elif m == MIS:
-            # (crit - tie) N1 for a target already present / new, computed once per step
-            limit = work.mis_limit[0] if counts.n[y] > 0 else work.mis_limit[1]
-            if math.isnan(limit):
-                continue
-            old = counts.term[y] if counts.n[y] > 0 else 0.0
-            here = limit - (counts.weighted[0] - old + rest)
-            margin = ROUNDING * (
-                abs(counts.weighted[0]) + abs(counts.S[y]) + abs(counts.L[y]) + abs(limit) + n1 + 1
-            )
-        else:
-            continue
+    if not work.bound_valid[y]:
+        _bound_parts(y, tables, counts, work)
+    parts = work.bound_parts
+    bound = parts[y, KLD_BOUND]
+    band = parts[y, KLD_BAND]
+    undecided = math.isnan(bound) or math.isnan(band)
+    # (crit - tie) N1 for a target already present / new, computed once per step; NaN
+    # when mis is not chosen or has no critical value
+    limit = work.mis_limit[0] if counts.n[y] > 0 else work.mis_limit[1]
+    if not math.isnan(limit):
+        A = counts.weighted[0]
+        here = (limit - A) + parts[y, MIS_OFFSET]
+        margin = ROUNDING * (abs(A) + parts[y, MIS_SIZES] + abs(limit))
         if here < bound:
             bound = here
         band = max(band, margin)
@@ -994,9 +1005,10 @@ def _release_step(record, y, x, at, mode, global_metrics, tables, counts, work):
     scan_all = _release(record, y, x, at, tables, counts, work) or global_metrics
     if _use_mc(counts.tally[CHECKED_TOTAL] + 1, tables) != mc_before:
         scan_all = True  # the next candidate is judged in the other regime
+        work.bound_valid[:] = False  # kld's bounds change with it
     work.g_valid[y * X + x] = False
     work.best_g_valid[y] = False
-    work.rest_valid[y] = False
+    work.bound_valid[y] = False
     moved_first, moved_last = 0, -1
     if mode == KEYED:
         moved_first, moved_last = _move_by_g(y, x, tables, counts, work)
