@@ -133,7 +133,9 @@ class Work(NamedTuple):
     g_valid: np.ndarray  # bool, cells
     best_g: np.ndarray  # float, |Y|: the smallest g(x) over a target's queued cells
     best_g_valid: np.ndarray  # bool, |Y|
-    bound_parts: np.ndarray  # float, (|Y|, 4): a target's parts of its bound (_bound_parts)
+    bound_parts: np.ndarray  # float, (4, |Y|): a target's parts of its bound (_bound_parts)
+    sure: np.ndarray  # float, |Y|: the targets' edges (_bounds)
+    maybe: np.ndarray  # float, |Y|
     bound_valid: np.ndarray  # bool, |Y|: bound_parts are up to date
     safe_count: np.ndarray  # int64, |Y|: a target's cells in the safe set
     mis_limit: np.ndarray  # float[2]: mis's (critical - tie) N1, target present / new; NaN
@@ -167,7 +169,9 @@ def work_space(n_targets: int, n_values: int) -> Work:
         g_valid=np.zeros(cells, dtype=bool),
         best_g=np.zeros(n_targets),
         best_g_valid=np.zeros(n_targets, dtype=bool),
-        bound_parts=np.zeros((n_targets, 4)),
+        bound_parts=np.zeros((4, n_targets)),
+        sure=np.zeros(n_targets),
+        maybe=np.zeros(n_targets),
         bound_valid=np.zeros(n_targets, dtype=bool),
         safe_count=np.zeros(n_targets, dtype=np.int64),
         mis_limit=np.full(2, np.nan),
@@ -614,59 +618,64 @@ def _best_g(y, tables, counts, queue, work):
 def _bound_parts(y, tables, counts, work):
     """The parts of y's bound on g(x) that change only with y's counts (or the critical
     values' regime): kld's bound and band, and mis's offset and the sizes its band
-    scales with (see _slack)."""
+    scales with (see _edges)."""
     n1 = counts.n[y] + 1
     N1 = counts.tally[CHECKED_TOTAL] + 1
     rest = counts.S[y] - counts.L[y] - tables.xlogx[n1]  # n1 D1 - g(x)
     sizes = abs(counts.S[y]) + abs(counts.L[y]) + n1 + 1.0
     parts = work.bound_parts
-    parts[y, KLD_BOUND] = np.inf
-    parts[y, KLD_BAND] = 0.0
+    parts[KLD_BOUND, y] = np.inf
+    parts[KLD_BAND, y] = 0.0
     for k in range(tables.metrics.shape[0]):
         if tables.metrics[k] == KLD:
             crit = _kld_crit(n1, _use_mc(N1, tables), tables)
             if not math.isnan(crit):
                 limit = (crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)) * n1
-                parts[y, KLD_BOUND] = limit - rest
-                parts[y, KLD_BAND] = ROUNDING * (sizes + abs(limit))
+                parts[KLD_BOUND, y] = limit - rest
+                parts[KLD_BAND, y] = ROUNDING * (sizes + abs(limit))
     old = counts.term[y] if counts.n[y] > 0 else 0.0
-    parts[y, MIS_OFFSET] = old - rest
-    parts[y, MIS_SIZES] = sizes
+    parts[MIS_OFFSET, y] = old - rest
+    parts[MIS_SIZES, y] = sizes
     work.bound_valid[y] = True
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _slack(y, tables, counts, work):
+def _edges(y, A, counts, work):
     """For kld and mis, a candidate (y, x) passes iff g(x) lies below a bound that depends
     on the target alone; returns (sure, maybe) = bound -/+ band: g below sure certainly
     passes, g above maybe certainly fails, and every cell between gets the exact test (the
     band lies far above rounding). The tightest bound over the chosen kld/mis metrics;
     (inf, inf) when neither is chosen. kld's bound moves only with y's counts; mis's is
-    (crit - tie) N1 - A plus an offset that moves only with y's counts, so a pass pays
-    a few additions a target. A bound that is not a number (an infinite sum less an
+    (crit - tie) N1 - A plus an offset that moves only with y's counts (_bound_parts,
+    which must be up to date). A bound that is not a number (an infinite sum less an
     infinite one: a value the baseline gives no probability, released in a target's
-    grace, makes D and A infinite) decides nothing: (-inf, inf), every cell exact."""
-    if not work.bound_valid[y]:
-        _bound_parts(y, tables, counts, work)
+    grace, makes D and A infinite) decides nothing: (-inf, inf), every cell exact.
+    Selects, not branches: _bounds computes every target's edges in one loop."""
     parts = work.bound_parts
-    bound = parts[y, KLD_BOUND]
-    band = parts[y, KLD_BAND]
-    undecided = math.isnan(bound) or math.isnan(band)
+    bound = parts[KLD_BOUND, y]
+    band = parts[KLD_BAND, y]
     # (crit - tie) N1 for a target already present / new, computed once per step; NaN
     # when mis is not chosen or has no critical value
     limit = work.mis_limit[0] if counts.n[y] > 0 else work.mis_limit[1]
-    if not math.isnan(limit):
-        A = counts.weighted[0]
-        here = (limit - A) + parts[y, MIS_OFFSET]
-        margin = ROUNDING * (abs(A) + parts[y, MIS_SIZES] + abs(limit))
-        if here < bound:
-            bound = here
-        band = max(band, margin)
-        undecided = undecided or math.isnan(here) or math.isnan(margin)
+    mis = not math.isnan(limit)
+    here = (limit - A) + parts[MIS_OFFSET, y]
+    margin = ROUNDING * (abs(A) + parts[MIS_SIZES, y] + abs(limit))
+    undecided = math.isnan(bound) or math.isnan(band)
+    undecided = undecided or (mis and (math.isnan(here) or math.isnan(margin)))
+    bound = min(bound, here) if mis else bound
+    band = max(band, margin) if mis else band
     sure, maybe = bound - band, bound + band
     if undecided or math.isnan(sure) or math.isnan(maybe):
         return -np.inf, np.inf
     return sure, maybe
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _slack(y, tables, counts, work):
+    """Target y's (sure, maybe) edges (see _edges)."""
+    if not work.bound_valid[y]:
+        _bound_parts(y, tables, counts, work)
+    return _edges(y, counts.weighted[0], counts, work)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -929,12 +938,19 @@ def _scan_safe(pos, tables, counts, queue, work):
     target's bound and touches only the safe cells and one more per target."""
     Y, X = counts.C.shape
     order, g = work.order, work.g
+    for y in range(Y):
+        if not work.bound_valid[y]:
+            _bound_parts(y, tables, counts, work)
+    A = counts.weighted[0]
+    for y in range(Y):  # no branch: a loop the compiler can vectorise
+        work.sure[y], work.maybe[y] = _edges(y, A, counts, work)
     best_arrival = NO_ARRIVAL
     best_cell = -1
     for y in range(Y):
-        if work.target_alive[y] == 0:
+        maybe = work.maybe[y]
+        if work.target_alive[y] == 0 or not _best_g(y, tables, counts, queue, work) <= maybe:
             continue
-        sure, maybe = _slack(y, tables, counts, work)
+        sure = work.sure[y]
         base = y * X
         for i in range(X):
             x = order[base + i]
