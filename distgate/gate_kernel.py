@@ -134,7 +134,7 @@ class Work(NamedTuple):
     best_g: np.ndarray  # float, |Y|: the smallest g(x) over a target's queued cells
     best_g_valid: np.ndarray  # bool, |Y|
     bound_parts: np.ndarray  # float, (4, |Y|): a target's parts of its bound (_bound_parts)
-    sure: np.ndarray  # float, |Y|: the targets' edges (_bounds)
+    sure: np.ndarray  # float, |Y|: the targets' edges in a scan (_scan_safe)
     maybe: np.ndarray  # float, |Y|
     bound_valid: np.ndarray  # bool, |Y|: bound_parts are up to date
     safe_count: np.ndarray  # int64, |Y|: a target's cells in the safe set
@@ -650,7 +650,7 @@ def _edges(y, A, counts, work):
     which must be up to date). A bound that is not a number (an infinite sum less an
     infinite one: a value the baseline gives no probability, released in a target's
     grace, makes D and A infinite) decides nothing: (-inf, inf), every cell exact.
-    Selects, not branches: _bounds computes every target's edges in one loop."""
+    Selects rather than branches: _scan_safe works out every target's edges in one loop."""
     parts = work.bound_parts
     bound = parts[KLD_BOUND, y]
     band = parts[KLD_BAND, y]
@@ -935,7 +935,8 @@ def _scan_safe(pos, tables, counts, queue, work):
     crossed it per release, each crossing a heap operation: a safe set kept up to date
     cost more than finding the safe cells again. Each target's safe cells are a prefix
     of its order by g (_recheck_keyed), so the walk stops at the first value past the
-    target's bound and touches only the safe cells and one more per target."""
+    target's bound and touches only the safe cells and one more per target; a target
+    whose smallest queued g lies past its bound is not walked at all."""
     Y, X = counts.C.shape
     order, g = work.order, work.g
     for y in range(Y):
