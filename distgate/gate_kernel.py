@@ -649,8 +649,7 @@ def _edges(y, A, counts, work):
     (crit - tie) N1 - A plus an offset that moves only with y's counts (_bound_parts,
     which must be up to date). A bound that is not a number (an infinite sum less an
     infinite one: a value the baseline gives no probability, released in a target's
-    grace, makes D and A infinite) decides nothing: (-inf, inf), every cell exact.
-    Selects rather than branches: _scan_safe works out every target's edges in one loop."""
+    grace, makes D and A infinite) decides nothing: (-inf, inf), every cell exact."""
     parts = work.bound_parts
     bound = parts[KLD_BOUND, y]
     band = parts[KLD_BAND, y]
@@ -943,7 +942,8 @@ def _scan_safe(pos, tables, counts, queue, work):
         if not work.bound_valid[y]:
             _bound_parts(y, tables, counts, work)
     A = counts.weighted[0]
-    for y in range(Y):  # no branch: a loop the compiler can vectorise
+    # the edges in a loop of their own, with no refresh in it: mis 7% faster than _slack
+    for y in range(Y):
         work.sure[y], work.maybe[y] = _edges(y, A, counts, work)
     best_arrival = NO_ARRIVAL
     best_cell = -1
