@@ -66,6 +66,27 @@ def test_batches_of_1_7_and_20000_decide_alike(tmp_path, inputs, log, metrics):
         assert gate.next_request == stored[0][1].next_request == 1200
 
 
+def test_the_stored_gate_state_lists_the_released_records_in_record_order(tmp_path, inputs, log):
+    """The state read back is the gate's own form (Gate.state): released records sorted,
+    each with the request that released it, as the decisions of a run without state
+    have them."""
+    from distgate.replay import _settings_record
+
+    settings = ReplaySettings(metrics=["kld"], alpha=0.2)
+    rows = replay(inputs, log, settings).rows
+    state = tmp_path / "s.db"
+    replay(inputs, log, settings, state=str(state), batch=7)
+    record, released_at = rows["record"], rows["released_at"]
+    released = (released_at >= 0) & (record >= 0)
+    order = np.argsort(record[released])
+    targets = len(inputs.table.target_labels)
+    stored_settings = _settings_record(inputs, settings)
+    _, gate = _stored(str(state), stored_settings, len(rows["request"]), targets)
+    assert len(gate.released_records) > 100
+    np.testing.assert_array_equal(gate.released_records, record[released][order])
+    np.testing.assert_array_equal(gate.released_at, released_at[released][order])
+
+
 @pytest.mark.parametrize("key", ["S1", 'S,"1"'])  # plain text, and text that needs quotes
 def test_the_decisions_file_written_in_chunks_is_the_file_written_at_once(
     tmp_path, inputs, log, key
