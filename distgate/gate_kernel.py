@@ -22,7 +22,9 @@ pointers. Outside a release every queued record is unsafe, so the queue passes o
 the set of cells that are safe *now*: a binary heap keyed by each safe cell's first entry
 after the pass position, whose top is the next record a pass releases. Taking it moves
 only that cell's head; a cell's head is found again (an exponential search from where it
-was) only when the cell re-enters the set after the pass position went past it. After a
+was) only when the cell re-enters the set after the pass position went past it, and at a
+pass start it is the cell's first entry, which is kept. The records of the likely next
+release are prefetched: their entries are random accesses into table-sized arrays. After a
 release the set is updated only for the cells whose verdict can have changed: the
 released target's cells for per-target metrics (kld, cst); every target's when the
 critical-value regime or the set of checked targets changes, or for the metrics that look
@@ -149,6 +151,8 @@ class Work(NamedTuple):
     # NOTED verdicts, the CANDIDATE cell whose D(y) result[2] holds (-1: none)
     noted: np.ndarray  # int64, cells: the cells rechecked since the safe set was updated
     noted_safe: np.ndarray  # bool, cells: their verdicts
+    first_alive: np.ndarray  # int64, cells: a cell's first queued entry (segment end if none)
+    first_arrival: np.ndarray  # int64, cells: its arrival (NO_ARRIVAL if none)
 
 
 ALIVE, LATE, SAFE, SETTLE, PASS, NOTED, CANDIDATE = 0, 1, 2, 3, 4, 5, 6
@@ -183,6 +187,8 @@ def work_space(n_targets: int, n_values: int) -> Work:
         counters=np.array([0, 0, 0, 0, 0, 0, -1], dtype=np.int64),
         noted=np.empty(cells, dtype=np.int64),
         noted_safe=np.empty(cells, dtype=np.bool_),
+        first_alive=np.zeros(cells, dtype=np.int64),
+        first_arrival=np.full(cells, NO_ARRIVAL, dtype=np.int64),
     )
 
 
@@ -588,6 +594,32 @@ def _head(cell, pos, lo, queue):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def _first_from(cell, slot, queue, work):
+    """Cell's first queued entry, known to be ``slot`` or later (kept in Work, so a pass
+    start finds every head without a search)."""
+    k, end = _head(cell, -1, slot, queue)
+    work.first_alive[cell] = k
+    work.first_arrival[cell] = queue.arrival[k] if k < end else NO_ARRIVAL
+
+
+@njit(cache=True, _nrt=False)
+def _first_entries(queue, work):
+    """Every cell's first queued entry, at the start of a run."""
+    for cell in range(queue.seg_start.shape[0]):
+        _first_from(cell, queue.seg_start[cell], queue, work)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _prefetch_release(slot, queue, counts):
+    """Start loading what releasing queue slot ``slot`` writes: its record's entries in
+    arrays of the table's size, random accesses that otherwise stall the release."""
+    record = queue.record[slot]
+    _prefetch(counts.released_at, record)
+    _prefetch(counts.released, record)
+    _prefetch(queue.queued, record)
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def _value_part(y, x, tables, counts, work):
     """g(x) = (c+1) log2(c+1) - c log2 c - log2 p(x): the part of a candidate's n_y D(y)
     that depends on its value, n1 D1 = S_y - L_y - n1 log2 n1 + g(x) (cached per cell: it
@@ -720,13 +752,15 @@ def _sift_down(i, work):
 def _find_head(cell, pos, queue, work):
     """A safe cell's first queued entry after ``pos`` and its heap key (its arrival)."""
     # a head found earlier in this pass is no later than the new one (pos only grows)
-    if work.head_pass[cell] == work.counters[PASS]:
-        lo = work.head[cell]
-    else:
-        lo = queue.seg_start[cell]
+    this_pass = work.head_pass[cell] == work.counters[PASS]
+    work.head_pass[cell] = work.counters[PASS]
+    if pos < 0:  # a pass start: the cell's first entry, kept up to date (no memory read)
+        work.head[cell] = work.first_alive[cell]
+        work.heap_key[cell] = work.first_arrival[cell]
+        return
+    lo = work.head[cell] if this_pass else work.first_alive[cell]
     k, end = _head(cell, pos, lo, queue)
     work.head[cell] = k
-    work.head_pass[cell] = work.counters[PASS]
     work.heap_key[cell] = queue.arrival[k] if k < end else NO_ARRIVAL
 
 
@@ -967,6 +1001,8 @@ def _scan_safe(pos, tables, counts, queue, work):
             if work.heap_key[cell] < best_arrival:
                 best_arrival = work.heap_key[cell]
                 best_cell = cell
+                # the winner is known only at the end: start loading each leader's record
+                _prefetch_release(work.head[cell], queue, counts)
     if best_cell < 0:
         return NOT_FOUND, -1
     return work.head[best_cell], best_cell
@@ -1106,6 +1142,8 @@ def _settle(
         queue.dead[chosen] = True
         queue.next_alive[chosen] = chosen + 1
         queue.alive[cell] -= 1
+        if chosen == work.first_alive[cell]:
+            _first_from(cell, chosen + 1, queue, work)
         work.target_alive[ty] -= 1
         counters[ALIVE] -= 1
         queue.queued[record] = False
@@ -1117,6 +1155,9 @@ def _settle(
         elif not scan:  # the scan finds the cell's next head when it needs it
             _find_head(cell, pos, queue, work)
             _sift_down(0, work)
+        if not scan and _earliest_safe(work) != NOT_FOUND:  # likely the next release
+            _prefetch_release(_earliest_safe(work), queue, counts)
+            _prefetch(out.released_at, max(work.heap_key[work.heap[0]] - first_request, 0))
         if arrival >= first_request:
             out.released_at[arrival - first_request] = at
         else:
@@ -1155,6 +1196,7 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
     if mode == KEYED:
         _sort_by_g(tables, counts, work)
     global_metrics = _metric_kinds(tables)[0]
+    _first_entries(queue, work)
     for cell in range(Y * X):
         counters[ALIVE] += queue.alive[cell]
         work.target_alive[cell // X] += queue.alive[cell]
@@ -1216,6 +1258,8 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
                 queue.alive[cell] += 1
                 if queue.alive[cell] == 1:
                     work.best_g_valid[y] = False
+                    work.first_alive[cell] = slot
+                    work.first_arrival[cell] = at
                 work.target_alive[y] += 1
                 counters[ALIVE] += 1
             else:
