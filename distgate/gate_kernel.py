@@ -125,6 +125,10 @@ class Work(NamedTuple):
     """Scratch space of one run (see :func:`work_space`)."""
 
     values: np.ndarray  # float, max(|Y|, |X|): a row or the targets' distances
+    group_of: np.ndarray  # int64, |X|: cst's merged groups of a row (_cst_groups)
+    group_observed: np.ndarray  # float, |X|
+    group_share: np.ndarray  # float, |X|
+    stays: np.ndarray  # bool, |X|
     result: np.ndarray  # float[3]: statistic and critical value of the last check, and the
     # candidate's D(y) summed over q if it computed one (see _candidate_distances)
     heap: np.ndarray  # int64, cells: the queued cells that are safe now, a binary min-heap
@@ -164,6 +168,10 @@ def work_space(n_targets: int, n_values: int) -> Work:
     cells = n_targets * n_values
     return Work(
         values=np.empty(max(n_targets, n_values)),
+        group_of=np.empty(n_values, dtype=np.int64),
+        group_observed=np.empty(n_values),
+        group_share=np.empty(n_values),
+        stays=np.empty(n_values, dtype=np.bool_),
         result=np.zeros(3),
         heap=np.empty(cells, dtype=np.int64),
         heap_key=np.zeros(cells, dtype=np.int64),
@@ -837,36 +845,89 @@ def _recheck_target(y, tables, counts, queue, work):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def _cst_groups(C, y, n1, p, group_of, observed, share, stays):
+    """Target y's merged groups at n1 tuples, as :func:`_cst` forms them without a
+    candidate: each value's group (``group_of[x]``), each group's observed count and
+    baseline share (``observed[k]``, ``share[k]``), and whether one more tuple at x leaves
+    every group as it is (``stays[x]``). Returns (the statistic summed over the groups,
+    the number of groups), or (nan, 0) when no group closes or a value has no baseline
+    probability.
+
+    One more tuple at x changes the grouping only if it closes x's run sooner (the run
+    held MIN_COUNT - 1 tuples before the value that closes it, and x lies before that
+    value) or lets a short last run close on its own (it held MIN_COUNT - 1)."""
+    m = C.shape[1]
+    groups = 0
+    opened = 0  # the open run's first value
+    run = 0.0
+    run_p = 0.0
+    for i in range(m):
+        if not p[i] > 0:
+            return np.nan, 0
+        run += C[y, i]
+        run_p += p[i]
+        if run >= MIN_COUNT:
+            before_closing = run - C[y, i]
+            for j in range(opened, i + 1):
+                group_of[j] = groups
+                stays[j] = j == i or before_closing < MIN_COUNT - 1
+            observed[groups] = run
+            share[groups] = run_p
+            groups += 1
+            opened, run, run_p = i + 1, 0.0, 0.0
+    if groups == 0:
+        return np.nan, 0
+    if opened < m:  # the short last run joins the last group
+        observed[groups - 1] += run
+        share[groups - 1] += run_p
+        for j in range(opened, m):
+            group_of[j] = groups - 1
+            stays[j] = run < MIN_COUNT - 1
+    stat = 0.0
+    for k in range(groups):
+        expected = n1 * share[k]
+        stat += (observed[k] - expected) ** 2 / expected
+    return stat, groups
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def _recheck_cst(y, tables, counts, queue, work):
-    """:func:`_recheck_target` for cst alone. When every value of y has at least MIN_COUNT
-    released tuples (and p > 0), every value is its own group whatever the candidate, and
-    a candidate at x has the statistic B + (2 (c_x - n1 p_x) + 1) / (n1 p_x), B being the
-    row's statistic at n1 = n_y + 1: O(1) a cell after one O(X) sum instead of O(X) a
-    cell. A cell within a rounding margin of the critical value, and every cell of a row
-    with smaller counts, gets the exact test."""
+    """:func:`_recheck_target` for cst alone. While one more tuple at x leaves the row's
+    merged groups as they are (_cst_groups), a candidate at x has the statistic
+    B + (2 (O - n1 P) + 1) / (n1 P), B being the row's statistic at n1 = n_y + 1 and O, P
+    the observed count and baseline share of x's group: O(1) a cell after one O(X) pass
+    instead of O(X) a cell. A cell within a rounding margin of the critical value, and a
+    cell whose tuple would regroup the row, gets the exact test."""
     X = counts.C.shape[1]
     passable = work.target_alive[y] > 0
     if not passable and work.safe_count[y] == 0:
         return
     n1 = counts.n[y] + 1.0
-    simple = X > 1
-    base = 0.0
-    for i in range(X):
-        expected = n1 * tables.p[i]
-        if counts.C[y, i] < MIN_COUNT or not expected > 0:
-            simple = False
-            break
-        base += (counts.C[y, i] - expected) ** 2 / expected
-    crit = tables.chi2[X - 1]
+    base, groups = 0.0, 0
+    if passable:
+        base, groups = _cst_groups(
+            counts.C,
+            y,
+            n1,
+            tables.p,
+            work.group_of,
+            work.group_observed,
+            work.group_share,
+            work.stays,
+        )
+    crit = tables.chi2[groups - 1] if groups > 1 else np.nan
     limit = crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)
     for x in range(X):
         cell = y * X + x
         safe = False
         if passable and queue.alive[cell] > 0:
             exact = True
-            if simple:
-                expected = n1 * tables.p[x]
-                stat = base + (2.0 * (counts.C[y, x] - expected) + 1.0) / expected
+            if groups == 1 and work.stays[x]:
+                safe, exact = True, False  # a single group: nothing to test
+            elif groups > 1 and work.stays[x]:
+                group = work.group_of[x]
+                expected = n1 * work.group_share[group]
+                stat = base + (2.0 * (work.group_observed[group] - expected) + 1.0) / expected
                 margin = ROUNDING * (abs(base) + abs(stat) + abs(crit) + 1.0)
                 if stat < limit - margin:
                     safe, exact = True, False

@@ -530,3 +530,39 @@ def test_the_chi_square_table_holds_the_degrees_of_freedom_the_metrics_ask_for(m
     assert held == degrees
     for df in degrees:
         assert table[df] == pytest.approx(chi2.ppf(0.8, df), rel=1e-12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 9), min_size=2, max_size=8), st.data())
+def test_cst_groups_know_which_candidates_keep_the_rows_grouping(row, data):
+    """The kernel's cst recheck takes a candidate's statistic from the row's groups in O(1)
+    where one more tuple leaves the grouping as it is (else it runs the exact test): there
+    merge_groups must give the same groups and the statistic must be pearson_statistic's.
+    A row whose every value holds 5 tuples never needs the exact test."""
+    from distgate.gate_kernel import _cst_groups
+    from distgate.metrics.pearson import merge_groups, pearson_statistic
+
+    m = len(row)
+    weights = data.draw(st.lists(st.integers(1, 9), min_size=m, max_size=m))
+    p = np.array(weights, dtype=float) / sum(weights)
+    n1 = sum(row) + 1.0
+    group_of = np.empty(m, dtype=np.int64)
+    observed, share, stays = np.empty(m), np.empty(m), np.empty(m, dtype=bool)
+    base, groups = _cst_groups(np.array([row]), 0, n1, p, group_of, observed, share, stays)
+    if sum(row) < 5:  # no group closes: every candidate gets the exact test
+        assert groups == 0
+        return
+    labels, _ = merge_groups(np.array(row))
+    for x in range(m):
+        more = np.array(row)
+        more[x] += 1
+        new_labels, new_groups = merge_groups(more)
+        if min(row) >= 5:
+            assert stays[x]
+        if stays[x]:
+            assert np.array_equal(new_labels, labels), x
+            assert groups == new_groups
+            expected = n1 * share[group_of[x]]
+            fast = base + (2 * (observed[group_of[x]] - expected) + 1) / expected
+            exact = pearson_statistic(more, p).statistic
+            assert fast == pytest.approx(exact, rel=1e-12, abs=1e-12)
