@@ -128,7 +128,7 @@ class Work(NamedTuple):
     group_of: np.ndarray  # int64, |X|: cst's merged groups of a row (_cst_groups)
     group_observed: np.ndarray  # float, |X|
     group_share: np.ndarray  # float, |X|
-    stays: np.ndarray  # bool, |X|
+    regrouping: np.ndarray  # int8, |X|: STAYS, CLOSES_TAIL or REGROUPS
     result: np.ndarray  # float[3]: statistic and critical value of the last check, and the
     # candidate's D(y) summed over q if it computed one (see _candidate_distances)
     heap: np.ndarray  # int64, cells: the queued cells that are safe now, a binary min-heap
@@ -162,6 +162,7 @@ class Work(NamedTuple):
 ALIVE, LATE, SAFE, SETTLE, PASS, NOTED, CANDIDATE = 0, 1, 2, 3, 4, 5, 6
 KLD_BOUND, KLD_BAND, MIS_OFFSET, MIS_SIZES = 0, 1, 2, 3  # Work.bound_parts columns
 GENERAL, KEYED, CST_ONLY = 0, 1, 2  # how a release rechecks verdicts (run_kernel)
+STAYS, CLOSES_TAIL, REGROUPS = 0, 1, 2  # what one more tuple does to cst's groups
 
 
 def work_space(n_targets: int, n_values: int) -> Work:
@@ -171,7 +172,7 @@ def work_space(n_targets: int, n_values: int) -> Work:
         group_of=np.empty(n_values, dtype=np.int64),
         group_observed=np.empty(n_values),
         group_share=np.empty(n_values),
-        stays=np.empty(n_values, dtype=np.bool_),
+        regrouping=np.empty(n_values, dtype=np.int8),
         result=np.zeros(3),
         heap=np.empty(cells, dtype=np.int64),
         heap_key=np.zeros(cells, dtype=np.int64),
@@ -845,17 +846,22 @@ def _recheck_target(y, tables, counts, queue, work):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _cst_groups(C, y, n1, p, group_of, observed, share, stays):
+def _pearson_term(observed, share, n1):
+    expected = n1 * share
+    return (observed - expected) ** 2 / expected
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _cst_groups(C, y, n1, p, group_of, observed, share, kind):
     """Target y's merged groups at n1 tuples, as :func:`_cst` forms them without a
     candidate: each value's group (``group_of[x]``), each group's observed count and
-    baseline share (``observed[k]``, ``share[k]``), and whether one more tuple at x leaves
-    every group as it is (``stays[x]``). Returns (the statistic summed over the groups,
-    the number of groups), or (nan, 0) when no group closes or a value has no baseline
-    probability.
-
-    One more tuple at x changes the grouping only if it closes x's run sooner (the run
-    held MIN_COUNT - 1 tuples before the value that closes it, and x lies before that
-    value) or lets a short last run close on its own (it held MIN_COUNT - 1)."""
+    baseline share (``observed[k]``, ``share[k]``), and what one more tuple at x does to
+    the groups (``kind[x]``): STAYS, every group stays as it is; CLOSES_TAIL, the short
+    last run that joined the last group reaches MIN_COUNT and becomes a group of its own;
+    REGROUPS, it closes x's run sooner and the groups after it may shift. Returns (the
+    statistic summed over the groups, the number of groups, the statistic of a CLOSES_TAIL
+    candidate), or (nan, 0, nan) when no group closes or a value has no baseline
+    probability."""
     m = C.shape[1]
     groups = 0
     opened = 0  # the open run's first value
@@ -863,49 +869,61 @@ def _cst_groups(C, y, n1, p, group_of, observed, share, stays):
     run_p = 0.0
     for i in range(m):
         if not p[i] > 0:
-            return np.nan, 0
+            return np.nan, 0, np.nan
         run += C[y, i]
         run_p += p[i]
         if run >= MIN_COUNT:
-            before_closing = run - C[y, i]
+            # one more tuple before the closing value closes the run sooner if the run
+            # held MIN_COUNT - 1 tuples before it
+            sooner = run - C[y, i] == MIN_COUNT - 1
             for j in range(opened, i + 1):
                 group_of[j] = groups
-                stays[j] = j == i or before_closing < MIN_COUNT - 1
+                kind[j] = REGROUPS if sooner and j < i else STAYS
             observed[groups] = run
             share[groups] = run_p
             groups += 1
             opened, run, run_p = i + 1, 0.0, 0.0
     if groups == 0:
-        return np.nan, 0
-    if opened < m:  # the short last run joins the last group
-        observed[groups - 1] += run
-        share[groups - 1] += run_p
-        for j in range(opened, m):
-            group_of[j] = groups - 1
-            stays[j] = run < MIN_COUNT - 1
+        return np.nan, 0, np.nan
     stat = 0.0
-    for k in range(groups):
-        expected = n1 * share[k]
-        stat += (observed[k] - expected) ** 2 / expected
-    return stat, groups
+    for k in range(groups - 1):
+        stat += _pearson_term(observed[k], share[k], n1)
+    last = groups - 1
+    tail_stat = np.nan
+    if opened < m:  # the short last run joins the last group
+        closes = run == MIN_COUNT - 1
+        if closes:
+            tail_stat = (
+                stat
+                + _pearson_term(observed[last], share[last], n1)
+                + _pearson_term(run + 1.0, run_p, n1)
+            )
+        observed[last] += run
+        share[last] += run_p
+        for j in range(opened, m):
+            group_of[j] = last
+            kind[j] = CLOSES_TAIL if closes else STAYS
+    stat += _pearson_term(observed[last], share[last], n1)
+    return stat, groups, tail_stat
 
 
 @njit(cache=True, inline="always", _nrt=False)
 def _recheck_cst(y, tables, counts, queue, work):
-    """:func:`_recheck_target` for cst alone. While one more tuple at x leaves the row's
-    merged groups as they are (_cst_groups), a candidate at x has the statistic
-    B + (2 (O - n1 P) + 1) / (n1 P), B being the row's statistic at n1 = n_y + 1 and O, P
-    the observed count and baseline share of x's group: O(1) a cell after one O(X) pass
-    instead of O(X) a cell. A cell within a rounding margin of the critical value, and a
-    cell whose tuple would regroup the row, gets the exact test."""
+    """:func:`_recheck_target` for cst alone, O(1) a cell after one O(X) pass over the
+    row's merged groups (_cst_groups) instead of O(X) a cell. A candidate at x that leaves
+    the groups as they are has the statistic B + (2 (O - n1 P) + 1) / (n1 P), B being the
+    row's statistic at n1 = n_y + 1 and O, P the observed count and baseline share of x's
+    group; one that lets the short last run close has the statistic of the groups with
+    that run apart. A cell within a rounding margin of its critical value, and a cell
+    whose tuple would regroup the row further, gets the exact test."""
     X = counts.C.shape[1]
     passable = work.target_alive[y] > 0
     if not passable and work.safe_count[y] == 0:
         return
     n1 = counts.n[y] + 1.0
-    base, groups = 0.0, 0
+    base, groups, tail_stat = 0.0, 0, np.nan
     if passable:
-        base, groups = _cst_groups(
+        base, groups, tail_stat = _cst_groups(
             counts.C,
             y,
             n1,
@@ -913,26 +931,33 @@ def _recheck_cst(y, tables, counts, queue, work):
             work.group_of,
             work.group_observed,
             work.group_share,
-            work.stays,
+            work.regrouping,
         )
-    crit = tables.chi2[groups - 1] if groups > 1 else np.nan
-    limit = crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)
     for x in range(X):
         cell = y * X + x
         safe = False
         if passable and queue.alive[cell] > 0:
             exact = True
-            if groups == 1 and work.stays[x]:
-                safe, exact = True, False  # a single group: nothing to test
-            elif groups > 1 and work.stays[x]:
-                group = work.group_of[x]
-                expected = n1 * work.group_share[group]
-                stat = base + (2.0 * (work.group_observed[group] - expected) + 1.0) / expected
-                margin = ROUNDING * (abs(base) + abs(stat) + abs(crit) + 1.0)
-                if stat < limit - margin:
-                    safe, exact = True, False
-                elif stat > limit + margin:
-                    exact = False
+            kind = work.regrouping[x] if groups > 0 else REGROUPS
+            if kind != REGROUPS:
+                if kind == STAYS:
+                    g = groups
+                    group = work.group_of[x]
+                    expected = n1 * work.group_share[group]
+                    stat = base + (2.0 * (work.group_observed[group] - expected) + 1.0) / expected
+                else:
+                    g = groups + 1
+                    stat = tail_stat
+                if g == 1:
+                    safe, exact = True, False  # a single group: nothing to test
+                else:
+                    crit = tables.chi2[g - 1]
+                    limit = crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)
+                    margin = ROUNDING * (abs(base) + abs(stat) + abs(crit) + 1.0)
+                    if stat < limit - margin:
+                        safe, exact = True, False
+                    elif stat > limit + margin:
+                        exact = False
             if exact:
                 safe = _check(y, x, tables, counts, work)
         _note(cell, safe, work)

@@ -534,12 +534,13 @@ def test_the_chi_square_table_holds_the_degrees_of_freedom_the_metrics_ask_for(m
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 9), min_size=2, max_size=8), st.data())
-def test_cst_groups_know_which_candidates_keep_the_rows_grouping(row, data):
-    """The kernel's cst recheck takes a candidate's statistic from the row's groups in O(1)
-    where one more tuple leaves the grouping as it is (else it runs the exact test): there
-    merge_groups must give the same groups and the statistic must be pearson_statistic's.
-    A row whose every value holds 5 tuples never needs the exact test."""
-    from distgate.gate_kernel import _cst_groups
+def test_cst_groups_know_what_one_more_tuple_does_to_a_rows_grouping(row, data):
+    """The kernel's cst recheck takes a candidate's statistic in O(1) where one more tuple
+    leaves the row's merged groups as they are, or only lets the short last run close on
+    its own; elsewhere it runs the exact test. Each claim is checked against merge_groups
+    and pearson_statistic. A row whose every value holds 5 tuples never needs the exact
+    test."""
+    from distgate.gate_kernel import CLOSES_TAIL, REGROUPS, STAYS, _cst_groups
     from distgate.metrics.pearson import merge_groups, pearson_statistic
 
     m = len(row)
@@ -547,8 +548,10 @@ def test_cst_groups_know_which_candidates_keep_the_rows_grouping(row, data):
     p = np.array(weights, dtype=float) / sum(weights)
     n1 = sum(row) + 1.0
     group_of = np.empty(m, dtype=np.int64)
-    observed, share, stays = np.empty(m), np.empty(m), np.empty(m, dtype=bool)
-    base, groups = _cst_groups(np.array([row]), 0, n1, p, group_of, observed, share, stays)
+    observed, share, kind = np.empty(m), np.empty(m), np.empty(m, dtype=np.int8)
+    base, groups, tail_stat = _cst_groups(
+        np.array([row]), 0, n1, p, group_of, observed, share, kind
+    )
     if sum(row) < 5:  # no group closes: every candidate gets the exact test
         assert groups == 0
         return
@@ -557,12 +560,21 @@ def test_cst_groups_know_which_candidates_keep_the_rows_grouping(row, data):
         more = np.array(row)
         more[x] += 1
         new_labels, new_groups = merge_groups(more)
+        exact = pearson_statistic(more, p).statistic
         if min(row) >= 5:
-            assert stays[x]
-        if stays[x]:
+            assert kind[x] == STAYS
+        if kind[x] == STAYS:
             assert np.array_equal(new_labels, labels), x
-            assert groups == new_groups
+            assert new_groups == groups
             expected = n1 * share[group_of[x]]
             fast = base + (2 * (observed[group_of[x]] - expected) + 1) / expected
-            exact = pearson_statistic(more, p).statistic
             assert fast == pytest.approx(exact, rel=1e-12, abs=1e-12)
+        elif kind[x] == CLOSES_TAIL:  # the last run becomes a group of its own
+            apart = new_labels == groups
+            assert apart[-1] and np.all(np.diff(apart.astype(int)) >= 0)  # a trailing run
+            assert np.all(labels[apart] == groups - 1)
+            assert np.array_equal(new_labels[~apart], labels[~apart])
+            assert new_groups == groups + 1
+            assert tail_stat == pytest.approx(exact, rel=1e-12, abs=1e-12)
+        else:
+            assert kind[x] == REGROUPS
