@@ -3,8 +3,8 @@
 1. `distgate replay` of 1,000,000 requests over a 1,000,000-record table (20 targets, 10
    values, two shifted targets, kld, queue on), as a command including start-up, against
    the floor a user would compare with: one Python process that reads both CSV files with
-   pyarrow and writes a 1,000,000-row decisions CSV (goal <= 2x). Best of 3 runs (the
-   floor best of 2): on a shared machine single runs vary by 10-30%.
+   pyarrow and writes a 1,000,000-row decisions CSV (goal <= 2x). Best of 5 runs each,
+   the floor and the replay in turns: on a shared machine single runs vary by 10-70%.
 2. The same with `--state` against without (goal <= 1.5x), the time until its first batch
    is committed (in this process, from reading the inputs), and resuming after a stop at
    940,000 committed requests (goal <= 2 s; each of 3 runs from a copy of the same stopped
@@ -98,9 +98,7 @@ def bench_replay(table: Path, log: Path) -> None:
     from distgate.replay import ReplaySettings, replay
 
     python = sys.executable
-    floor = min(
-        timed([python, "-c", FLOOR, str(table), str(log), str(OUT / "floor.csv")]) for _ in range(2)
-    )
+    floor_command = [python, "-c", FLOOR, str(table), str(log), str(OUT / "floor.csv")]
     command = [
         python,
         "-m",
@@ -123,7 +121,14 @@ def bench_replay(table: Path, log: Path) -> None:
     subprocess.run(
         [*command[:5], str(OUT / "warmup.csv"), *command[6:]], check=True, stdout=subprocess.DEVNULL
     )  # compile the kernel once (cached on disk)
-    plain = min(timed(command) for _ in range(3))
+    # the floor and the replay in turns: the machine's speed drifts by tens of percent
+    # over a minute (the floor alone measured 0.74 s and 1.25 s in two runs of this
+    # script), so each pair sees the same conditions
+    floors, plains = [], []
+    for _ in range(5):
+        floors.append(timed(floor_command))
+        plains.append(timed(command))
+    floor, plain = min(floors), min(plains)
     states = []
     for _ in range(3):
         state = OUT / "state.db"
@@ -169,11 +174,18 @@ def bench_replay(table: Path, log: Path) -> None:
         shutil.copy(stopped, OUT / "state.db")
         resumes.append(timed([*command, "--state", str(OUT / "state.db")]))
     resume = min(resumes)
-    print(f"floor (pyarrow reads both CSVs, writes 1M decisions): {floor:6.2f} s")
+    print(
+        f"floor (pyarrow reads both CSVs, writes 1M decisions): {floor:6.2f} s  (runs "
+        + ", ".join(f"{t:.2f}" for t in floors)
+        + ")"
+    )
     print(
         f"replay 1M/1M, decisions CSV:          {plain:6.2f} s  ratio {plain / floor:5.2f} "
-        "(goal <= 2)"
+        "(goal <= 2; runs " + ", ".join(f"{t:.2f}" for t in plains) + ")"
     )
+    ratios = sorted(p / f for p, f in zip(plains, floors, strict=True))
+    shown = ", ".join(f"{r:.2f}" for r in ratios)
+    print(f"  each replay run over the floor run just before it, sorted: {shown}")
     print(
         f"replay 1M/1M with --state:            {with_state:6.2f} s  ratio to no state "
         f"{with_state / plain:5.2f} (goal <= 1.5)"
