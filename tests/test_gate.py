@@ -578,3 +578,41 @@ def test_cst_groups_know_what_one_more_tuple_does_to_a_rows_grouping(row, data):
             assert tail_stat == pytest.approx(exact, rel=1e-12, abs=1e-12)
         else:
             assert kind[x] == REGROUPS
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.integers(0, 400), min_size=1, max_size=3), st.integers(0, 2**32 - 1))
+def test_the_kernels_head_search_finds_a_cells_first_queued_entry_after_a_position(sizes, seed):
+    """The kernel finds a cell's first queued entry after the pass position by an
+    exponential, then a binary search and a walk past dead entries: the same answer as a
+    scan. The cells' arrivals interleave, as in a real queue, so a search that strays out
+    of its segment meets arrivals that look right."""
+    from distgate import gate_kernel as kernel
+
+    rng = np.random.default_rng(seed)
+    size = sum(sizes) + 1
+    arrival = np.zeros(size, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    for start, n in zip(starts, sizes, strict=True):
+        arrival[start : start + n] = np.cumsum(rng.integers(1, 6, n))
+    dead = rng.random(size) < rng.random()
+    queue = kernel.Queue(
+        seg_start=starts,
+        seg_fill=np.array(sizes, dtype=np.int64),
+        alive=np.zeros(len(sizes), dtype=np.int64),
+        arrival=arrival,
+        record=np.zeros(size, dtype=np.int64),
+        dead=dead,
+        next_alive=np.arange(1, size + 1, dtype=np.int64),
+        queued=np.zeros(1, dtype=bool),
+    )
+    for cell, n in enumerate(sizes):
+        start, end = int(starts[cell]), int(starts[cell]) + n
+        top = int(arrival[start:end].max(initial=0))
+        for pos in {-1, int(rng.integers(-1, top + 2)), top - 1, top}:
+            later = start + int(np.searchsorted(arrival[start:end], pos, side="right"))
+            lo = int(rng.integers(start, later + 1))  # no later than the answer
+            alive = [k for k in range(later, end) if not dead[k]]
+            found, segment_end = kernel._head(cell, pos, lo, queue)
+            assert segment_end == end
+            assert found == (alive[0] if alive else end), (cell, pos, lo)
