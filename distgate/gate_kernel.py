@@ -846,12 +846,6 @@ def _recheck_target(y, tables, counts, queue, work):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _pearson_term(observed, share, n1):
-    expected = n1 * share
-    return (observed - expected) ** 2 / expected
-
-
-@njit(cache=True, inline="always", _nrt=False)
 def _cst_groups(C, y, n1, p, group_of, observed, share, kind):
     """Target y's merged groups at n1 tuples, as :func:`_cst` forms them without a
     candidate: each value's group (``group_of[x]``), each group's observed count and
@@ -887,7 +881,7 @@ def _cst_groups(C, y, n1, p, group_of, observed, share, kind):
         return np.nan, 0, np.nan
     stat = 0.0
     for k in range(groups - 1):
-        stat += _pearson_term(observed[k], share[k], n1)
+        stat += _group_term(observed[k], share[k], n1)
     last = groups - 1
     tail_stat = np.nan
     if opened < m:  # the short last run joins the last group
@@ -895,15 +889,15 @@ def _cst_groups(C, y, n1, p, group_of, observed, share, kind):
         if closes:
             tail_stat = (
                 stat
-                + _pearson_term(observed[last], share[last], n1)
-                + _pearson_term(run + 1.0, run_p, n1)
+                + _group_term(observed[last], share[last], n1)
+                + _group_term(run + 1.0, run_p, n1)
             )
         observed[last] += run
         share[last] += run_p
         for j in range(opened, m):
             group_of[j] = last
             kind[j] = CLOSES_TAIL if closes else STAYS
-    stat += _pearson_term(observed[last], share[last], n1)
+    stat += _group_term(observed[last], share[last], n1)
     return stat, groups, tail_stat
 
 
@@ -1241,8 +1235,9 @@ def _settle(
         elif not scan:  # the scan finds the cell's next head when it needs it
             _find_head(cell, pos, queue, work)
             _sift_down(0, work)
-        if not scan and _earliest_safe(work) != NOT_FOUND:  # likely the next release
-            _prefetch_release(_earliest_safe(work), queue, counts)
+        following = NOT_FOUND if scan else _earliest_safe(work)  # likely the next release
+        if following != NOT_FOUND:
+            _prefetch_release(following, queue, counts)
             _prefetch(out.released_at, max(work.heap_key[work.heap[0]] - first_request, 0))
         if arrival >= first_request:
             out.released_at[arrival - first_request] = at
