@@ -76,7 +76,7 @@ def main() -> None:
     options = table_options(path)
 
     def assess():
-        inputs = load_inputs(options)
+        inputs = load_inputs(options, counts_only=True)  # as `distgate assess` reads it
         values = inputs.critical_values("auto")
         assess_release(
             inputs.counts, inputs.table.target_labels, ["kld", "mis", "cst"], 0.2, values

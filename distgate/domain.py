@@ -33,6 +33,7 @@ from distgate.io.tables import (
     TextFormat,
     dictionary_column,
     display_name,
+    encode_text,
     numeric_column,
     read_columns,
     require_values,
@@ -357,6 +358,7 @@ class EncodedTable:
         self.target_labels, self.value_labels = target_labels, value_labels
         self.keys, self.attributes, self.targets, self.source = keys, attributes, targets, source
         self.dropped = 0  # records left out for a missing value (--missing drop)
+        self.grouped = False  # lines are distinct records with their counts: no record order
         self._codes: dict[str, np.ndarray] = {}
 
     @property
@@ -367,6 +369,11 @@ class EncodedTable:
         return len(self._targets_side.indices)
 
     def _expanded(self, side: _Codes) -> np.ndarray:
+        if self.grouped:
+            raise RuntimeError(
+                "This table was counted by groups (encode_table(..., counts_only=True)): it "
+                "has counts, not per-record codes."
+            )
         codes = side.lookup[side.indices]
         return codes if self.weights is None else np.repeat(codes, self.weights)
 
@@ -432,6 +439,7 @@ def encode_table(
     order: Mapping[str, Sequence[str]] | None = None,
     fmt: TextFormat = PLAIN,
     keys_checked_later: bool = False,
+    counts_only: bool = False,
 ) -> EncodedTable:
     """Read a table and encode each record as (target code, value code).
 
@@ -444,6 +452,11 @@ def encode_table(
     ``weight`` names a column of whole-number counts (:func:`record_weights`); ``order``
     gives the order of a column's values (``value_domain`` still wins for attributes);
     ``fmt`` says how a delimited text file is written.
+
+    With ``counts_only`` (and no ``id_column``) the records are counted by their distinct
+    combinations of values, in one hashing pass on the cores, and the table has counts but
+    no per-record codes (``grouped``); anything wrong in the table is still reported
+    with its line, by the record-level encoding.
     """
     bins = dict(bins or {})
     order = dict(order or {})
@@ -451,6 +464,7 @@ def encode_table(
     name = f"table {display_name(source)}"
     encoded_columns = list(attributes) + list(targets)
     extra = [c for c in (id_column, weight) if c]
+    by_groups = counts_only and id_column is None
     table = read_columns(
         source,
         encoded_columns + extra,
@@ -458,7 +472,62 @@ def encode_table(
         dictionary=encoded_columns,
         numeric=[*bins, *([weight] if weight else [])],
         fmt=fmt,
+        encode=not by_groups,
     )
+    settings = (attributes, targets, bins, value_domain, missing, order, source, name)
+    if by_groups:
+        try:
+            groups, group_weight = _distinct_records(table, encoded_columns, weight, name)
+            encoded = _encode_read_table(groups, None, group_weight, False, *settings)
+            encoded.grouped = True
+            return encoded
+        except InputError:  # the record-level path below names the line
+            table = encode_text(table, encoded_columns)
+    return _encode_read_table(table, id_column, weight, keys_checked_later, *settings)
+
+
+_GROUP_COUNT = "\x00records"  # the count column of the distinct records (no column's name)
+
+
+def _distinct_records(
+    table: pa.Table, columns: list[str], weight: str | None, name: str
+) -> tuple[pa.Table, str]:
+    """The distinct combinations of ``columns`` with how many records each stands for (the
+    sum of the weights, with a weight column), as a table whose lines are weighted by its
+    returned column: a hash aggregation on the cores instead of encoding every record."""
+    if weight is None:
+        grouped = table.group_by(columns, use_threads=True).aggregate([([], "count_all")])
+        counts, count_name = grouped.column("count_all"), _GROUP_COUNT
+    else:
+        weights = pa.array(record_weights(table, weight, name))
+        table = table.set_column(table.schema.get_field_index(weight), weight, weights)
+        grouped = table.group_by(columns, use_threads=True).aggregate([(weight, "sum")])
+        counts, count_name = grouped.column(f"{weight}_sum"), weight
+    parts = {c: grouped.column(c).combine_chunks() for c in columns}
+    # text is encoded as the record-level path encodes it; numbers stay numbers
+    parts = {
+        c: pc.dictionary_encode(part) if pa.types.is_string(part.type) else part
+        for c, part in parts.items()
+    }
+    return pa.table({**parts, count_name: counts}), count_name
+
+
+def _encode_read_table(
+    table: pa.Table,
+    id_column: str | None,
+    weight: str | None,
+    keys_checked_later: bool,
+    attributes: Sequence[str],
+    targets: Sequence[str],
+    bins: dict,
+    value_domain: Sequence[str] | None,
+    missing: str,
+    order: dict,
+    source: str,
+    name: str,
+) -> EncodedTable:
+    """encode_table's work on the table as read (text columns dictionary-encoded)."""
+    encoded_columns = list(attributes) + list(targets)
     if id_column:
         require_values(table, [id_column], name)
     weights = None

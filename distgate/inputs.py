@@ -67,10 +67,14 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def load_inputs(options: TableOptions, *, need_keys: bool = False) -> Inputs:
+def load_inputs(
+    options: TableOptions, *, need_keys: bool = False, counts_only: bool = False
+) -> Inputs:
     """Read the table (and the baseline file, when one is given) of ``options``.
 
-    Without a baseline file the baseline is the table's own distribution of X.
+    Without a baseline file the baseline is the table's own distribution of X. With
+    ``counts_only`` the caller needs the counts, not per-record codes: the records are
+    counted by their distinct values (:func:`distgate.domain.encode_table`).
     """
     from distgate.engines import choose_engine
 
@@ -92,6 +96,7 @@ def load_inputs(options: TableOptions, *, need_keys: bool = False) -> Inputs:
         order=options.order_dict,
         fmt=options.text_format,
         keys_checked_later=need_keys,  # by the key lookup (distgate.io.requests.map_keys)
+        counts_only=counts_only and not need_keys,
     )
     counts = table.count_table().counts
     if baseline is None:
@@ -133,7 +138,7 @@ def record_counts(options: TableOptions) -> tuple[Counts, int]:
     from distgate.engines import choose_engine
 
     if choose_engine(options.source, options.engine)[0] != "arrow":
-        inputs = load_inputs(options)
+        inputs = load_inputs(options, counts_only=True)
         table = inputs.table
         grid = Counts(inputs.counts.T.copy(), list(table.value_labels), list(table.target_labels))
         return grid, table.dropped
@@ -146,6 +151,7 @@ def record_counts(options: TableOptions) -> tuple[Counts, int]:
         weight=options.weight,
         order=options.order_dict,
         fmt=options.text_format,
+        counts_only=True,
     )
     counts = table.count_table()
     grid = Counts(counts.counts.T.copy(), list(counts.value_labels), list(counts.target_labels))

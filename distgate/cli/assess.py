@@ -189,6 +189,7 @@ def assess_command(
         order=order,
         delimiter=delimiter,
         encoding=encoding,
+        counts_only=not output,  # a repaired release (-o) is written record by record
     )
     values = inputs.critical_values(
         setting(critical, settings, "critical", DEFAULT_CRITICAL),

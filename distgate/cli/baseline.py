@@ -85,6 +85,7 @@ def baseline_command(
         order=order,
         delimiter=delimiter,
         encoding=encoding,
+        counts_only=True,
     )
     profile = profile_table(inputs.counts, inputs.baseline, inputs.table.target_labels)
     if output:

@@ -283,8 +283,10 @@ def table_inputs(
     order: list[str] | None = None,
     delimiter: str | None = None,
     encoding: str | None = None,
+    counts_only: bool = False,
 ):
-    """Read the table named by the shared table options (flags over ``distgate.toml``)."""
+    """Read the table named by the shared table options (flags over ``distgate.toml``);
+    ``counts_only`` for a command that needs the counts, not per-record codes."""
     from distgate.config import table_options
     from distgate.inputs import load_inputs
 
@@ -304,7 +306,7 @@ def table_inputs(
         delimiter=delimiter,
         encoding=encoding,
     )
-    inputs = load_inputs(options, need_keys=need_keys)
+    inputs = load_inputs(options, need_keys=need_keys, counts_only=counts_only)
     if inputs.engine != options.engine and inputs.engine != "arrow" and not quiet:
         # auto chose an out-of-core engine: say so (an explicit --engine needs no note)
         typer.echo(

@@ -418,12 +418,15 @@ def read_columns(
     dictionary: Sequence[str] = (),
     numeric: Sequence[str] = (),
     fmt: TextFormat = PLAIN,
+    encode: bool = True,
 ) -> pa.Table:
     """Read ``columns`` (all when None) of a table as text.
 
     Columns named in ``dictionary`` come back dictionary-encoded text (one shared
     dictionary per column), so per-record work on them is an integer lookup, except that
-    a column also in ``numeric`` whose values are all numbers comes back as numbers. Raises
+    a column also in ``numeric`` whose values are all numbers comes back as numbers; with
+    ``encode`` false they come back as plain text instead (:func:`encode_text` encodes
+    them later, if need be). Raises
     InputError for a missing or empty file, a header without records (unless
     ``allow_empty``), a missing column or a malformed row. ``what`` names the file's role
     in messages; ``fmt`` says how delimited text is written.
@@ -460,10 +463,18 @@ def read_columns(
             table = table.set_column(
                 table.schema.get_field_index(column), column, text.column(column)
             )
-        table = table.set_column(
-            table.schema.get_field_index(column), column, _encode_chunks(table.column(column))
-        )
-    return table.unify_dictionaries() if dictionary else table
+    return encode_text(table, dictionary) if encode else table
+
+
+def encode_text(table: pa.Table, columns: Sequence[str]) -> pa.Table:
+    """``columns`` of a table read by :func:`read_columns` dictionary-encoded, one shared
+    dictionary per column (columns that came back as numbers stay numbers)."""
+    for column in columns:
+        if pa.types.is_string(table.schema.field(column).type):
+            table = table.set_column(
+                table.schema.get_field_index(column), column, _encode_chunks(table.column(column))
+            )
+    return table.unify_dictionaries() if columns else table
 
 
 def _as_text(table: pa.Table, name: str, numeric: Sequence[str]) -> pa.Table:
