@@ -35,7 +35,7 @@ def main() -> None:
 
     def assess(thresholds):
         def run():
-            inputs = load_inputs(options)
+            inputs = load_inputs(options, counts_only=True)  # as `distgate assess` reads it
             values = inputs.critical_values("auto")
             settings = classic_settings(inputs, hierarchy=["age=25,40,55", "age=40"])
             result = assess_release(
