@@ -474,16 +474,24 @@ def encode_table(
         fmt=fmt,
         encode=not by_groups,
     )
-    settings = (attributes, targets, bins, value_domain, missing, order, source, name)
+    roles = dict(attributes=attributes, targets=targets, bins=bins, order=order)
+    where = dict(value_domain=value_domain, missing=missing, source=source, name=name)
     if by_groups:
         try:
-            groups, group_weight = _distinct_records(table, encoded_columns, weight, name)
-            encoded = _encode_read_table(groups, None, group_weight, False, *settings)
+            groups, count_column = _distinct_records(table, encoded_columns, weight, name)
+            encoded = _encode_read_table(groups, weight=count_column, **roles, **where)
             encoded.grouped = True
             return encoded
         except InputError:  # the record-level path below names the line
             table = encode_text(table, encoded_columns)
-    return _encode_read_table(table, id_column, weight, keys_checked_later, *settings)
+    return _encode_read_table(
+        table,
+        weight=weight,
+        id_column=id_column,
+        keys_checked_later=keys_checked_later,
+        **roles,
+        **where,
+    )
 
 
 _GROUP_COUNT = "\x00records"  # the count column of the distinct records (no column's name)
@@ -514,17 +522,18 @@ def _distinct_records(
 
 def _encode_read_table(
     table: pa.Table,
-    id_column: str | None,
-    weight: str | None,
-    keys_checked_later: bool,
+    *,
     attributes: Sequence[str],
     targets: Sequence[str],
     bins: dict,
+    order: dict,
     value_domain: Sequence[str] | None,
     missing: str,
-    order: dict,
     source: str,
     name: str,
+    weight: str | None,
+    id_column: str | None = None,
+    keys_checked_later: bool = False,
 ) -> EncodedTable:
     """encode_table's work on the table as read (text columns dictionary-encoded)."""
     encoded_columns = list(attributes) + list(targets)
