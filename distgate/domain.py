@@ -760,7 +760,13 @@ def count_table(
     **options,
 ) -> CountTable:
     """Counts C[y, x] of a table (see :func:`encode_table` for ``options``: missing,
-    weight, order, fmt)."""
+    weight, order, fmt), counted by its distinct records."""
     return encode_table(
-        source, attributes, targets, bins=bins, value_domain=value_domain, **options
+        source,
+        attributes,
+        targets,
+        bins=bins,
+        value_domain=value_domain,
+        counts_only=True,
+        **options,
     ).count_table()

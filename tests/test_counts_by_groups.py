@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from distgate.domain import encode_table
+from distgate.domain import count_table, encode_table
 from distgate.errors import InputError
 
 AGES = ["17", "19", "19", "23", "31", "2.5", "x", "", "NA", "40"]
@@ -94,6 +94,7 @@ def test_counts_by_groups_on_a_large_table_and_their_record_codes_refused(tmp_pa
     assert np.array_equal(grouped.count_table().counts, expected)
     assert np.array_equal(records.count_table().counts, expected)
     assert grouped.size == records.size == 20_000
+    assert np.array_equal(count_table(str(path), ["age"], ["place"], bins=bins).counts, expected)
     with pytest.raises(RuntimeError, match="counted by groups"):
         _ = grouped.target_codes
 
