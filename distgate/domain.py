@@ -725,16 +725,21 @@ def _keep_records(table: pa.Table, keep: np.ndarray, columns: Sequence[str]) -> 
 
 
 def _map_to_domain(side: _Codes, labels, domain, name) -> tuple[_Codes, list[str]]:
+    """The codes of ``side`` as positions in the baseline's ``domain``. A label the domain
+    lacks is an InputError naming the first line that has it; a label no line has (a bin
+    of a binned column that no record falls in) needs no place in the domain."""
     position = {label: i for i, label in enumerate(domain)}
-    missing = [i for i, label in enumerate(labels) if label not in position]
-    if missing:
-        entries = np.flatnonzero(side.lookup == missing[0])
-        line = int(np.flatnonzero(np.isin(side.indices, entries))[0]) + 2
-        raise InputError(
-            f"The {name}, line {line}: value '{labels[missing[0]]}' is not in the baseline "
-            "domain (list it in the baseline file, with probability 0 if it never occurs)."
-        )
-    remap = np.array([position[label] for label in labels], dtype=np.int32)
+    remap = np.zeros(len(labels), dtype=np.int32)
+    for i, label in enumerate(labels):
+        if label in position:
+            remap[i] = position[label]
+            continue
+        lines = np.flatnonzero(np.isin(side.indices, np.flatnonzero(side.lookup == i)))
+        if len(lines):
+            raise InputError(
+                f"The {name}, line {lines[0] + 2}: value '{label}' is not in the baseline "
+                "domain (list it in the baseline file, with probability 0 if it never occurs)."
+            )
     return _Codes(remap[side.lookup], side.indices), list(domain)
 
 

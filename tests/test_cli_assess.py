@@ -279,3 +279,26 @@ def test_a_repeated_metric_option_adds_to_the_list():
     _, listed = run_json("assess", *flags, "-m", "mis,kld,cst")
     assert [m["metric"] for m in repeated["metrics"]] == ["mis", "kld", "cst"]
     assert repeated == listed
+
+
+@pytest.mark.parametrize("counted", ["by groups", "record by record"])
+def test_a_baseline_need_not_list_a_bin_no_record_falls_in(tmp_path, counted):
+    """Fractional ages are binned per record, and every bin is a label; one without
+    records needs no place in the baseline (it crashed naming no line). A bin with a record
+    that the baseline lacks is bad input naming that record's line, however it is counted
+    (-o makes assess encode every record)."""
+    table = tmp_path / "t.csv"
+    table.write_text("age,place\n21.5,L1\n25,L2\n31,L1\n33.5,L2\n22,L1\n")
+    baseline = tmp_path / "b.csv"
+    baseline.write_text("age,probability\n20-29,0.6\n>=30,0.4\n")
+    flags = ["-x", "age", "-y", "place", "--bins", "age=18,20,30", "--baseline", str(baseline)]
+    if counted == "record by record":
+        flags += ["--fix", "-o", str(tmp_path / "fixed")]
+    result, document = run_json("assess", str(table), *flags, "-m", "kld")
+    assert result.exit_code in (0, 1), result.output
+    assert document["released"] == 5
+    with table.open("a") as handle:
+        handle.write("19,L1\n")
+    assert_bad_input(
+        run("assess", str(table), *flags, "-m", "kld"), "line 7", "'18-19'", "baseline domain"
+    )
