@@ -41,31 +41,39 @@ lines = st.lists(
 )
 
 
+DOMAINS = {
+    "none": None,
+    "text": ["17", "19", "23", "31", "40"],  # lacks some of the ages seen
+    "bins": ["<18", "20-29", ">=30", "missing"],  # lacks 18-19
+}
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rows=lines,
     binned=st.booleans(),
-    two_attributes=st.booleans(),
+    layout=st.sampled_from(["one each", "two attributes", "two targets"]),
     weighted=st.booleans(),
     missing=st.sampled_from(["error", "drop", "keep"]),
-    domain=st.booleans(),
+    domain=st.sampled_from(sorted(DOMAINS)),
+    ordered=st.booleans(),
 )
 def test_counting_by_groups_equals_encoding_every_record(
-    rows, binned, two_attributes, weighted, missing, domain
+    rows, binned, layout, weighted, missing, domain, ordered
 ):
     text = "age,place,rank,w\n" + "".join(",".join(row) + "\n" for row in rows)
     with tempfile.TemporaryDirectory() as folder:
         path = str(Path(folder) / "t.csv")
         Path(path).write_text(text)
         options = dict(
-            attributes=["age", "rank"] if two_attributes else ["age"],
-            targets=["place"],
+            attributes=["age", "rank"] if layout == "two attributes" else ["age"],
+            targets=["place", "rank"] if layout == "two targets" else ["place"],
             bins={"age": [18, 20, 30]} if binned else None,
             missing=missing,
             weight="w" if weighted else None,
+            value_domain=DOMAINS[domain],
+            order={"place": ["L3", "L2", "L1"]} if ordered else None,  # lacks some places
         )
-        if domain:  # a baseline's domain that lacks one of the values seen
-            options["value_domain"] = ["17", "19", "23", "31", "40"]
         by_records = outcome(path, False, **options)
         by_groups = outcome(path, True, **options)
     assert by_groups == by_records
