@@ -25,6 +25,7 @@ def outcome(path: str, counts_only: bool, **options):
         table = encode_table(path, counts_only=counts_only, **options)
     except InputError as exc:
         return str(exc)
+    assert table.grouped == counts_only  # the grouped path answered, not its fallback
     counts = table.count_table()
     return counts.counts.tolist(), counts.value_labels, counts.target_labels, table.dropped
 
