@@ -54,7 +54,7 @@ def read_two_columns(path: Path) -> None:
 
 
 def table_options(path: Path):
-    from distgate.config import TableOptions
+    from distgate.data.config import TableOptions
 
     bins = (("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),)
     return TableOptions(str(path), ("age",), ("location",), bins=bins)
@@ -67,8 +67,8 @@ def main() -> None:
     path = OUT / f"assess_{args.records}.csv"
     make_table(path, args.records)
 
-    from distgate.assess import assess_release
-    from distgate.inputs import load_inputs
+    from distgate.data.inputs import load_inputs
+    from distgate.release.assess import assess_release
 
     def read_only():
         read_two_columns(path)

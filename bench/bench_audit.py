@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from distgate.audit import audit, cell_bounds
+from distgate.release.audit import audit, cell_bounds
 
 
 def timed(label: str, target: float, func) -> float:

@@ -25,8 +25,8 @@ def main() -> None:
     path = OUT / f"assess_{args.records}.csv"
     make_table(path, args.records)
 
-    from distgate.assess import assess_release, classic_settings
-    from distgate.inputs import load_inputs
+    from distgate.data.inputs import load_inputs
+    from distgate.release.assess import assess_release, classic_settings
 
     def read_only():
         read_two_columns(path)

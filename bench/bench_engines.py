@@ -137,8 +137,8 @@ def counting_step(folder: Path) -> tuple[float, float]:
     process: the step the engine adds, without Python's start-up."""
     import duckdb
 
-    from distgate.engines.duckdb import DuckDBReader
-    from distgate.engines.plan import Plan
+    from distgate.data.engines.duckdb import DuckDBReader
+    from distgate.data.engines.plan import Plan
 
     reader = DuckDBReader(str(folder))
     plan = Plan(
@@ -163,9 +163,9 @@ def counting_step(folder: Path) -> tuple[float, float]:
 
 def best_task(path: Path) -> float:
     """Seconds for one worker task's GROUP BY on one file (DuckDB on one thread)."""
-    from distgate.engines.dask import _grouped_part
-    from distgate.engines.plan import Plan
-    from distgate.engines.sources import Source
+    from distgate.data.engines.dask import _grouped_part
+    from distgate.data.engines.plan import Plan
+    from distgate.data.engines.sources import Source
 
     plan = Plan(
         Source(str(path), (str(path),), "parquet"),

@@ -33,9 +33,9 @@ def synthetic_table():
 
 
 def bench_kernel() -> None:
-    from distgate import gate_kernel
-    from distgate.critical import CriticalValues
-    from distgate.gate import Gate
+    from distgate.gate import kernel as gate_kernel
+    from distgate.gate.core import Gate
+    from distgate.stats.critical import CriticalValues
 
     targets, values, p, order = synthetic_table()
     weights = np.bincount(targets, minlength=TARGETS)
@@ -72,8 +72,8 @@ def bench_kernel() -> None:
 def bench_published_experiment() -> None:
     import os
 
-    from distgate.critical import CriticalValues
-    from distgate.simulate import simulate
+    from distgate.gate.simulate import simulate
+    from distgate.stats.critical import CriticalValues
     from tests.reference import BASELINE, COUNTS
 
     targets = np.repeat(np.arange(5), COUNTS.sum(axis=1))

@@ -93,9 +93,9 @@ def bench_replay(table: Path, log: Path) -> None:
     import subprocess
     import sys
 
-    from distgate.config import TableOptions
-    from distgate.inputs import load_inputs
-    from distgate.replay import ReplaySettings, replay
+    from distgate.data.config import TableOptions
+    from distgate.data.inputs import load_inputs
+    from distgate.gate.replay import ReplaySettings, replay
 
     python = sys.executable
     floor_command = [python, "-c", FLOOR, str(table), str(log), str(OUT / "floor.csv")]
@@ -249,10 +249,10 @@ def bench_large_log() -> None:
 
 
 def bench_against_recompute(table: Path) -> None:
-    from distgate.config import TableOptions
-    from distgate.gate import Gate
-    from distgate.inputs import load_inputs
-    from distgate.metrics.registry import evaluate
+    from distgate.data.config import TableOptions
+    from distgate.data.inputs import load_inputs
+    from distgate.gate.core import Gate
+    from distgate.stats.metrics.registry import evaluate
 
     inputs = load_inputs(TableOptions(str(table), ("value",), ("target",), "id"))
     t, v = inputs.table.target_codes, inputs.table.value_codes

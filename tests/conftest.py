@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from distgate.config import TableOptions
+from distgate.data.config import TableOptions
 from tests.reference import AGE_BANDS, COUNTS, LOCATIONS
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""Bounds, disclosure flags and merge plans of distgate.audit, judged against brute-force
+"""Bounds, disclosure flags and merge plans of distgate.release.audit, judged against brute-force
 enumeration of every consistent integer table."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import distgate.audit as audit_module
-from distgate.audit import (
+import distgate.release.audit as audit_module
+from distgate.release.audit import (
     DISCLOSURE_TYPES,
     audit,
     cell_bounds,
@@ -416,7 +416,7 @@ def _random_partition(rng, size):
 
 def _all_partitions(size: int, ordered: bool):
     """Every partition of range(size), by labelling each element with a block number
-    (independent of the generators in distgate.audit)."""
+    (independent of the generators in distgate.release.audit)."""
     seen = set()
     for labels in itertools.product(range(size), repeat=size):
         blocks: dict[int, list[int]] = {}

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy.special import chdtri
 
-from distgate import chi_square
-from distgate.chi_square import LARGEST_DF, upper_quantile
+from distgate.stats import chi_square
+from distgate.stats.chi_square import LARGEST_DF, upper_quantile
 
 ALPHAS = [1e-12, 1e-6, 1e-3, 0.01, 0.05, 0.1, 0.2, 0.25, 0.5, 0.8, 0.95, 0.999]
 

@@ -12,16 +12,16 @@ import pytest
 from scipy.optimize import linprog
 from scipy.stats import multinomial
 
-from distgate.critical import CriticalValues
 from distgate.errors import InputError
-from distgate.metrics.classic import (
+from distgate.stats.critical import CriticalValues
+from distgate.stats.metrics.classic import (
     GroundDistance,
     class_sizes,
     distinct_l,
     entropy_l,
     hierarchy_ground,
 )
-from distgate.metrics.registry import Settings, evaluate
+from distgate.stats.metrics.registry import Settings, evaluate
 from tests import reference as ref
 from tests.cli_helpers import assert_bad_input, run, run_json
 from tests.conftest import SAMPLE

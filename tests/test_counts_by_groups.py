@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from distgate.domain import count_table, encode_table
+from distgate.data.domain import count_table, encode_table
 from distgate.errors import InputError
 
 AGES = ["17", "19", "19", "23", "31", "2.5", "x", "", "NA", "40"]

@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from distgate.critical import CriticalValues
-from distgate.metrics.information import kl_distance
+from distgate.stats.critical import CriticalValues
+from distgate.stats.metrics.information import kl_distance
 
 
 def _size_by_size(p, weights, sizes, alpha):
@@ -46,7 +46,7 @@ def test_many_sizes_at_once_equal_one_size_at_a_time(compiled, monkeypatch):
 def test_large_sizes_drawn_together_equal_one_size_at_a_time():
     """Sizes past the growing limit are drawn on two threads, each from its own seeded
     generator: the same quantiles as drawing them one by one."""
-    from distgate.metrics.leakage import earth_movers_distance
+    from distgate.stats.metrics.leakage import earth_movers_distance
 
     p = np.array([0.1, 0.2, 0.3, 0.4])
     sizes = np.array([3000, 1500, 5000, 3000, 2500])

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from distgate.domain import bin_labels, encode_table, parse_bins
+from distgate.data.domain import bin_labels, encode_table, parse_bins
 from distgate.errors import InputError
 from tests import reference as ref
 

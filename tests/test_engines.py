@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from distgate.config import TableOptions
+from distgate.data.config import TableOptions
+from distgate.data.inputs import load_inputs
 from distgate.errors import InputError
-from distgate.inputs import load_inputs
 from tests.cli_helpers import assert_bad_input, run
 from tests.conftest import SAMPLE
 
@@ -357,7 +357,7 @@ def test_a_header_with_a_column_twice_is_refused_by_duckdb(write_csv):
 
 
 def test_auto_leaves_arrow_for_a_file_too_large_for_the_memory_left(tables, monkeypatch):
-    import distgate.engines as engines
+    import distgate.data.engines as engines
 
     assert engines.choose_engine(tables["csv"], "auto") == ("arrow", "fits in memory")
     monkeypatch.setattr(engines, "available_memory", lambda: 1 << 10)

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from distgate.assess import assess_release
-from distgate.critical import CriticalValues
-from distgate.fix import fix_counts, merged_value_labels
+from distgate.release.assess import assess_release
+from distgate.release.fix import fix_counts, merged_value_labels
+from distgate.stats.critical import CriticalValues
 from tests.cli_helpers import assert_bad_input, run, run_json
 
 METRICS = ["kld", "mis"]

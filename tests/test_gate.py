@@ -10,9 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import chi2
 
-from distgate.critical import CriticalValues
 from distgate.errors import InputError
-from distgate.gate import (
+from distgate.gate.core import (
     DECISION_NAMES,
     DENIED,
     DUPLICATE,
@@ -22,7 +21,8 @@ from distgate.gate import (
     Gate,
     parse_grace,
 )
-from distgate.metrics.registry import ONLINE_METRICS, evaluate
+from distgate.stats.critical import CriticalValues
+from distgate.stats.metrics.registry import ONLINE_METRICS, evaluate
 
 # GATE_EXAMPLES=400 make test runs a longer search than CI's default
 SETTINGS = settings(
@@ -540,8 +540,8 @@ def test_cst_groups_know_what_one_more_tuple_does_to_a_rows_grouping(row, data):
     its own; elsewhere it runs the exact test. Each claim is checked against merge_groups
     and pearson_statistic. A row whose every value holds 5 tuples never needs the exact
     test."""
-    from distgate.gate_kernel import CLOSES_TAIL, REGROUPS, STAYS, _cst_groups
-    from distgate.metrics.pearson import merge_groups, pearson_statistic
+    from distgate.gate.kernel import CLOSES_TAIL, REGROUPS, STAYS, _cst_groups
+    from distgate.stats.metrics.pearson import merge_groups, pearson_statistic
 
     m = len(row)
     weights = data.draw(st.lists(st.integers(1, 9), min_size=m, max_size=m))
@@ -587,7 +587,7 @@ def test_the_kernels_head_search_finds_a_cells_first_queued_entry_after_a_positi
     exponential, then a binary search and a walk past dead entries: the same answer as a
     scan. The cells' arrivals interleave, as in a real queue, so a search that strays out
     of its segment meets arrivals that look right."""
-    from distgate import gate_kernel as kernel
+    from distgate.gate import kernel
 
     rng = np.random.default_rng(seed)
     size = sum(sizes) + 1

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
-from distgate.critical import CriticalValues
-from distgate.simulate import STALL_FRACTION, simulate
+from distgate.gate.simulate import STALL_FRACTION, simulate
+from distgate.stats.critical import CriticalValues
 from tests.reference import BASELINE, COUNTS
 
 TARGETS = np.repeat(np.arange(5), COUNTS.sum(axis=1))
@@ -91,7 +91,7 @@ def sparse_table(records=5_000, targets=20, values=10, seed=0):
 
 
 def test_mutual_information_does_not_freeze_at_the_hand_over_of_a_sparse_table():
-    from distgate.gate import Gate
+    from distgate.gate.core import Gate
 
     t, v, p = sparse_table()
     weights = np.bincount(t, minlength=20)

@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from math import comb
 
-from distgate.merge_search import ordered_partitions, search_merges, set_partitions
+from distgate.release.merge_search import ordered_partitions, search_merges, set_partitions
 
 
 @dataclass

@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.stats import chi2, chisquare, power_divergence
 
-from distgate.critical import LN2, CriticalValues
-from distgate.metrics.information import exposure, kl_distance, mutual_information
-from distgate.metrics.pearson import merge_groups, pearson_statistic
-from distgate.metrics.registry import METRICS, evaluate
+from distgate.stats.critical import LN2, CriticalValues
+from distgate.stats.metrics.information import exposure, kl_distance, mutual_information
+from distgate.stats.metrics.pearson import merge_groups, pearson_statistic
+from distgate.stats.metrics.registry import METRICS, evaluate
 from tests import reference as ref
 
 
@@ -197,7 +197,7 @@ def test_dixon_monte_carlo_on_an_empty_or_small_release_is_not_applicable():
 
 
 def test_a_statistic_at_its_critical_value_up_to_rounding_is_not_below_it():
-    from distgate.critical import below
+    from distgate.stats.critical import below
 
     assert not below(1.9693332193034170, 1.9693332193034165)
     assert not below(1.9693332193034160, 1.9693332193034165)  # a tie, not a pass
@@ -224,7 +224,7 @@ def test_grown_monte_carlo_tables_match_a_from_scratch_evaluation():
 
 
 def test_large_monte_carlo_sizes_are_drawn_directly_and_do_not_depend_on_earlier_sizes():
-    from distgate.critical import GROW_LIMIT
+    from distgate.stats.critical import GROW_LIMIT
 
     size = np.array([GROW_LIMIT + 500])
     first = CriticalValues(ref.BASELINE, ref.COUNTS.sum(1), mode="mc", draws=400, seed=1)

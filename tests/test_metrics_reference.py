@@ -3,13 +3,17 @@
 import numpy as np
 import pytest
 
-from distgate.baseline import Baseline, profile_table
-from distgate.critical import CriticalValues
-from distgate.metrics.dixon import dixon_critical, dixon_q
-from distgate.metrics.information import kl_distance, mutual_information
-from distgate.metrics.leakage import distribution_leakage, earth_movers_distance, entropy_leakage
-from distgate.metrics.pearson import pearson_statistic
-from distgate.metrics.registry import evaluate
+from distgate.release.baseline import Baseline, profile_table
+from distgate.stats.critical import CriticalValues
+from distgate.stats.metrics.dixon import dixon_critical, dixon_q
+from distgate.stats.metrics.information import kl_distance, mutual_information
+from distgate.stats.metrics.leakage import (
+    distribution_leakage,
+    earth_movers_distance,
+    entropy_leakage,
+)
+from distgate.stats.metrics.pearson import pearson_statistic
+from distgate.stats.metrics.registry import evaluate
 from tests import reference as ref
 
 

@@ -14,7 +14,7 @@ def test_a_command_runs_without_importing_pandas(tmp_path):
     probe = (
         "import sys\n"
         "from distgate.cli import run\n"
-        "from distgate.no_pandas import keep_pandas_out\n"
+        "from distgate._runtime import keep_pandas_out\n"
         "keep_pandas_out()\n"
         "code = run(['replay', 'soldiers.csv', 'requests.csv', '-o', sys.argv[1], '-q'])\n"
         "print(code, 'pandas' in sys.modules)\n"
@@ -35,7 +35,7 @@ def test_a_command_runs_without_importing_pandas(tmp_path):
 
 def test_the_dask_engine_lets_pandas_in():
     probe = (
-        "from distgate.no_pandas import keep_pandas_out\n"
+        "from distgate._runtime import keep_pandas_out\n"
         "keep_pandas_out()\n"
         "try:\n"
         "    import pandas\n"
@@ -43,7 +43,7 @@ def test_the_dask_engine_lets_pandas_in():
         "    pass\n"
         "else:\n"
         "    raise SystemExit('pandas was not kept out')\n"
-        "import distgate.engines.dask\n"
+        "import distgate.data.engines.dask\n"
         "import dask.dataframe\n"
         "print('ok')\n"
     )

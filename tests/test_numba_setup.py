@@ -1,4 +1,4 @@
-"""The kernel-loading thread keeps scipy.linalg out of numba's set-up (distgate.numba_setup)."""
+"""The kernel-loading thread keeps scipy.linalg out of numba's set-up (distgate._runtime)."""
 
 import subprocess
 import sys
@@ -6,19 +6,19 @@ import threading
 
 import pytest
 
-from distgate.numba_setup import _NoLinalgHere, without_scipy_linalg
+from distgate._runtime import _NoLinalgHere, without_scipy_linalg
 
 LOAD_WITHOUT_LINALG = """
 import sys
-from distgate.numba_setup import without_scipy_linalg
+from distgate._runtime import without_scipy_linalg
 with without_scipy_linalg():
-    from distgate.io.key_index import load_compiled
+    from distgate.data.key_index import load_compiled
     load_compiled()  # numba installs its registries here and probes for a BLAS
     assert "scipy.linalg" not in sys.modules, "numba's set-up imported scipy.linalg"
     # what replay's loading thread runs next: the gate's kernel, without scipy.linalg
     import numpy as np
-    from distgate.critical import CriticalValues
-    from distgate.gate import Gate
+    from distgate.stats.critical import CriticalValues
+    from distgate.gate.core import Gate
     codes = np.array([0, 1, 1])
     cv = CriticalValues(np.array([0.5, 0.5]), np.array([1.0, 1.0]), draws=100)
     run = Gate(codes, codes, 2, 2, ["kld", "mis"], 0.2, cv).run(np.array([0, 1, 2]))

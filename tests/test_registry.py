@@ -5,9 +5,9 @@ import importlib
 import numpy as np
 import pytest
 
-from distgate.critical import CriticalValues
 from distgate.errors import InputError
-from distgate.metrics.registry import (
+from distgate.stats.critical import CriticalValues
+from distgate.stats.metrics.registry import (
     GLOBAL_METRICS,
     METRICS,
     ONLINE_METRICS,

@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from distgate.cli import app
-from distgate.critical import CriticalValues
-from distgate.metrics.information import kl_distance
+from distgate.stats.critical import CriticalValues
+from distgate.stats.metrics.information import kl_distance
 from tests.conftest import REPO, SAMPLE
 
 runner = CliRunner()
@@ -91,10 +91,10 @@ def test_decisions_file_lists_every_request_with_its_decision(tmp_path, small_lo
 
 
 def test_final_release_is_safe_by_assess(tmp_path, small_log):
-    from distgate.inputs import load_inputs
-    from distgate.metrics.registry import evaluate
-    from distgate.replay import ReplaySettings
-    from distgate.replay import replay as run_replay
+    from distgate.data.inputs import load_inputs
+    from distgate.gate.replay import ReplaySettings
+    from distgate.gate.replay import replay as run_replay
+    from distgate.stats.metrics.registry import evaluate
     from tests.conftest import SAMPLE_OPTIONS
 
     inputs = load_inputs(SAMPLE_OPTIONS, need_keys=True)

@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distgate.gate import QUEUED
-from distgate.inputs import load_inputs
-from distgate.replay import ReplaySettings, replay, write_decisions
-from distgate.state import StateStore
+from distgate.data.inputs import load_inputs
+from distgate.gate.core import QUEUED
+from distgate.gate.replay import ReplaySettings, replay, write_decisions
+from distgate.gate.store import StateStore
 from tests.conftest import SAMPLE, SAMPLE_OPTIONS
 
 
@@ -40,7 +40,7 @@ def _stored(state: str, settings: dict, size: int, targets: int):
 
 @pytest.mark.parametrize("metrics", [["kld"], ["mis", "cst"]])
 def test_batches_of_1_7_and_20000_decide_alike(tmp_path, inputs, log, metrics):
-    from distgate.replay import _settings_record
+    from distgate.gate.replay import _settings_record
 
     settings = ReplaySettings(metrics=metrics, alpha=0.2)
     one_go = tmp_path / "one_go.csv"
@@ -70,7 +70,7 @@ def test_the_stored_gate_state_lists_the_released_records_in_record_order(tmp_pa
     """The state read back is the gate's own form (Gate.state): released records sorted,
     each with the request that released it, as the decisions of a run without state
     have them."""
-    from distgate.replay import _settings_record
+    from distgate.gate.replay import _settings_record
 
     settings = ReplaySettings(metrics=["kld"], alpha=0.2)
     rows = replay(inputs, log, settings).rows
@@ -109,7 +109,7 @@ def test_the_decisions_file_written_in_chunks_is_the_file_written_at_once(
 def test_needs_quoting_looks_at_the_entries_of_a_slice_alone():
     import pyarrow as pa
 
-    from distgate.replay import needs_quoting
+    from distgate.gate.replay import needs_quoting
 
     text = pa.array(["a,b", "plain", "ünïcode", None, 'say "hi"', "two\nlines", "cr\r"])
     assert needs_quoting(text)
@@ -127,7 +127,7 @@ def test_numbers_are_written_as_their_shortest_text_whether_or_not_they_repeat(d
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from distgate.replay import _text_numbers
+    from distgate.gate.replay import _text_numbers
 
     values = (np.arange(10_000) % distinct) / 7.0
     values[::9] = np.nan
@@ -146,7 +146,7 @@ def test_a_state_whose_batches_are_stored_uncompressed_reads_alike(tmp_path, inp
 
     import pyarrow as pa
 
-    from distgate.replay import _settings_record
+    from distgate.gate.replay import _settings_record
 
     settings = ReplaySettings(metrics=["kld"], alpha=0.2)
     state, first, again = tmp_path / "s.db", tmp_path / "first.csv", tmp_path / "again.csv"
@@ -199,7 +199,7 @@ def test_progress_reports_each_batch_once_it_is_committed(tmp_path, inputs, log)
 def test_a_failed_commit_stops_the_replay_and_the_rerun_completes_it(
     tmp_path, inputs, log, monkeypatch
 ):
-    from distgate.replay import _settings_record
+    from distgate.gate.replay import _settings_record
 
     settings = ReplaySettings(metrics=["mis", "cst"])
     whole, state, out = tmp_path / "whole.csv", tmp_path / "s.db", tmp_path / "out.csv"

@@ -13,10 +13,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from distgate.critical import CriticalValues  # noqa: E402
+from distgate.gate.simulate import chi_square_fit_sample  # noqa: E402
 from distgate.report.plots import LABEL_MAX, QUANTITIES, evolution_figure  # noqa: E402
 from distgate.report.simulate import chi_square_figure  # noqa: E402
-from distgate.simulate import chi_square_fit_sample  # noqa: E402
+from distgate.stats.critical import CriticalValues  # noqa: E402
 from tests.cli_helpers import run  # noqa: E402
 from tests.conftest import SAMPLE  # noqa: E402
 

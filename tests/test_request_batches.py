@@ -20,11 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import distgate.io.streaming as streaming
-from distgate.errors import InputError
-from distgate.inputs import load_inputs
-from distgate.io.key_index import KeyIndex, RowNumbers
-from distgate.io.requests import (
+import distgate.data.streaming as streaming
+from distgate.data.inputs import load_inputs
+from distgate.data.key_index import KeyIndex, RowNumbers
+from distgate.data.requests import (
     KeyColumn,
     RequestKeys,
     file_fingerprint,
@@ -33,9 +32,10 @@ from distgate.io.requests import (
     require_known,
     unknown_of,
 )
-from distgate.io.streaming import column_batches
-from distgate.io.tables import PLAIN, TextFormat, _bytes_of, _open, read_columns
-from distgate.replay import ReplaySettings, replay
+from distgate.data.streaming import column_batches
+from distgate.data.tables import PLAIN, TextFormat, _bytes_of, _open, read_columns
+from distgate.errors import InputError
+from distgate.gate.replay import ReplaySettings, replay
 from tests.conftest import SAMPLE_OPTIONS
 
 TABLE_KEYS = [f"S{i:05d}" for i in range(10_000)]  # the sample table's keys
@@ -160,7 +160,7 @@ def test_batches_read_while_the_index_loads_are_mapped_the_same(
 ):
     # while the key index's compiled code is loaded in another thread the first batches
     # are kept, then mapped once it is ready (or at the end of the log): same records
-    import distgate.io.key_index as key_index
+    import distgate.data.key_index as key_index
 
     if row_numbers:
         keys, table_keys, size = [str(i % 9) for i in range(40)] + ["12"], None, 9
@@ -257,7 +257,7 @@ def test_the_index_tells_long_keys_apart_after_their_first_bytes():
 def test_a_slot_that_matches_is_checked_against_the_rest_of_the_key():
     """Two keys whose slots match (hash bits, length up to 255, first eight bytes) are
     the same key only if the rest of their bytes, and their full lengths, are."""
-    from distgate.io.key_index import _rest_same, text_buffers
+    from distgate.data.key_index import _rest_same, text_buffers
 
     table = pa.array(["12345678", "123456789", "12345678a", "x" * 300, "x" * 301])
     offsets, data = text_buffers(table)

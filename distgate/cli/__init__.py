@@ -73,7 +73,7 @@ def main() -> None:
     import os
     import sys
 
-    from distgate.no_pandas import keep_pandas_out
+    from distgate._runtime import keep_pandas_out
 
     keep_pandas_out()
     code = run()

@@ -38,7 +38,7 @@ from distgate.cli.common import (
 )
 from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
 from distgate.errors import InputError
-from distgate.metrics.registry import METRICS, REGISTRY
+from distgate.stats.metrics.registry import METRICS, REGISTRY
 
 
 class Ground(StrEnum):
@@ -154,11 +154,11 @@ def assess_command(
     Example: distgate assess soldiers.csv -x age -y location --bins age=18,20,25
     --metric kld,cst --alpha 0.05
     """
-    from distgate.assess import assess_release, classic_settings, parse_thresholds
-    from distgate.config import load_config, setting
-    from distgate.critical import check_alpha
-    from distgate.io.atomic import check_outputs
-    from distgate.metrics.registry import parse_metrics
+    from distgate.data.atomic import check_outputs
+    from distgate.data.config import load_config, setting
+    from distgate.release.assess import assess_release, classic_settings, parse_thresholds
+    from distgate.stats.critical import check_alpha
+    from distgate.stats.metrics.registry import parse_metrics
 
     chosen = output_format(format, json)
     check_outputs([table, baseline], [report])
@@ -167,7 +167,7 @@ def assess_command(
     if budget is not None and budget < 0:
         raise InputError(f"--search-budget must be 0 or more; got {budget}.")
     if output:
-        from distgate.fix import check_output_folder
+        from distgate.release.fix import check_output_folder
 
         check_output_folder(output, [table, baseline])
     settings = load_config(config)
@@ -217,7 +217,7 @@ def assess_command(
     shown = assessment_report(assessment)
     repair = None
     if fix:
-        from distgate.fix import DEFAULT_FIX_BUDGET, fix_release, write_fix
+        from distgate.release.fix import DEFAULT_FIX_BUDGET, fix_release, write_fix
         from distgate.report.fix import fix_report
 
         mode = setting(critical, settings, "critical", DEFAULT_CRITICAL)

@@ -156,13 +156,13 @@ def audit_command(
 
     Exit code: 0 no disclosure of the chosen types, 1 a disclosure remains, 2 bad input.
     """
-    from distgate.audit import audit, merge_plan
-    from distgate.config import load_config, table_options, text_format
-    from distgate.domain import parse_order
-    from distgate.inputs import record_counts
-    from distgate.io.atomic import check_outputs
-    from distgate.io.counts import read_counts, read_mask
-    from distgate.io.tables import read_header
+    from distgate.data.atomic import check_outputs
+    from distgate.data.config import load_config, table_options, text_format
+    from distgate.data.counts import read_counts, read_mask
+    from distgate.data.domain import parse_order
+    from distgate.data.inputs import record_counts
+    from distgate.data.tables import read_header
+    from distgate.release.audit import audit, merge_plan
 
     chosen_format = output_format(format, json)
     check_outputs([counts, released], [report])

@@ -26,7 +26,7 @@ from distgate.cli.common import (
     table_inputs,
 )
 from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
-from distgate.io.atomic import check_outputs
+from distgate.data.atomic import check_outputs
 
 
 @handles_bad_input
@@ -62,9 +62,9 @@ def baseline_command(
 
     Example: distgate baseline soldiers.csv -x age -y location --bins age=18,20,25 -o baseline.csv
     """
-    from distgate.baseline import profile_table
-    from distgate.config import load_config
-    from distgate.io.baseline_file import write_baseline
+    from distgate.data.baseline_file import write_baseline
+    from distgate.data.config import load_config
+    from distgate.release.baseline import profile_table
 
     chosen = output_format(format, json, stdout_taken=output == "-")
     check_outputs([table, baseline], [output, report])

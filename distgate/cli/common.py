@@ -59,7 +59,7 @@ def handles_bad_input(func: Callable) -> Callable:
             where = f" '{exc.filename}'" if exc.filename else ""
             raise fail(f"Reading or writing{where} failed: {exc.strerror or exc}.") from None
         finally:
-            engines = sys.modules.get("distgate.engines")
+            engines = sys.modules.get("distgate.data.engines")
             if engines is not None:  # an engine's temporary files and local cluster
                 engines.close_all()
 
@@ -287,8 +287,8 @@ def table_inputs(
 ):
     """Read the table named by the shared table options (flags over ``distgate.toml``);
     ``counts_only`` for a command that needs the counts, not per-record codes."""
-    from distgate.config import table_options
-    from distgate.inputs import load_inputs
+    from distgate.data.config import table_options
+    from distgate.data.inputs import load_inputs
 
     options = table_options(
         table,

@@ -66,7 +66,7 @@ def describe(
     """Fill in what a report says about its run: the input files (with the settings file
     when one was read), the options as given (unset ones left out) followed by the
     settings taken from the settings file, and the exit code."""
-    from distgate.config import CONFIG_NAME
+    from distgate.data.config import CONFIG_NAME
 
     shown: dict[str, Any] = {}
     for name, value in context.params.items():

@@ -26,8 +26,8 @@ from distgate.cli.output import (
     output_format,
     show,
 )
+from distgate.data.atomic import check_outputs
 from distgate.errors import InputError
-from distgate.io.atomic import check_outputs
 
 
 class Side(StrEnum):
@@ -141,8 +141,8 @@ def randomize_command(
     change (and the --bins columns hold their ranges). Exit code 1 when tau is out of
     reach (nothing is written).
     """
-    from distgate.config import text_format
-    from distgate.domain import parse_bins
+    from distgate.data.config import text_format
+    from distgate.data.domain import parse_bins
     from distgate.randomize import parse_p, randomize_table, reconstruct_table, write_table
     from distgate.report.randomize import randomize_report, reconstruct_report
 

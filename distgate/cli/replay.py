@@ -35,8 +35,8 @@ from distgate.cli.common import (
     table_inputs,
 )
 from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
+from distgate.data.atomic import check_outputs
 from distgate.errors import InputError
-from distgate.io.atomic import check_outputs
 
 
 @handles_bad_input
@@ -121,9 +121,9 @@ def replay_command(
 
     Example: distgate replay soldiers.csv requests.csv -o decisions.csv --state gate.db
     """
-    from distgate.config import load_config, setting
-    from distgate.gate import load_kernel_in_background
-    from distgate.replay import Interrupted, ReplaySettings, replay
+    from distgate.data.config import load_config, setting
+    from distgate.gate.core import load_kernel_in_background
+    from distgate.gate.replay import Interrupted, ReplaySettings, replay
     from distgate.report.common import progress
 
     if table == "-" and requests == "-":
@@ -207,6 +207,6 @@ def replay_command(
 
 def _load_key_index() -> None:
     """numba and the key index's compiled code, imported and loaded in the loading thread."""
-    from distgate.io.key_index import load_compiled
+    from distgate.data.key_index import load_compiled
 
     load_compiled()

@@ -129,13 +129,13 @@ def simulate_command(
 
     Example: distgate simulate soldiers.csv --metric mis,kld,cst,dqt --alpha 0.2,0.05
     """
-    from distgate.config import load_config, setting
-    from distgate.critical import check_alpha
+    from distgate.data.atomic import check_outputs
+    from distgate.data.config import load_config, setting
     from distgate.errors import InputError
-    from distgate.io.atomic import check_outputs
-    from distgate.metrics.registry import parse_metrics
+    from distgate.gate.simulate import chi_square_fit_sample, simulate
     from distgate.report.common import progress
-    from distgate.simulate import chi_square_fit_sample, simulate
+    from distgate.stats.critical import check_alpha
+    from distgate.stats.metrics.registry import parse_metrics
 
     chosen = output_format(format, json)
     check_outputs([table, baseline], [report])

@@ -34,9 +34,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from distgate.errors import InputError
-from distgate.io.atomic import atomic_text
-from distgate.io.tables import (
+from distgate.data.atomic import atomic_text
+from distgate.data.tables import (
     PLAIN,
     TextFormat,
     display_name,
@@ -44,6 +43,7 @@ from distgate.io.tables import (
     read_columns,
     require_values,
 )
+from distgate.errors import InputError
 from distgate.randomize.calibrate import calibrate
 from distgate.randomize.matrices import (
     apply_factors,
@@ -431,7 +431,7 @@ def band_columns(
     table: pa.Table, bins: Mapping[str, Sequence[float]], attributes: Sequence[str], name: str
 ) -> pa.Table:
     """The table with each column of ``bins`` replaced by the label of its range."""
-    from distgate.domain import bin_labels
+    from distgate.data.domain import bin_labels
 
     for column, edges in bins.items():
         if column not in attributes:

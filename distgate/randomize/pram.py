@@ -44,8 +44,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from distgate.data.tables import display_name, read_columns, require_values
 from distgate.errors import InputError
-from distgate.io.tables import display_name, read_columns, require_values
 from distgate.randomize import (
     RandomizeResult,
     ReconstructResult,

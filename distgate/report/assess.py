@@ -4,9 +4,7 @@ of every metric's own verdict."""
 
 from __future__ import annotations
 
-from distgate.assess import Assessment
-from distgate.metrics.registry import Column as MetricColumn
-from distgate.metrics.registry import MetricResult
+from distgate.release.assess import Assessment
 from distgate.report.model import (
     BLOCKED,
     SAFE,
@@ -18,6 +16,8 @@ from distgate.report.model import (
     verdict_cell,
     verdict_part,
 )
+from distgate.stats.metrics.registry import Column as MetricColumn
+from distgate.stats.metrics.registry import MetricResult
 
 
 def _bound(value: float) -> Cell:

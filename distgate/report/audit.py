@@ -3,7 +3,7 @@ a count per disclosure type, the verdict and the merge plan."""
 
 from __future__ import annotations
 
-from distgate.audit import AuditResult, MergePlan
+from distgate.release.audit import AuditResult, MergePlan
 from distgate.report.model import BLOCKED, DIM, Cell, Column, Report, count, verdict_part
 
 LETTERS = {"existence": "E", "upward": "U", "downward": "D", "approximation": "A"}

@@ -3,7 +3,7 @@ distributions, D(y), E(y) and the X-outliers."""
 
 from __future__ import annotations
 
-from distgate.baseline import Baseline, TableProfile
+from distgate.release.baseline import Baseline, TableProfile
 from distgate.report.model import BAR, BLOCKED, Cell, Column, Report, count, num
 
 BAR_WIDTH = 40

@@ -4,8 +4,8 @@ verdict on the plan."""
 
 from __future__ import annotations
 
-from distgate.assess import Assessment
-from distgate.fix import FixPlan
+from distgate.release.assess import Assessment
+from distgate.release.fix import FixPlan
 from distgate.report.assess import assessment_report
 from distgate.report.model import BLOCKED, SAFE, Report
 

@@ -180,7 +180,7 @@ def to_html(report: Report) -> str:
 
 def write_html(report: Report, path: str) -> None:
     """Write the report atomically (no half-written file on failure)."""
-    from distgate.io.atomic import atomic_text
+    from distgate.data.atomic import atomic_text
 
     page = to_html(report)
     with atomic_text(path) as handle:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from distgate.metrics.registry import GLOBAL_METRICS
+from distgate.stats.metrics.registry import GLOBAL_METRICS
 
 # What each metric's statistic is, with its unit, for the y axis.
 QUANTITIES = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from distgate.gate import RELEASED
-from distgate.replay import ReplayResult
+from distgate.gate.core import RELEASED
+from distgate.gate.replay import ReplayResult
 from distgate.report.model import WARN, Cell, Column, Report, count
 
 
@@ -85,7 +85,7 @@ def evolution(result: ReplayResult):
 
 def plot_evolution(result: ReplayResult, path: str) -> None:
     """Write :func:`evolution` as a PNG file."""
-    from distgate.io.atomic import atomic_path
+    from distgate.data.atomic import atomic_path
     from distgate.report.plots import pyplot
 
     figure = evolution(result)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from distgate.gate.simulate import Evolution, Simulation
 from distgate.report.model import WARN, Cell, Column, Report, count
-from distgate.simulate import Evolution, Simulation
 
 
 def simulation_report(
@@ -121,7 +121,7 @@ def evolution_name(evolution: Evolution) -> str:
 def write_plots(sim: Simulation, folder: str, fit_sample: tuple[np.ndarray, int]) -> list[str]:
     """Evolution plots (first sequence of every configuration) and the chi-square fit plot;
     returns the files written."""
-    from distgate.io.atomic import atomic_path
+    from distgate.data.atomic import atomic_path
     from distgate.report.plots import pyplot
 
     plt = pyplot()

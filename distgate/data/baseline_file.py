@@ -1,0 +1,75 @@
+"""Baseline files (SPEC 2): one column per attribute, named like the attribute, and one of
+``probability``, ``count`` or ``percent``. Row order is the domain order."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from distgate.data.atomic import atomic_text
+from distgate.data.domain import JOINT_SEPARATOR
+from distgate.data.tables import (
+    display_name,
+    numeric_column,
+    read_columns,
+    read_header,
+    require_values,
+)
+from distgate.errors import InputError
+from distgate.release.baseline import Baseline
+
+WEIGHT_COLUMNS = ("probability", "count", "percent")
+SUM_TOLERANCE = 1e-6
+
+
+def read_baseline(source: str, attributes: Sequence[str]) -> Baseline:
+    """Read and validate a baseline file for the given attribute columns."""
+    name = f"baseline file {display_name(source)}"
+    header = read_header(source)
+    kinds = [c for c in WEIGHT_COLUMNS if c in header]
+    if len(kinds) != 1:
+        found = "none of them" if not kinds else " and ".join(kinds)
+        raise InputError(
+            f"The {name} must have exactly one of the columns probability, count or percent "
+            f"(it has {found})."
+        )
+    kind = kinds[0]
+    table = read_columns(source, [*attributes, kind], what="baseline file")
+    require_values(table, [*attributes, kind], name)
+    weights = numeric_column(table, kind, name)
+    negative = np.flatnonzero(weights < 0)
+    if negative.size:
+        raise InputError(
+            f"The {name}, line {negative[0] + 2}: the {kind} {weights[negative[0]]:g} is negative."
+        )
+    if not np.all(np.isfinite(weights)):
+        bad = int(np.flatnonzero(~np.isfinite(weights))[0])
+        raise InputError(f"The {name}, line {bad + 2}: the {kind} is not a finite number.")
+    total = float(weights.sum())
+    if kind == "probability" and abs(total - 1.0) > SUM_TOLERANCE:
+        raise InputError(f"The probabilities of the {name} sum to {total:.6g}, not 1.")
+    if total <= 0:
+        raise InputError(f"The {kind}s of the {name} sum to 0.")
+    parts = [table.column(a).to_pylist() for a in attributes]
+    labels = [JOINT_SEPARATOR.join(str(v).strip() for v in row) for row in zip(*parts, strict=True)]
+    seen: dict[str, int] = {}
+    for line, label in enumerate(labels, start=2):
+        if label in seen:
+            raise InputError(
+                f"The {name} lists the value '{label}' twice (lines {seen[label]} and {line})."
+            )
+        seen[label] = line
+    return Baseline(tuple(labels), weights / total, tuple(attributes))
+
+
+def write_baseline(path: str, baseline: Baseline) -> None:
+    """Write a baseline file with a ``probability`` column, atomically."""
+    import csv
+
+    with atomic_text(path) as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow([*baseline.attributes, "probability"])
+        for label, prob in zip(baseline.labels, baseline.probabilities, strict=True):
+            parts = label.split(JOINT_SEPARATOR) if len(baseline.attributes) > 1 else [label]
+            writer.writerow([*parts, f"{prob:.12g}"])

@@ -1,0 +1,279 @@
+"""``distgate.toml``: defaults for the table options so that a command needs no flags.
+
+Looked up in the working directory (or given with ``--config FILE``). Keys: ``id``,
+``attributes``, ``targets``, ``[bins]``, ``[order]``, ``weight``, ``missing``,
+``delimiter``, ``encoding``, ``baseline``, ``metric``, ``alpha`` (and ``critical``,
+``seed``, ``engine``, ``scheduler``). Command-line flags override the file. A relative
+``baseline`` path is taken relative to the config file's folder.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from distgate.errors import InputError
+
+CONFIG_NAME = "distgate.toml"
+KNOWN_KEYS = {
+    "id",
+    "attributes",
+    "targets",
+    "bins",
+    "baseline",
+    "metric",
+    "alpha",
+    "critical",
+    "seed",
+    "missing",
+    "engine",
+    "scheduler",
+    "weight",
+    "order",
+    "delimiter",
+    "encoding",
+}
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _is_text_list(value: Any) -> bool:
+    return _is_text(value) or (
+        isinstance(value, list) and bool(value) and all(_is_text(v) for v in value)
+    )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_order(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(values, list)
+        and values
+        and all(_is_text(v) for v in values)
+        and len(set(values)) == len(values)
+        for values in value.values()
+    )
+
+
+def _is_delimiter(value: Any) -> bool:
+    from distgate.data.tables import check_delimiter
+
+    try:
+        return isinstance(value, str) and bool(check_delimiter(value))
+    except InputError:
+        return False
+
+
+def _is_encoding(value: Any) -> bool:
+    import codecs
+
+    try:
+        return _is_text(value) and bool(codecs.lookup(value.strip()))
+    except LookupError:
+        return False
+
+
+def _is_bins(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(edges, list) and edges and all(_is_number(e) for e in edges)
+        for edges in value.values()
+    )
+
+
+# what each key must hold: a check and the words the error message uses
+VALIDATORS: dict[str, tuple[Any, str]] = {
+    "id": (_is_text, "a column name in quotes"),
+    "attributes": (_is_text_list, "a column name or a list of column names"),
+    "targets": (_is_text_list, "a column name or a list of column names"),
+    "bins": (_is_bins, "a table [bins] of COLUMN = [edges, as numbers]"),
+    "baseline": (_is_text, "a file path in quotes"),
+    "metric": (_is_text_list, 'metric names in quotes, e.g. "kld,cst"'),
+    "alpha": (lambda v: _is_number(v) and 0 < v < 1, "a number strictly between 0 and 1"),
+    "critical": (lambda v: v in ("auto", "asymptotic", "mc"), '"auto", "asymptotic" or "mc"'),
+    "missing": (lambda v: v in ("error", "drop", "keep"), '"error", "drop" or "keep"'),
+    "engine": (
+        lambda v: v in ("auto", "arrow", "duckdb", "dask"),
+        '"auto", "arrow", "duckdb" or "dask"',
+    ),
+    "scheduler": (_is_text, 'a Dask scheduler address in quotes, e.g. "tcp://host:8786"'),
+    "weight": (_is_text, "a column name in quotes"),
+    "order": (_is_order, "a table [order] of COLUMN = [distinct values, in quotes]"),
+    "delimiter": (_is_delimiter, 'one character in quotes, e.g. ";" or "\\t" (or "tab")'),
+    "encoding": (_is_encoding, 'an encoding Python knows, e.g. "latin-1" or "utf-16"'),
+    "seed": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+        "a whole number >= 0",
+    ),
+}
+
+
+def _line_of(text: str, key: str) -> int | None:
+    """The line of ``key = ...`` (or of ``[key]``) in the config text."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.split("=")[0].strip() == key or stripped == f"[{key}]":
+            return number
+    return None
+
+
+def load_config(path: str | None = None) -> dict[str, Any]:
+    """The settings of ``path``, or of ./distgate.toml when it exists, else {}."""
+    if path is None:
+        candidate = Path(CONFIG_NAME)
+        if not candidate.is_file():
+            return {}
+    else:
+        candidate = Path(path)
+        if not candidate.is_file():
+            raise InputError(f"Config file '{path}' does not exist.")
+    try:
+        text = candidate.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"Config file '{candidate}' is not UTF-8 text (byte {exc.start}): save it as UTF-8."
+        ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"Config file '{candidate}' is not valid TOML: {exc}.") from None
+    unknown = sorted(set(data) - KNOWN_KEYS)
+    if unknown:
+        raise InputError(
+            f"Config file '{candidate}' has the unknown key '{unknown[0]}' "
+            f"(known keys: {', '.join(sorted(KNOWN_KEYS))})."
+        )
+    for key, value in data.items():
+        valid, expected = VALIDATORS[key]
+        if not valid(value):
+            line = _line_of(text, key)
+            where = f", line {line}" if line else ""
+            raise InputError(
+                f"Config file '{candidate}'{where}: {key} must be {expected}, not {value!r}."
+            )
+    for key in ("attributes", "targets"):
+        if isinstance(data.get(key), str):
+            data[key] = [data[key]]
+    if isinstance(data.get("metric"), list):
+        data["metric"] = ",".join(data["metric"])
+    if "baseline" in data and not Path(data["baseline"]).is_absolute():
+        data["baseline"] = str(candidate.parent / data["baseline"])
+    return data
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    """Which columns of a table make the key, the attribute X and the target Y."""
+
+    source: str
+    attributes: tuple[str, ...]
+    targets: tuple[str, ...]
+    id_column: str | None = None
+    bins: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    baseline: str | None = None
+    missing: str = "error"  # what a record with a missing X or Y value does
+    engine: str = "auto"  # who counts: auto, arrow, duckdb or dask (distgate.data.engines)
+    scheduler: str | None = None  # the Dask scheduler's address (None: a local cluster)
+    weight: str | None = None  # column of record counts (a frequency table)
+    order: tuple[tuple[str, tuple[str, ...]], ...] = ()  # value order per column
+    delimiter: str | None = None  # None: tab for .tsv names, else a comma
+    encoding: str | None = None  # None: UTF-8
+
+    @property
+    def bins_dict(self) -> dict[str, list[float]]:
+        return {column: list(edges) for column, edges in self.bins}
+
+    @property
+    def order_dict(self) -> dict[str, list[str]]:
+        return {column: list(values) for column, values in self.order}
+
+    @property
+    def text_format(self):
+        """How the table (and the request log) is written, when it is delimited text."""
+        from distgate.data.tables import TextFormat
+
+        return TextFormat(self.delimiter, self.encoding)
+
+
+def table_options(
+    source: str,
+    config: dict[str, Any],
+    *,
+    attributes: list[str] | None = None,
+    targets: list[str] | None = None,
+    id_column: str | None = None,
+    bins: list[str] | None = None,
+    baseline: str | None = None,
+    missing: str | None = None,
+    engine: str | None = None,
+    scheduler: str | None = None,
+    weight: str | None = None,
+    order: list[str] | None = None,
+    delimiter: str | None = None,
+    encoding: str | None = None,
+) -> TableOptions:
+    """Merge command-line flags (when given) over the config file's settings."""
+    from distgate.data.domain import parse_bins, parse_order
+
+    attrs = _split(attributes) or list(config.get("attributes") or [])
+    targs = _split(targets) or list(config.get("targets") or [])
+    # the file's bins and orders serve the columns in use (flags may name other columns);
+    # a flag's bins or order for a column that is not in use is still an error
+    merged_bins = {c: e for c, e in parse_bins(config.get("bins") or {}).items() if c in attrs}
+    merged_bins.update(parse_bins(bins or []))
+    merged_order = {
+        c: v for c, v in parse_order(config.get("order") or {}).items() if c in attrs + targs
+    }
+    merged_order.update(parse_order(order or []))
+    fmt = text_format(config, delimiter, encoding)
+    if not attrs:
+        raise InputError("No attribute column given: name one with -x/--attr or in distgate.toml.")
+    if not targs:
+        raise InputError("No target column given: name one with -y/--target or in distgate.toml.")
+    return TableOptions(
+        source=source,
+        attributes=tuple(attrs),
+        targets=tuple(targs),
+        id_column=id_column or config.get("id"),
+        bins=tuple((c, tuple(e)) for c, e in merged_bins.items()),
+        baseline=baseline or config.get("baseline"),
+        missing=missing or config.get("missing", "error"),
+        engine=engine or config.get("engine", "auto"),
+        scheduler=scheduler or config.get("scheduler") or os.environ.get("DASK_SCHEDULER_ADDRESS"),
+        weight=weight or config.get("weight"),
+        order=tuple((c, tuple(v)) for c, v in merged_order.items()),
+        delimiter=fmt.delimiter,
+        encoding=fmt.encoding,
+    )
+
+
+def text_format(config: dict[str, Any], delimiter: str | None, encoding: str | None):
+    """How text input is written: --delimiter and --encoding (checked) over the config's."""
+    from distgate.data.tables import TextFormat, check_delimiter, check_encoding
+
+    delimiter = delimiter if delimiter is not None else config.get("delimiter")
+    encoding = encoding if encoding is not None else config.get("encoding")
+    return TextFormat(
+        check_delimiter(delimiter) if delimiter is not None else None,
+        check_encoding(encoding) if encoding is not None else None,
+    )
+
+
+def _split(values: list[str] | None) -> list[str]:
+    """Accept both ``-x a -x b`` and ``-x a,b``."""
+    out: list[str] = []
+    for value in values or []:
+        out.extend(v.strip() for v in value.split(",") if v.strip())
+    return out
+
+
+def setting(flag: Any, config: dict[str, Any], key: str, default: Any) -> Any:
+    """A flag's value when given, else the config's, else ``default``."""
+    if flag is not None:
+        return flag
+    return config.get(key, default)

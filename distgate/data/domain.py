@@ -1,0 +1,777 @@
+"""Ordered domains and the encoding of records into (target, value) codes.
+
+A table's records become two integer arrays, the target code and the value code of each
+record, plus the labels of both. Several attribute (or target) columns are combined into
+one joint value labelled by the parts joined with ``|``. Numeric attributes may be cut
+into ranges (:func:`parse_bins`); the bin order is the domain order.
+
+Domain order: with a baseline file, its row order (values it lists with probability 0
+included); without one, the values present in the table, bins in bin order, a column's
+``--order`` when one is given, and otherwise the natural order (:func:`natural_order`):
+numerically when every value is a number, by their numbers when every value is an interval
+label in distgate's own notation (``<18``, ``18-19``, ``>=55``, ``[1.5,2)``), else as text.
+
+Weights: with a weight column, each line stands for that many identical records (a
+frequency table); counts are the weights summed per (target, value) cell, and a line of
+weight 0 is no record at all.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from distgate.data.tables import (
+    PLAIN,
+    TextFormat,
+    dictionary_column,
+    display_name,
+    encode_text,
+    numeric_column,
+    read_columns,
+    require_values,
+)
+from distgate.errors import InputError
+
+JOINT_SEPARATOR = "|"
+
+
+def parse_bins(specs: Sequence[str] | Mapping[str, Sequence[float]] | None) -> dict[str, list]:
+    """Parse ``["age=18,20,25,30"]`` (or a mapping from a config file) into sorted edges."""
+    if not specs:
+        return {}
+    items = specs.items() if isinstance(specs, Mapping) else (_split_bin_spec(s) for s in specs)
+    bins: dict[str, list[float]] = {}
+    for column, raw_edges in items:
+        edges = []
+        for edge in raw_edges:
+            try:
+                value = float(edge)
+            except (TypeError, ValueError):
+                raise InputError(
+                    f"The bins of column '{column}' must be numbers; '{edge}' is not."
+                ) from None
+            if not math.isfinite(value):
+                raise InputError(f"The bins of column '{column}' must be finite numbers.")
+            edges.append(value)
+        if not edges:
+            raise InputError(f"The bins of column '{column}' list no edges.")
+        if any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
+            raise InputError(f"The bin edges of column '{column}' must be strictly increasing.")
+        bins[column] = edges
+    return bins
+
+
+def _split_bin_spec(spec: str) -> tuple[str, list[str]]:
+    column, sep, edges = spec.partition("=")
+    if not sep or not column.strip() or not edges.strip():
+        raise InputError(f"The bins '{spec}' must look like COLUMN=EDGE,EDGE,... (e.g. age=18,20).")
+    return column.strip(), [e.strip() for e in edges.split(",")]
+
+
+def _edge_text(value: float) -> str:
+    return f"{value:g}"
+
+
+def bin_labels(edges: Sequence[float]) -> list[str]:
+    """Labels of the ranges cut by ``edges``: ``<e0``, one label per [a,b), ``>=ek``.
+
+    Integer edges label [a,b) as ``a-(b-1)``; other edges as ``[a,b)``.
+    """
+    integral = all(float(e).is_integer() for e in edges)
+    labels = [f"<{_edge_text(edges[0])}"]
+    for a, b in zip(edges, edges[1:], strict=False):
+        if integral:
+            labels.append(f"{int(a)}-{int(b) - 1}")
+        else:
+            labels.append(f"[{_edge_text(a)},{_edge_text(b)})")
+    labels.append(f">={_edge_text(edges[-1])}")
+    return labels
+
+
+_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_INTERVAL = re.compile(
+    rf"<(?P<below>{_NUMBER})|>=(?P<above>{_NUMBER})|(?P<plus>{_NUMBER})\+"
+    rf"|(?P<a>{_NUMBER})-(?P<b>{_NUMBER})"
+    rf"|\[(?P<low>{_NUMBER}),\s*(?P<high>{_NUMBER})\)"
+)
+
+
+def interval_key(label: str) -> tuple[float, float] | None:
+    """The range [low, high) a label of :func:`bin_labels` stands for, or None when the
+    label is not one: ``<18`` is [-inf, 18), ``18-19`` [18, 20), ``>=55`` (and the common
+    ``55+``) [55, inf), ``[1.5,2)`` itself."""
+    match = _INTERVAL.fullmatch(label.strip())
+    if match is None:
+        return None
+    if match["below"] is not None:
+        return (-math.inf, float(match["below"]))
+    if match["above"] is not None or match["plus"] is not None:
+        return (float(match["above"] or match["plus"]), math.inf)
+    if match["a"] is not None:
+        return (float(match["a"]), float(match["b"]) + 1)
+    return (float(match["low"]), float(match["high"]))
+
+
+def natural_order(values: Sequence[str]) -> list[str]:
+    """Values in domain order when no baseline or --order gives one: by number when all
+    are numbers, by range when all are interval labels (:func:`interval_key`), else as
+    text. ``missing`` (from --missing keep) comes after numbers and ranges."""
+    present = [v for v in values if v != MISSING_LABEL]
+    tail = [MISSING_LABEL] * (len(values) - len(present))
+    try:
+        return sorted(present, key=float) + tail
+    except ValueError:
+        pass
+    keys = [interval_key(v) for v in present]
+    if all(k is not None for k in keys):
+        return [v for _, v in sorted(zip(keys, present, strict=True))] + tail
+    return sorted(values)
+
+
+def parse_order(
+    specs: Sequence[str] | Mapping[str, Sequence[str]] | None,
+) -> dict[str, list[str]]:
+    """Parse ``["educ=Low,Middle,High"]`` (or a mapping from a config file) into the order
+    of each column's values."""
+    if not specs:
+        return {}
+    if isinstance(specs, Mapping):
+        items = [(c, [str(v).strip() for v in values]) for c, values in specs.items()]
+    else:
+        items = []
+        for spec in specs:
+            column, sep, values = spec.partition("=")
+            if not sep or not column.strip() or not values.strip():
+                raise InputError(
+                    f"The order '{spec}' must look like COLUMN=VALUE,VALUE,... "
+                    "(e.g. educ=Low,Middle,High)."
+                )
+            items.append((column.strip(), [v.strip() for v in values.split(",")]))
+    orders: dict[str, list[str]] = {}
+    for column, values in items:
+        if not values or not all(values):
+            raise InputError(f"The order of column '{column}' has an empty value.")
+        repeated = [v for v in values if values.count(v) > 1]
+        if repeated:
+            raise InputError(f"The order of column '{column}' lists '{repeated[0]}' twice.")
+        orders[column] = values
+    return orders
+
+
+def _order_lookup(
+    values: list[str], order: Sequence[str], indices: np.ndarray, column: str, name: str
+) -> tuple[np.ndarray, list[str]]:
+    """Codes of a column's distinct ``values`` in the given order; a value the order does
+    not list is an InputError naming its first line (``missing`` goes last)."""
+    labels = list(order)
+    position = {label: i for i, label in enumerate(labels)}
+    lookup = np.empty(len(values), dtype=np.int64)
+    for i, value in enumerate(values):
+        key = value.strip()
+        if key not in position:
+            if value != MISSING_LABEL:
+                line = int(np.flatnonzero(indices == i)[0]) + 2
+                raise InputError(
+                    f"The {name}, line {line}: column '{column}' has the value '{value}', "
+                    f"which its order does not list (it lists {', '.join(order)})."
+                )
+            position[key] = len(labels)
+            labels.append(MISSING_LABEL)
+        lookup[i] = position[key]
+    return lookup, labels
+
+
+@dataclass(frozen=True)
+class _Column:
+    """One column encoded: ``lookup[indices[i]]`` is the code of record i, ``labels`` the
+    label of each code in domain order. Work on ``lookup`` (one entry per distinct text)
+    is cheap; ``indices`` is touched once per record."""
+
+    lookup: np.ndarray
+    indices: np.ndarray
+    labels: list[str]
+
+    @property
+    def codes(self) -> np.ndarray:
+        return self.lookup[self.indices]
+
+
+def _encode_column(
+    table: pa.Table,
+    column: str,
+    name: str,
+    edges: list | None,
+    order: Sequence[str] | None = None,
+) -> _Column:
+    """Codes of a column: binning, validation and ordering (``order``, else the natural
+    order) are done on the (small) dictionary, then looked up per record; a binned column
+    read as numbers is binned through a lookup over its integer range (or per record for
+    fractional values)."""
+    if edges is not None and not pa.types.is_dictionary(table.schema.field(column).type):
+        return _bin_numbers(table, column, name, edges)
+    values, indices = dictionary_column(table, column, name)
+    if edges is not None:
+        labels = bin_labels(edges)
+        numbers = np.empty(len(values))
+        for i, value in enumerate(values):
+            if value == MISSING_LABEL:  # --missing keep: after every bin
+                numbers[i] = np.nan
+                continue
+            try:
+                numbers[i] = float(value)
+            except ValueError:
+                line = int(np.flatnonzero(indices == i)[0]) + 2
+                raise InputError(
+                    f"The {name}, line {line}: column '{column}' has the non-numeric "
+                    f"value '{value}'."
+                ) from None
+        lookup = np.searchsorted(np.asarray(edges, dtype=float), numbers, side="right")
+        if np.isnan(numbers).any():
+            lookup = np.where(np.isnan(numbers), len(labels), lookup)
+            labels = [*labels, MISSING_LABEL]
+        return _Column(lookup, indices, labels)
+    if order is not None:
+        lookup, labels = _order_lookup(values, order, indices, column, name)
+        return _Column(lookup, indices, labels)
+    ordered = natural_order(values)
+    where = {value: i for i, value in enumerate(values)}
+    rank = np.empty(len(values), dtype=np.int64)
+    rank[[where[v] for v in ordered]] = np.arange(len(ordered))
+    return _Column(rank, indices, ordered)
+
+
+_INTEGER_LOOKUP_LIMIT = 1 << 24  # widest integer range binned through a lookup table
+
+
+def _bin_numbers(table: pa.Table, column: str, name: str, edges: list) -> _Column:
+    values = table.column(column)
+    if values.null_count:
+        row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
+        raise InputError(f"The {name}, line {row + 2}: column '{column}' has no value.")
+    labels = bin_labels(edges)
+    cut = np.asarray(edges, dtype=float)
+    if pa.types.is_integer(values.type) and len(values):
+        extremes = pc.min_max(values)
+        low, high = extremes["min"].as_py(), extremes["max"].as_py()
+        if high - low < _INTEGER_LOOKUP_LIMIT:
+            lookup = np.searchsorted(cut, np.arange(low, high + 1, dtype=float), side="right")
+            # chunk by chunk into one int32 array: no concatenated copy of the column
+            offsets = np.empty(len(values), dtype=np.int32)
+            start = 0
+            for chunk in values.chunks:
+                part = chunk.to_numpy()
+                np.subtract(part, low, out=offsets[start : start + len(part)], casting="unsafe")
+                start += len(part)
+            return _Column(lookup, offsets, labels)
+    numbers = values.to_numpy().astype(float)
+    bad = ~np.isfinite(numbers)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"The {name}, line {row + 2}: column '{column}' has the non-numeric value "
+            f"'{values[row].as_py()}'."
+        )
+    codes = np.searchsorted(cut, numbers, side="right")
+    return _Column(np.arange(len(labels)), codes, labels)
+
+
+@dataclass(frozen=True)
+class _Codes:
+    """One side (values or targets) of a table: record i has code
+    ``lookup[indices[i]]``. With one column, ``indices`` are pyarrow's dictionary indices
+    and ``lookup`` maps each distinct text to its code, so counting never needs the
+    per-record codes; with several columns the codes are built per record."""
+
+    lookup: np.ndarray
+    indices: np.ndarray
+
+
+def _combine(columns: list[_Column]) -> tuple[_Codes, list[str]]:
+    """Joint codes over the combinations present, in the order of the parts' domains."""
+    if len(columns) == 1:
+        # every dictionary entry occurs in the data, so presence is read off the lookup
+        column = columns[0]
+        present = np.zeros(len(column.labels), dtype=bool)
+        present[column.lookup] = True
+        remap = np.cumsum(present) - 1
+        labels = [label for label, keep in zip(column.labels, present, strict=True) if keep]
+        return _Codes(remap[column.lookup].astype(np.int32), column.indices), labels
+    radix = np.ones(len(columns), dtype=np.int64)
+    for i in range(len(columns) - 2, -1, -1):
+        radix[i] = radix[i + 1] * len(columns[i + 1].labels)
+    joint = sum(c.codes * r for c, r in zip(columns, radix, strict=True))
+    present, codes = np.unique(joint, return_inverse=True)
+    labels = []
+    for value in present:
+        parts = []
+        for column, r in zip(columns, radix, strict=True):
+            parts.append(column.labels[(value // r) % len(column.labels)])
+        labels.append(JOINT_SEPARATOR.join(parts))
+    return _Codes(np.arange(len(present), dtype=np.int32), codes.reshape(-1)), labels
+
+
+@dataclass(frozen=True)
+class CountTable:
+    """Counts C[y, x] of a table: rows are targets, columns are values in domain order."""
+
+    counts: np.ndarray
+    target_labels: list[str]
+    value_labels: list[str]
+
+
+# Counting through the dictionaries needs a grid of |dictionary of Y| x |dictionary of X|
+# cells; above this size the per-record codes are counted instead.
+_DICTIONARY_GRID_LIMIT = 1 << 22
+_COUNT_CHUNK = 1 << 16  # records counted per pass (half a megabyte of cell indices)
+
+
+class EncodedTable:
+    """A table's records as codes: ``target_codes[i]`` and ``value_codes[i]`` of record i,
+    the labels of both, and the record keys (None when records are keyed by row number).
+    The per-record codes are built on first use; counting does not need them.
+
+    With ``weights`` (one whole number per line of the file) line i stands for
+    ``weights[i]`` identical records: counts sum the weights, and the per-record codes
+    repeat each line's codes that many times."""
+
+    def __init__(
+        self,
+        targets_side: _Codes,
+        values_side: _Codes,
+        target_labels: list[str],
+        value_labels: list[str],
+        keys: pa.Array | None,
+        attributes: tuple[str, ...],
+        targets: tuple[str, ...],
+        source: str,
+        weights: np.ndarray | None = None,
+    ) -> None:
+        self._targets_side, self._values_side = targets_side, values_side
+        self.weights = weights
+        self.target_labels, self.value_labels = target_labels, value_labels
+        self.keys, self.attributes, self.targets, self.source = keys, attributes, targets, source
+        self.dropped = 0  # records left out for a missing value (--missing drop)
+        self.grouped = False  # lines are distinct records with their counts: no record order
+        self._codes: dict[str, np.ndarray] = {}
+
+    @property
+    def size(self) -> int:
+        """The number of records (the sum of the weights, with weights)."""
+        if self.weights is not None:
+            return int(self.weights.sum())
+        return len(self._targets_side.indices)
+
+    def _expanded(self, side: _Codes) -> np.ndarray:
+        if self.grouped:
+            raise RuntimeError(
+                "This table was counted by groups (encode_table(..., counts_only=True)): it "
+                "has counts, not per-record codes."
+            )
+        codes = side.lookup[side.indices]
+        return codes if self.weights is None else np.repeat(codes, self.weights)
+
+    @property
+    def target_codes(self) -> np.ndarray:
+        if "target" not in self._codes:
+            self._codes["target"] = self._expanded(self._targets_side)
+        return self._codes["target"]
+
+    @property
+    def value_codes(self) -> np.ndarray:
+        if "value" not in self._codes:
+            self._codes["value"] = self._expanded(self._values_side)
+        return self._codes["value"]
+
+    def count_table(self, rows: np.ndarray | None = None) -> CountTable:
+        """Counts of all records, or of the records at positions ``rows``."""
+        shape = (len(self.target_labels), len(self.value_labels))
+        t_side, v_side = self._targets_side, self._values_side
+        grid = (len(t_side.lookup), len(v_side.lookup))
+        if rows is None and grid[0] * grid[1] <= _DICTIONARY_GRID_LIMIT:
+            # counted in cache-sized chunks into one small buffer: a cell index per record
+            # for ten million records was 80 MB of fresh memory, and touching it cost more
+            # than the counting
+            size = grid[0] * grid[1]
+            # weights are summed as float64: exact for totals below 2**53
+            weights = self.weights
+            flat = np.zeros(size, dtype=np.int64 if weights is None else np.float64)
+            buffer = np.empty(_COUNT_CHUNK, dtype=np.intp)
+            for start in range(0, len(t_side.indices), _COUNT_CHUNK):
+                t_part = t_side.indices[start : start + _COUNT_CHUNK]
+                cell = buffer[: len(t_part)]
+                np.multiply(t_part, grid[1], out=cell, casting="unsafe")
+                cell += v_side.indices[start : start + _COUNT_CHUNK]
+                part = None if weights is None else weights[start : start + _COUNT_CHUNK]
+                flat += np.bincount(cell, weights=part, minlength=size)
+            by_entry = flat.reshape(grid).astype(np.int64)
+            counts = np.zeros(shape, dtype=np.int64)
+            np.add.at(counts, (t_side.lookup[:, None], v_side.lookup[None, :]), by_entry)
+            return CountTable(counts, self.target_labels, self.value_labels)
+        if rows is None:  # one entry per line of the file, weighted
+            t = t_side.lookup[t_side.indices]
+            v = v_side.lookup[v_side.indices]
+        else:  # positions among the records
+            t, v = self.target_codes[rows], self.value_codes[rows]
+        cell = t.astype(np.int64) * shape[1] + v
+        weights = self.weights if rows is None else None
+        flat = np.bincount(cell, weights=weights, minlength=shape[0] * shape[1])
+        counts = flat.reshape(shape).astype(np.int64)
+        return CountTable(counts, self.target_labels, self.value_labels)
+
+
+def encode_table(
+    source: str,
+    attributes: Sequence[str],
+    targets: Sequence[str],
+    *,
+    bins: Mapping[str, Sequence[float]] | None = None,
+    id_column: str | None = None,
+    value_domain: Sequence[str] | None = None,
+    missing: str = "error",
+    weight: str | None = None,
+    order: Mapping[str, Sequence[str]] | None = None,
+    fmt: TextFormat = PLAIN,
+    keys_checked_later: bool = False,
+    counts_only: bool = False,
+) -> EncodedTable:
+    """Read a table and encode each record as (target code, value code).
+
+    ``value_domain`` (the baseline's labels, in order) fixes the value codes; a value of
+    the table that it does not list is an InputError naming the value and its line.
+    With ``id_column``, record keys are read and must be unique (checked here unless
+    ``keys_checked_later``: replay's key lookup checks them in its own pass). ``missing``
+    says what a record with a missing attribute or target value does (see
+    :func:`handle_missing`).
+    ``weight`` names a column of whole-number counts (:func:`record_weights`); ``order``
+    gives the order of a column's values (``value_domain`` still wins for attributes);
+    ``fmt`` says how a delimited text file is written.
+
+    With ``counts_only`` (and no ``id_column``) the records are counted by their distinct
+    combinations of values, in one hashing pass on the cores, and the table has counts but
+    no per-record codes (``grouped``); anything wrong in the table is still reported
+    with its line, by the record-level encoding.
+    """
+    bins = dict(bins or {})
+    order = dict(order or {})
+    check_roles(attributes, targets, bins, order, weight)
+    name = f"table {display_name(source)}"
+    encoded_columns = list(attributes) + list(targets)
+    extra = [c for c in (id_column, weight) if c]
+    by_groups = counts_only and id_column is None
+    table = read_columns(
+        source,
+        encoded_columns + extra,
+        what="table",
+        dictionary=encoded_columns,
+        numeric=[*bins, *([weight] if weight else [])],
+        fmt=fmt,
+        encode=not by_groups,
+    )
+    roles = dict(attributes=attributes, targets=targets, bins=bins, order=order)
+    where = dict(value_domain=value_domain, missing=missing, source=source, name=name)
+    if by_groups:
+        try:
+            groups, count_column = _distinct_records(table, encoded_columns, weight, name)
+            encoded = _encode_read_table(groups, weight=count_column, **roles, **where)
+            encoded.grouped = True
+            return encoded
+        except InputError:  # the record-level path below names the line
+            table = encode_text(table, encoded_columns)
+    return _encode_read_table(
+        table,
+        weight=weight,
+        id_column=id_column,
+        keys_checked_later=keys_checked_later,
+        **roles,
+        **where,
+    )
+
+
+_GROUP_COUNT = "\x00records"  # the count column of the distinct records (no column's name)
+
+
+def _distinct_records(
+    table: pa.Table, columns: list[str], weight: str | None, name: str
+) -> tuple[pa.Table, str]:
+    """The distinct combinations of ``columns`` with how many records each stands for (the
+    sum of the weights, with a weight column), as a table whose lines are weighted by its
+    returned column: a hash aggregation on the cores instead of encoding every record."""
+    if weight is None:
+        grouped = table.group_by(columns, use_threads=True).aggregate([([], "count_all")])
+        counts, count_name = grouped.column("count_all"), _GROUP_COUNT
+    else:
+        weights = pa.array(record_weights(table, weight, name))
+        table = table.set_column(table.schema.get_field_index(weight), weight, weights)
+        grouped = table.group_by(columns, use_threads=True).aggregate([(weight, "sum")])
+        counts, count_name = grouped.column(f"{weight}_sum"), weight
+    parts = {c: grouped.column(c).combine_chunks() for c in columns}
+    # text is encoded as the record-level path encodes it; numbers stay numbers
+    parts = {
+        c: pc.dictionary_encode(part) if pa.types.is_string(part.type) else part
+        for c, part in parts.items()
+    }
+    return pa.table({**parts, count_name: counts}), count_name
+
+
+def _encode_read_table(
+    table: pa.Table,
+    *,
+    attributes: Sequence[str],
+    targets: Sequence[str],
+    bins: dict,
+    order: dict,
+    value_domain: Sequence[str] | None,
+    missing: str,
+    source: str,
+    name: str,
+    weight: str | None,
+    id_column: str | None = None,
+    keys_checked_later: bool = False,
+) -> EncodedTable:
+    """encode_table's work on the table as read (text columns dictionary-encoded)."""
+    encoded_columns = list(attributes) + list(targets)
+    if id_column:
+        require_values(table, [id_column], name)
+    weights = None
+    if weight is not None:
+        weights = record_weights(table, weight, name)
+        table = table.set_column(table.schema.get_field_index(weight), weight, pa.array(weights))
+    table, dropped = handle_missing(table, encoded_columns, name, missing)
+    if weights is not None:
+        records = int(weights.sum())
+        weights = table.column(weight).to_numpy()
+        dropped = records - int(weights.sum())  # records, not lines, left out
+        if not weights.all():  # a line of weight 0 is no record
+            table = _keep_records(table, weights > 0, encoded_columns)
+            weights = table.column(weight).to_numpy()
+        if not len(weights):
+            raise InputError(f"The {name} has no records: every weight in '{weight}' is 0.")
+
+    value_columns = [_encode_column(table, c, name, bins.get(c), order.get(c)) for c in attributes]
+    values_side, value_labels = _combine(value_columns)
+    if value_domain is not None:
+        values_side, value_labels = _map_to_domain(values_side, value_labels, value_domain, name)
+    target_columns = [_encode_column(table, c, name, None, order.get(c)) for c in targets]
+    targets_side, target_labels = _combine(target_columns)
+
+    keys = None
+    if id_column:
+        # kept as Arrow text: replay looks requests up in them with a hash join
+        keys = table.column(id_column).combine_chunks().cast(pa.string())
+        if not keys_checked_later:
+            _require_unique_keys(keys, id_column, name)
+    encoded = EncodedTable(
+        targets_side,
+        values_side,
+        target_labels,
+        value_labels,
+        keys,
+        tuple(attributes),
+        tuple(targets),
+        str(source),
+        weights,
+    )
+    encoded.dropped = dropped
+    return encoded
+
+
+def record_weights(table: pa.Table, column: str, name: str) -> np.ndarray:
+    """The weight of every line: a whole number >= 0 (how many identical records the line
+    stands for), or an InputError naming the line of the first that is not."""
+    values = table.column(column)
+    blank = values.is_null()
+    if pa.types.is_string(values.type):
+        blank = pc.or_(blank, pc.equal(pc.utf8_trim_whitespace(values), ""))
+    if pc.any(blank).as_py():
+        row = int(np.flatnonzero(blank.to_numpy(zero_copy_only=False))[0])
+        raise InputError(
+            f"The {name}, line {row + 2}: the weight column '{column}' has no value "
+            "(every line needs its count of records)."
+        )
+    if pa.types.is_integer(values.type):
+        numbers = values.to_numpy().astype(np.int64)
+        bad = numbers < 0
+    else:
+        floats = numeric_column(table, column, name)
+        bad = ~np.isfinite(floats) | (floats < 0) | (floats != np.round(floats))
+        numbers = np.where(bad, 0, floats).astype(np.int64)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"The {name}, line {row + 2}: the weight column '{column}' has the value "
+            f"'{str(values[row].as_py()).strip()}', which must be a whole number >= 0 (the "
+            "count of identical records the line stands for)."
+        )
+    return numbers
+
+
+def check_roles(
+    attributes: Sequence[str],
+    targets: Sequence[str],
+    bins: Mapping[str, Sequence[float]],
+    order: Mapping[str, Sequence[str]],
+    weight: str | None,
+) -> None:
+    """Each column named for one role only: InputError for an attribute that is also a
+    target, bins or an order for a column they cannot apply to, a weight that is encoded."""
+    if not attributes:
+        raise InputError("No attribute column given: name one with -x/--attr.")
+    if not targets:
+        raise InputError("No target column given: name one with -y/--target.")
+    overlap = set(attributes) & set(targets)
+    if overlap:
+        raise InputError(f"Column '{sorted(overlap)[0]}' cannot be both an attribute and a target.")
+    unknown_bins = [c for c in bins if c not in attributes]
+    if unknown_bins:
+        raise InputError(f"Bins are given for '{unknown_bins[0]}', which is not an attribute.")
+    for column in order:
+        if column not in attributes and column not in targets:
+            raise InputError(
+                f"An order is given for '{column}', which is neither an attribute nor a target."
+            )
+        if column in bins:
+            raise InputError(
+                f"An order is given for '{column}', whose bins already order its values."
+            )
+    if weight is not None and weight in (*attributes, *targets):
+        raise InputError(f"Column '{weight}' cannot be both the weight and an attribute or target.")
+
+
+MISSING_MODES = ("error", "drop", "keep")
+MISSING_LABEL = "missing"
+
+
+def _missing_mask(column: pa.ChunkedArray) -> np.ndarray | None:
+    """Records whose value is missing: null (an empty field, or in a column read as numbers
+    one of the reader's null markers such as NA or NaN) or blank text. None if none."""
+    kind = column.type
+    if pa.types.is_dictionary(kind):
+        chunks = column.chunks
+        values = chunks[0].dictionary.to_pylist() if chunks else []
+        blank = [i for i, v in enumerate(values) if v is None or not v.strip()]
+        if not blank and not column.null_count:
+            return None
+        indices = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])
+        mask = np.isin(indices, blank)
+        if column.null_count:
+            mask |= np.concatenate([c.is_null().to_numpy(zero_copy_only=False) for c in chunks])
+        return mask
+    if not column.null_count:
+        return None
+    return column.is_null().to_numpy(zero_copy_only=False)
+
+
+def handle_missing(
+    table: pa.Table, columns: Sequence[str], name: str, mode: str
+) -> tuple[pa.Table, int]:
+    """Records with a missing value in ``columns``: ``error`` names how many and where,
+    ``drop`` leaves them out (returning how many), ``keep`` makes "missing" a value of its
+    own (after every bin, for a binned column)."""
+    if mode not in MISSING_MODES:
+        raise InputError(
+            f"Unknown --missing mode '{mode}' (choose from {', '.join(MISSING_MODES)})."
+        )
+    masks = {c: m for c in columns if (m := _missing_mask(table.column(c))) is not None}
+    if not masks:
+        return table, 0
+    anywhere = np.logical_or.reduce(list(masks.values()))
+    if mode == "error":
+        rows = np.flatnonzero(anywhere)
+        lines = ", ".join(str(int(r) + 2) for r in rows[:3])
+        noun = "record has" if len(rows) == 1 else "records have"
+        raise InputError(
+            f"The {name}: {len(rows)} {noun} a missing value in "
+            f"{' or '.join(repr(c) for c in masks)} (first at line{'s' if len(rows) > 1 else ''} "
+            f"{lines}): use --missing drop to leave them out, or --missing keep to count "
+            f"'{MISSING_LABEL}' as a value of its own."
+        )
+    if mode == "drop":
+        if anywhere.all():
+            raise InputError(nothing_left(name, list(masks)))
+        return _keep_records(table, ~anywhere, columns), int(anywhere.sum())
+    for column, mask in masks.items():
+        text = pc.cast(table.column(column), pa.string())
+        filled = pc.if_else(pa.array(mask), MISSING_LABEL, text.combine_chunks())
+        index = table.schema.get_field_index(column)
+        table = table.set_column(index, column, pc.dictionary_encode(filled))
+    return table, 0
+
+
+def nothing_left(name: str, columns: Sequence[str]) -> str:
+    """The sentence for a table whose every record --missing drop leaves out."""
+    return (
+        f"The {name}: every record has a missing value in "
+        f"{' or '.join(repr(c) for c in columns)}, so --missing drop leaves none to count."
+    )
+
+
+def _keep_records(table: pa.Table, keep: np.ndarray, columns: Sequence[str]) -> pa.Table:
+    """The records where ``keep`` holds, with the dictionaries of ``columns`` rebuilt
+    without the values that were left out (every entry must occur in the data)."""
+    table = table.filter(pa.array(keep))
+    for column in columns:
+        if pa.types.is_dictionary(table.schema.field(column).type):
+            text = pc.cast(table.column(column), pa.string()).combine_chunks()
+            index = table.schema.get_field_index(column)
+            table = table.set_column(index, column, pc.dictionary_encode(text))
+    return table
+
+
+def _map_to_domain(side: _Codes, labels, domain, name) -> tuple[_Codes, list[str]]:
+    """The codes of ``side`` as positions in the baseline's ``domain``. A label the domain
+    lacks is an InputError naming the first line that has it; a label no line has (a bin
+    of a binned column that no record falls in) needs no place in the domain."""
+    position = {label: i for i, label in enumerate(domain)}
+    remap = np.zeros(len(labels), dtype=np.int32)
+    for i, label in enumerate(labels):
+        if label in position:
+            remap[i] = position[label]
+            continue
+        lines = np.flatnonzero(np.isin(side.indices, np.flatnonzero(side.lookup == i)))
+        if len(lines):
+            raise InputError(
+                f"The {name}, line {lines[0] + 2}: value '{label}' is not in the baseline "
+                "domain (list it in the baseline file, with probability 0 if it never occurs)."
+            )
+    return _Codes(remap[side.lookup], side.indices), list(domain)
+
+
+def _require_unique_keys(keys: pa.ChunkedArray, column: str, name: str) -> None:
+    counts = pc.value_counts(keys)
+    repeated = pc.filter(counts, pc.greater(counts.field("counts"), 1))
+    if len(repeated):
+        key = repeated[0]["values"].as_py()
+        lines = np.flatnonzero(keys.to_numpy(zero_copy_only=False) == key)[:2] + 2
+        raise InputError(
+            f"The {name} has the key '{key}' twice in column '{column}' "
+            f"(lines {lines[0]} and {lines[1]})."
+        )
+
+
+def count_table(
+    source: str,
+    attributes: Sequence[str],
+    targets: Sequence[str],
+    *,
+    bins: Mapping[str, Sequence[float]] | None = None,
+    value_domain: Sequence[str] | None = None,
+    **options,
+) -> CountTable:
+    """Counts C[y, x] of a table (see :func:`encode_table` for ``options``: missing,
+    weight, order, fmt), counted by its distinct records."""
+    return encode_table(
+        source,
+        attributes,
+        targets,
+        bins=bins,
+        value_domain=value_domain,
+        counts_only=True,
+        **options,
+    ).count_table()

@@ -1,0 +1,373 @@
+"""Every metric as one record: its name, scope, description, evaluator, critical-value
+method, Monte Carlo stream, report columns and whether the online gate can run it.
+
+Everything else looks metrics up here: :func:`evaluate` and :func:`parse_metrics`, the
+report's labels and columns, the critical values' random streams (:mod:`distgate.stats.critical`)
+and the ``--metric`` help. A new metric is a record here plus its evaluator in the module
+of its family.
+
+``evaluate(name, counts, alpha, critical)`` works on counts of shape (..., |Y|, |X|) and
+returns a :class:`MetricResult` whose arrays keep the batch dimensions. A target with no
+released tuples is safe. A released value the baseline rules out (p(x) = 0, so D(y) is
+infinite) makes the release unsafe under every metric.
+
+This module imports nothing heavy (evaluators are loaded on first use), so that the
+command line can list the metrics without loading numpy.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from distgate.errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from distgate.stats.critical import CriticalValues
+
+GLOBAL = "global"
+PER_TARGET = "per target"
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the per-target report table: its header and the :class:`MetricResult`
+    field it shows (``statistic``, ``critical``, ``groups``, ``target_safe`` or a key of
+    ``MetricResult.extra``)."""
+
+    label: str
+    field: str
+    whole: bool = False  # shown as a count or bound ("1299", "2.5"), not to 6 decimals
+
+
+@dataclass(frozen=True)
+class CriticalMethod:
+    """How the critical value is obtained, in words: without and with simulation."""
+
+    fixed: str
+    simulated: str = "monte carlo"
+
+
+@dataclass(frozen=True)
+class _Lazy:
+    """An evaluator named by module and function, imported on its first call."""
+
+    module: str
+    function: str
+
+    def __call__(self, *args: Any) -> MetricResult:
+        return getattr(importlib.import_module(self.module), self.function)(*args)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric. ``stream`` seeds its Monte Carlo draws (None: it never simulates);
+    ``threshold`` names its fixed bound (None: it takes none) and ``needs_threshold`` says
+    that it has no statistical critical value to fall back on; ``summary`` names the
+    global statistic printed under the table (None: the metric has none) and
+    ``lists_failing`` that the report names the classes (targets) that fail; ``online``
+    says whether the release gate (replay, simulate) can run it."""
+
+    name: str
+    scope: str
+    description: str
+    evaluator: Callable[..., MetricResult]
+    critical: CriticalMethod
+    stream: int | None
+    columns: tuple[Column, ...]
+    online: bool = True
+    summary: str | None = None
+    threshold: str | None = None
+    needs_threshold: bool = False
+    lists_failing: bool = False
+
+    @property
+    def is_global(self) -> bool:
+        return self.scope == GLOBAL
+
+
+def _evaluator(module: str, function: str) -> _Lazy:
+    return _Lazy(f"distgate.stats.metrics.{module}", function)
+
+
+STATISTIC = Column("statistic", "statistic")
+CRITICAL = Column("critical", "critical")
+DECISION = Column("decision", "target_safe")
+
+_RECORDS = (
+    Metric(
+        "mis",
+        GLOBAL,
+        "mutual information I against the baseline (global, chi-square or Monte Carlo)",
+        _evaluator("evaluators", "mis"),
+        CriticalMethod("chi-square"),
+        stream=2,
+        columns=(Column("D(y)", "statistic"),),
+        summary="I",
+    ),
+    Metric(
+        "kld",
+        PER_TARGET,
+        "KL distance D(y) of each target (chi-square or Monte Carlo)",
+        _evaluator("evaluators", "kld"),
+        CriticalMethod("chi-square"),
+        stream=1,
+        columns=(STATISTIC, CRITICAL, DECISION),
+    ),
+    Metric(
+        "cst",
+        PER_TARGET,
+        "Pearson chi-square goodness of fit of each target, sparse values merged",
+        _evaluator("evaluators", "cst"),
+        CriticalMethod("chi-square", "chi-square"),
+        stream=None,
+        columns=(STATISTIC, CRITICAL, Column("groups", "groups"), DECISION),
+    ),
+    Metric(
+        "dqt",
+        GLOBAL,
+        "Dixon's Q: does the largest D(y) stand out from the others (global)",
+        _evaluator("evaluators", "dqt"),
+        CriticalMethod("r10 table"),
+        stream=3,
+        columns=(Column("D(y)", "statistic"),),
+        summary="Q",
+    ),
+    Metric(
+        "exposure",
+        GLOBAL,
+        "exposure E(y) = (n_y/N) D(y) against mean + std over targets (global)",
+        _evaluator("evaluators", "exposure_test"),
+        CriticalMethod("mean + std", "mean + std"),
+        stream=None,
+        columns=(Column("E(y)", "statistic"), CRITICAL, DECISION),
+    ),
+    Metric(
+        "dleak",
+        PER_TARGET,
+        "distribution leakage: Euclidean distance of q(.|y) from p",
+        _evaluator("evaluators", "dleak"),
+        CriticalMethod("threshold"),
+        stream=4,
+        columns=(STATISTIC, CRITICAL, DECISION),
+        threshold="T",
+    ),
+    Metric(
+        "eleak",
+        PER_TARGET,
+        "entropy leakage: |H(p) - H(q(.|y))|",
+        _evaluator("evaluators", "eleak"),
+        CriticalMethod("threshold"),
+        stream=5,
+        columns=(STATISTIC, CRITICAL, DECISION),
+        threshold="T",
+    ),
+    Metric(
+        "emd",
+        PER_TARGET,
+        "earth mover's distance of q(.|y) from p",
+        _evaluator("evaluators", "emd"),
+        CriticalMethod("threshold"),
+        stream=6,
+        columns=(STATISTIC, CRITICAL, DECISION),
+        threshold="T",
+    ),
+    Metric(
+        "kanon",
+        PER_TARGET,
+        "k-anonymity: each target's class holds at least k records",
+        _evaluator("classic", "kanon"),
+        CriticalMethod("threshold", "threshold"),
+        stream=None,
+        columns=(
+            Column("class size", "statistic", whole=True),
+            Column("k", "critical", whole=True),
+            DECISION,
+        ),
+        online=False,
+        summary="k",
+        threshold="k",
+        needs_threshold=True,
+        lists_failing=True,
+    ),
+    Metric(
+        "ldiv",
+        PER_TARGET,
+        "l-diversity: distinct or entropy l of X >= l in each target",
+        _evaluator("classic", "ldiv"),
+        CriticalMethod("threshold", "threshold"),
+        stream=None,
+        columns=(
+            Column("distinct l", "distinct_l", whole=True),
+            Column("entropy l", "entropy_l"),
+            Column("l", "critical", whole=True),
+            DECISION,
+        ),
+        online=False,
+        summary="l",
+        threshold="l",
+        needs_threshold=True,
+        lists_failing=True,
+    ),
+    Metric(
+        "tclose",
+        PER_TARGET,
+        "t-closeness: earth mover's distance of q(.|y) from p <= t",
+        _evaluator("classic", "tclose"),
+        CriticalMethod("threshold"),
+        stream=7,
+        columns=(Column("EMD", "statistic"), Column("critical", "critical"), DECISION),
+        online=False,
+        summary="t",
+        threshold="t",
+        lists_failing=True,
+    ),
+)
+
+REGISTRY: dict[str, Metric] = {record.name: record for record in _RECORDS}
+METRICS = tuple(REGISTRY)
+GLOBAL_METRICS = tuple(m.name for m in _RECORDS if m.is_global)
+PER_TARGET_METRICS = tuple(m.name for m in _RECORDS if not m.is_global)
+ONLINE_METRICS = tuple(m.name for m in _RECORDS if m.online)
+DESCRIPTIONS = {m.name: m.description for m in _RECORDS}
+
+
+def metric(name: str) -> Metric:
+    """The record of metric ``name``."""
+    return REGISTRY[name]
+
+
+@dataclass
+class MetricResult:
+    """One metric on a release (or a batch of releases).
+
+    Per-target arrays have shape (..., |Y|); global ones (...). For global metrics
+    ``statistic`` holds each target's D(y) (E(y) for exposure) and ``critical`` is NaN
+    unless the metric has a per-target bound (exposure: mean + std). ``extra`` holds
+    further per-target arrays a metric reports (its record's columns name them),
+    ``details`` the settings it was evaluated with (tclose's ground distance...).
+    """
+
+    metric: str
+    alpha: float
+    statistic: np.ndarray
+    critical: np.ndarray
+    target_safe: np.ndarray
+    safe: np.ndarray
+    global_statistic: np.ndarray | None = None
+    global_critical: np.ndarray | None = None
+    groups: np.ndarray | None = None
+    monte_carlo: np.ndarray | None = None  # (...): critical value simulated
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)  # settings used, e.g. the ground
+
+    @property
+    def record(self) -> Metric:
+        return REGISTRY[self.metric]
+
+    @property
+    def is_global(self) -> bool:
+        return self.record.is_global
+
+    def column(self, name: str) -> np.ndarray | None:
+        """The per-target array a report column names."""
+        return self.extra[name] if name in self.extra else getattr(self, name)
+
+    @property
+    def method(self) -> str:
+        """How the critical value was obtained, in words (one release)."""
+        simulated = self.monte_carlo is not None and bool(self.monte_carlo)
+        return self.record.critical.simulated if simulated else self.record.critical.fixed
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What some metrics take besides alpha, the critical values and a threshold: the
+    ground distance of ``tclose`` (None: ordered on an ordered domain, equal otherwise)
+    and the variant of ``ldiv`` (``distinct`` or ``entropy``)."""
+
+    ground: Any = None
+    diversity: str = "distinct"
+
+
+def parse_metrics(spec: str | Sequence[str], *, offline: bool = False) -> list[str]:
+    """``"kld,cst"`` -> ["kld", "cst"], InputError for an unknown name.
+
+    The release gate (replay, simulate) decides one request at a time and runs only the
+    online metrics; ``offline=True`` (assess) also accepts the others.
+    """
+    names = spec.split(",") if isinstance(spec, str) else list(spec)
+    names = [n.strip().lower() for n in names if n.strip()]
+    allowed = METRICS if offline else ONLINE_METRICS
+    if not names:
+        raise InputError(f"No metric given (choose from {', '.join(allowed)}).")
+    for name in names:
+        if name not in METRICS:
+            raise InputError(f"Unknown metric '{name}' (choose from {', '.join(allowed)}).")
+        if name not in allowed:
+            raise InputError(
+                f"Metric '{name}' judges a whole release and cannot decide requests one at a "
+                f"time; use it with assess (the gate runs {', '.join(ONLINE_METRICS)})."
+            )
+    return list(dict.fromkeys(names))
+
+
+def threshold_for(name: str, threshold: float | Mapping[str, float] | None) -> float | None:
+    """The fixed bound of metric ``name``: a mapping gives it per metric; one number is
+    the bound of every metric that takes one."""
+    if isinstance(threshold, Mapping):
+        return threshold.get(name)
+    return threshold if REGISTRY[name].threshold is not None else None
+
+
+def evaluate(
+    name: str,
+    counts,
+    alpha: float,
+    critical: CriticalValues,
+    threshold: float | Mapping[str, float] | None = None,
+    settings: Settings | None = None,
+) -> MetricResult:
+    """Evaluate metric ``name`` on ``counts`` at significance ``alpha``.
+
+    ``threshold`` fixes the critical value of the metrics that take one (dleak, eleak,
+    emd, and the classic models' k, l and t); without it they use the Monte Carlo
+    (1 - alpha) quantile at n_y where the metric has one.
+    """
+    import numpy as np
+
+    from distgate.stats.critical import check_threshold
+    from distgate.stats.metrics.information import kl_distance
+
+    record = REGISTRY[name]
+    bound = check_threshold(threshold_for(name, threshold))
+    if bound is None and record.needs_threshold:
+        raise InputError(
+            f"Metric {name} needs {record.threshold}: give it as the threshold "
+            f"{name}={record.threshold.upper()}."
+        )
+    c = np.asarray(counts, dtype=float)
+    p = critical.p
+    n = c.sum(axis=-1)
+    present = n > 0
+    d = kl_distance(c, p)
+    possible = ~(present & np.isinf(d))
+    total = n.sum(axis=-1)
+    result = record.evaluator(c, p, n, total, d, alpha, critical, bound, settings or Settings())
+    result.target_safe = (result.target_safe | ~present) & possible
+    result.safe = result.safe & possible.all(axis=-1) & result.target_safe.all(axis=-1)
+    return result
+
+
+def leakage_statistic(name: str, ordered: bool) -> Callable:
+    """The statistic of dleak, eleak or emd (see :mod:`distgate.stats.metrics.evaluators`)."""
+    from distgate.stats.metrics.evaluators import leakage_statistic as statistic
+
+    return statistic(name, ordered)
+
+
+_leakage_statistic = leakage_statistic  # the gate's name for it
