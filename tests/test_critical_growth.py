@@ -10,12 +10,13 @@ import pytest
 
 from distgate.stats.critical import CriticalValues
 from distgate.stats.metrics.information import kl_distance
+from tests.streams import KLD, MIS, STREAMS
 
 
 def _size_by_size(p, weights, sizes, alpha):
     cv = CriticalValues(p, weights, draws=300, seed=4)
-    kld = [cv.per_target("kld", kl_distance, np.array([n]), alpha)[0] for n in sizes]
-    mis = [cv.mutual_information(np.array([n]), alpha)[0] for n in sizes]
+    kld = [cv.per_target("kld", kl_distance, np.array([n]), alpha, **KLD)[0] for n in sizes]
+    mis = [cv.mutual_information(np.array([n]), alpha, **MIS)[0] for n in sizes]
     return np.array(kld), np.array(mis)
 
 
@@ -33,13 +34,13 @@ def test_many_sizes_at_once_equal_one_size_at_a_time(compiled, monkeypatch):
     sizes = np.arange(0, 70)
     kld, mis = _size_by_size(p, weights, sizes, 0.2)
     cv = CriticalValues(p, weights, draws=300, seed=4)
-    np.testing.assert_array_equal(cv.per_target("kld", kl_distance, sizes, 0.2), kld)
-    np.testing.assert_array_equal(cv.mutual_information(sizes, 0.2), mis)
+    np.testing.assert_array_equal(cv.per_target("kld", kl_distance, sizes, 0.2, **KLD), kld)
+    np.testing.assert_array_equal(cv.mutual_information(sizes, 0.2, **MIS), mis)
     # a second alpha reuses the kept samples; sizes with gaps grow through the gap
     gaps = np.array([3, 4, 40, 41, 90])
     kld2, mis2 = _size_by_size(p, weights, gaps, 0.05)
-    np.testing.assert_array_equal(cv.per_target("kld", kl_distance, gaps, 0.05), kld2)
-    np.testing.assert_array_equal(cv.mutual_information(gaps, 0.05), mis2)
+    np.testing.assert_array_equal(cv.per_target("kld", kl_distance, gaps, 0.05, **KLD), kld2)
+    np.testing.assert_array_equal(cv.mutual_information(gaps, 0.05, **MIS), mis2)
     assert np.isnan(kld[0]) and np.all(np.isfinite(kld[1:]))
 
 
@@ -53,9 +54,13 @@ def test_large_sizes_drawn_together_equal_one_size_at_a_time():
     together = CriticalValues(p, np.ones(3), draws=400, seed=2)
     alone = CriticalValues(p, np.ones(3), draws=400, seed=2)
     for name, statistic in (("kld", kl_distance), ("emd", earth_movers_distance)):
-        one_by_one = [alone.per_target(name, statistic, np.array([n]), 0.1)[0] for n in sizes]
-        np.testing.assert_array_equal(together.per_target(name, statistic, sizes, 0.1), one_by_one)
+        one_by_one = [
+            alone.per_target(name, statistic, np.array([n]), 0.1, **STREAMS[name])[0] for n in sizes
+        ]
+        np.testing.assert_array_equal(
+            together.per_target(name, statistic, sizes, 0.1, **STREAMS[name]), one_by_one
+        )
     np.testing.assert_array_equal(
-        together.mutual_information(sizes, 0.1),
-        [alone.mutual_information(np.array([n]), 0.1)[0] for n in sizes],
+        together.mutual_information(sizes, 0.1, **MIS),
+        [alone.mutual_information(np.array([n]), 0.1, **MIS)[0] for n in sizes],
     )

@@ -13,6 +13,7 @@ from distgate.stats.metrics.information import exposure, kl_distance, mutual_inf
 from distgate.stats.metrics.pearson import merge_groups, pearson_statistic
 from distgate.stats.metrics.registry import METRICS, evaluate
 from tests import reference as ref
+from tests.streams import KLD, MIS
 
 
 def test_g_statistic_equals_scipy_log_likelihood_power_divergence():
@@ -138,20 +139,22 @@ def test_monte_carlo_critical_values_are_seeded_and_cached():
     a = CriticalValues(p, [1, 1], mode="mc", draws=2000, seed=3)
     b = CriticalValues(p, [1, 1], mode="mc", draws=2000, seed=3)
     sizes = np.array([7, 40])
-    first = a.per_target("kld", kl_distance, sizes, 0.2)
-    np.testing.assert_array_equal(first, b.per_target("kld", kl_distance, sizes[::-1], 0.2)[::-1])
+    first = a.per_target("kld", kl_distance, sizes, 0.2, **KLD)
+    np.testing.assert_array_equal(
+        first, b.per_target("kld", kl_distance, sizes[::-1], 0.2, **KLD)[::-1]
+    )
     assert ("kld", 7, 0.2) in a._cache
     # small samples have few distinct D values; at n = 500 another seed moves the quantile
     other_seed = CriticalValues(p, [1, 1], mode="mc", draws=2000, seed=4)
     big = np.array([500])
-    assert a.per_target("kld", kl_distance, big, 0.2) != other_seed.per_target(
-        "kld", kl_distance, big, 0.2
+    assert a.per_target("kld", kl_distance, big, 0.2, **KLD) != other_seed.per_target(
+        "kld", kl_distance, big, 0.2, **KLD
     )
 
 
 def test_monte_carlo_kld_quantile_approaches_chi_square_for_large_samples():
     critical = CriticalValues(ref.BASELINE, ref.COUNTS.sum(1), mode="mc", draws=4000)
-    simulated = critical.per_target("kld", kl_distance, np.array([5000]), 0.2)[0]
+    simulated = critical.per_target("kld", kl_distance, np.array([5000]), 0.2, **KLD)[0]
     asymptotic = chi2.ppf(0.8, 9) / (2 * 5000 * np.log(2))
     assert simulated == pytest.approx(asymptotic, rel=0.06)
 
@@ -208,7 +211,7 @@ def test_a_statistic_at_its_critical_value_up_to_rounding_is_not_below_it():
 
 def test_grown_monte_carlo_tables_match_a_from_scratch_evaluation():
     critical = CriticalValues(ref.BASELINE, ref.COUNTS.sum(1), mode="mc", draws=500, seed=2)
-    critical.mutual_information(np.array([37]), 0.2)
+    critical.mutual_information(np.array([37]), 0.2, **MIS)
     grower = critical._growers["mis"]
     tables = grower.counts.reshape(-1, 5, 10)
     assert (tables.sum(axis=(1, 2)) == 37).all()
@@ -216,11 +219,11 @@ def test_grown_monte_carlo_tables_match_a_from_scratch_evaluation():
         grower.information(), mutual_information(tables, ref.BASELINE), atol=1e-12
     )
     # the same size asked for again after a larger one gives the same quantile
-    first = critical.mutual_information(np.array([37]), 0.1)
-    critical.mutual_information(np.array([90]), 0.3)
+    first = critical.mutual_information(np.array([37]), 0.1, **MIS)
+    critical.mutual_information(np.array([90]), 0.3, **MIS)
     critical._cache.clear()
     critical._samples.clear()
-    assert critical.mutual_information(np.array([37]), 0.1) == first
+    assert critical.mutual_information(np.array([37]), 0.1, **MIS) == first
 
 
 def test_large_monte_carlo_sizes_are_drawn_directly_and_do_not_depend_on_earlier_sizes():
@@ -229,11 +232,13 @@ def test_large_monte_carlo_sizes_are_drawn_directly_and_do_not_depend_on_earlier
     size = np.array([GROW_LIMIT + 500])
     first = CriticalValues(ref.BASELINE, ref.COUNTS.sum(1), mode="mc", draws=400, seed=1)
     second = CriticalValues(ref.BASELINE, ref.COUNTS.sum(1), mode="mc", draws=400, seed=1)
-    second.per_target("kld", kl_distance, np.array([10, 900]), 0.2)
+    second.per_target("kld", kl_distance, np.array([10, 900]), 0.2, **KLD)
     np.testing.assert_array_equal(
-        first.per_target("kld", kl_distance, size, 0.2),
-        second.per_target("kld", kl_distance, size, 0.2),
+        first.per_target("kld", kl_distance, size, 0.2, **KLD),
+        second.per_target("kld", kl_distance, size, 0.2, **KLD),
     )
     assert "kld" not in first._growers or first._growers["kld"].size == 0
     asymptotic = chi2.ppf(0.8, 9) / (2 * size[0] * np.log(2))
-    assert first.per_target("kld", kl_distance, size, 0.2)[0] == pytest.approx(asymptotic, rel=0.1)
+    assert first.per_target("kld", kl_distance, size, 0.2, **KLD)[0] == pytest.approx(
+        asymptotic, rel=0.1
+    )

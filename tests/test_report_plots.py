@@ -14,9 +14,10 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from distgate.gate.simulate import chi_square_fit_sample  # noqa: E402
-from distgate.report.plots import LABEL_MAX, QUANTITIES, evolution_figure  # noqa: E402
+from distgate.report.plots import LABEL_MAX, evolution_figure  # noqa: E402
 from distgate.report.simulate import chi_square_figure  # noqa: E402
 from distgate.stats.critical import CriticalValues  # noqa: E402
+from distgate.stats.metrics.registry import REGISTRY  # noqa: E402
 from tests.cli_helpers import run  # noqa: E402
 from tests.conftest import SAMPLE  # noqa: E402
 
@@ -68,7 +69,7 @@ def test_evolution_with_20_long_target_names_is_readable_and_never_ticks_below_z
         assert ax.get_yscale() == "symlog"  # logarithmic above the smallest value
         assert ax.get_ylim()[0] == 0
         assert (_ticks_shown(ax) >= 0).all()
-    assert figure._supylabel.get_text() == QUANTITIES["kld"] == "KL distance D(y) (bits)"
+    assert figure._supylabel.get_text() == REGISTRY["kld"].quantity == "KL distance D(y) (bits)"
     assert figure._supxlabel.get_text() == "released tuples (log scale)"
     # panels in a grid: 20 targets do not make a 20-row column
     assert figure.get_size_inches()[1] < 14

@@ -9,19 +9,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from distgate.stats.metrics.registry import GLOBAL_METRICS
+from distgate.stats.metrics.registry import REGISTRY
 
-# What each metric's statistic is, with its unit, for the y axis.
-QUANTITIES = {
-    "mis": "mutual information I (bits)",
-    "kld": "KL distance D(y) (bits)",
-    "cst": "Pearson chi-square statistic",
-    "dqt": "Dixon's Q (ratio, 0 to 1)",
-    "exposure": "exposure E(y) (bits)",
-    "dleak": "distribution leakage (Euclidean)",
-    "eleak": "entropy leakage (bits)",
-    "emd": "earth mover's distance",
-}
 RELEASED_AXIS = "released tuples (log scale)"
 LABEL_MAX = 28  # longer target names are shortened in panel titles
 
@@ -82,7 +71,7 @@ def evolution_figure(
     """Statistic (dots; green released / red held back when ``released`` is given) and
     critical value (line) against the released tuples, on a log x axis."""
     plt = pyplot()
-    per_target = metric not in GLOBAL_METRICS
+    per_target = not REGISTRY[metric].is_global
     panels = list(range(len(target_labels))) if per_target else [None]
     figure, axes = _grid(plt, len(panels))
     x = np.maximum(released_total, 1)
@@ -117,9 +106,7 @@ def evolution_figure(
     figure.legend(handles, names, loc="upper right", fontsize=7, markerscale=3)
     figure.suptitle(title, fontsize=10, x=0.02, ha="left")
     figure.supxlabel(RELEASED_AXIS, fontsize=9, y=0.15 / figure.get_size_inches()[1])
-    figure.supylabel(
-        QUANTITIES.get(metric, "statistic"), fontsize=9, x=0.1 / figure.get_size_inches()[0]
-    )
+    figure.supylabel(REGISTRY[metric].quantity, fontsize=9, x=0.1 / figure.get_size_inches()[0])
     # fixed margins in inches (tight_layout measured every tick of every panel: seconds
     # for a 20-panel figure)
     width, height = figure.get_size_inches()

@@ -34,15 +34,14 @@ repeated decisions cost nothing.
 
 from __future__ import annotations
 
-import sys
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from distgate._runtime import numba_loaded
 from distgate.errors import InputError
-from distgate.stats.metrics.registry import REGISTRY
 
 MODES = ("auto", "asymptotic", "mc")
 MIN_DRAWS, MAX_DRAWS = 100, 1_000_000
@@ -57,12 +56,6 @@ LN2 = float(np.log(2.0))
 GROW_LIMIT = 1024
 SAMPLES_KEPT = 512  # null samples kept for reuse by other alphas (80 KB each)
 BLOCK_VALUES = 4_000_000  # simulated values per block when many sizes grow at once (32 MB)
-
-
-def _stream(name: str) -> int:
-    """The stable small integer mixed into the seed of a statistic's draws (its record's
-    Monte Carlo stream), so that each statistic gets its own random numbers."""
-    return REGISTRY[name].stream
 
 
 def chi2_quantile(alpha: float, df) -> np.ndarray:
@@ -123,7 +116,7 @@ class _GrowingNull:
         """I of every table at each size from the current one + 1 to ``n`` (one row per
         size), growing the tables to ``n``; compiled when numba is loaded already."""
         first = self.size + 1
-        if "numba" not in sys.modules:
+        if not numba_loaded():
             rows = []
             for size in range(first, n + 1):
                 self.grow_to(size)
@@ -199,6 +192,10 @@ class CriticalValues:
 
     ``target_weights`` are the target frequencies of the full table (used to draw Y in the
     Monte Carlo null of mutual information); ``full_targets`` is |Y| for the ``auto`` switch.
+
+    Every simulated statistic draws from its own random stream: the small integer its
+    metric's record carries (:mod:`distgate.stats.metrics.registry`), mixed into the seed.
+    Callers pass it (``stream=``), so that this module knows no metric by name.
     """
 
     p: np.ndarray
@@ -240,8 +237,9 @@ class CriticalValues:
         """N from which ``auto`` uses chi-square: 2 m |Y|."""
         return 2 * len(self.p) * self.full_targets
 
-    def handover_correction(self, alpha: float) -> float:
-        """c of the hand-over correction of mis (module docstring); 0 unless ``auto``."""
+    def handover_correction(self, alpha: float, *, stream: int) -> float:
+        """c of the hand-over correction of mis (module docstring); 0 unless ``auto``.
+        ``stream``: mis's Monte Carlo stream."""
         if self.mode != "auto":
             return 0.0
         key = ("handover", alpha)
@@ -251,22 +249,25 @@ class CriticalValues:
             correction = 0.0
             if df > 0 and s > 1:
                 allowance = float(chi2_quantile(alpha, df)) / (2.0 * LN2)
-                simulated = float(self.mutual_information(np.array([s - 1]), alpha)[0]) * (s - 1)
+                at_switch = self.mutual_information(np.array([s - 1]), alpha, stream=stream)
+                simulated = float(at_switch[0]) * (s - 1)
                 correction = max(0.0, simulated / allowance - 1.0) * (s - 1)
             self._cache[key] = correction
         return self._cache[key]
 
-    def mis_asymptotic(self, alpha: float, totals, df) -> np.ndarray:
+    def mis_asymptotic(self, alpha: float, totals, df, *, stream: int) -> np.ndarray:
         """Chi-square critical value of mis for releases of ``totals`` tuples with ``df``
         degrees of freedom (NaN where df <= 0), with the hand-over correction in ``auto``
-        mode."""
+        mode (``stream``: mis's Monte Carlo stream, which fits it)."""
         totals = np.asarray(totals, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore"):
             value = chi2_quantile(alpha, df) / (2.0 * totals * LN2)
             near = (totals >= self.switch_size) & (totals < HANDOVER_RANGE * self.switch_size)
             if self.mode == "auto" and np.any(near):
                 value = np.where(
-                    near, value * (1.0 + self.handover_correction(alpha) / totals), value
+                    near,
+                    value * (1.0 + self.handover_correction(alpha, stream=stream) / totals),
+                    value,
                 )
         return value
 
@@ -279,51 +280,60 @@ class CriticalValues:
             return np.zeros(total.shape, dtype=bool)
         return total < self.switch_size
 
-    def _rng(self, name: str, *size: int) -> np.random.Generator:
-        return np.random.default_rng([self.seed, _stream(name), *size])
+    def _rng(self, stream: int, *size: int) -> np.random.Generator:
+        return np.random.default_rng([self.seed, stream, *size])
 
     def per_target(
-        self, name: str, statistic: Callable, sizes, alpha: float, variant: str = ""
+        self,
+        name: str,
+        statistic: Callable,
+        sizes,
+        alpha: float,
+        *,
+        stream: int,
+        information: bool = False,
+        variant: str = "",
     ) -> np.ndarray:
         """(1 - alpha) quantile of ``statistic`` over draws of n_y values from the baseline,
-        for every size in ``sizes`` (NaN where n_y = 0). ``variant`` tells apart statistics
-        of one metric that share its draws but not its quantiles (tclose's ground
-        distances)."""
-        grower = self._grower(name, self.p, 1)
+        for every size in ``sizes`` (NaN where n_y = 0), drawn from random stream
+        ``stream``. ``information``: the statistic is the KL distance, which the growing
+        tables keep up to date, so that a size costs nothing more. ``variant`` tells apart
+        statistics of one metric that share its draws but not its quantiles (tclose's
+        ground distances)."""
+        grower = self._grower(name, stream, self.p, 1)
 
         def null(n: int) -> np.ndarray:
             if n > GROW_LIMIT:
-                sample = self._rng(name, n).multinomial(n, self.p, size=self.draws)
+                sample = self._rng(stream, n).multinomial(n, self.p, size=self.draws)
                 return statistic(sample[:, None, :], self.p)[:, 0]
             grower.grow_to(n)
-            if name == "kld":
+            if information:
                 return grower.information()
             return statistic(grower.counts[:, None, :], self.p)[:, 0]
 
         key = f"{name}:{variant}" if variant else name
-        return self._quantiles(key, sizes, alpha, null, grower if name == "kld" else None)
+        return self._quantiles(key, sizes, alpha, null, grower if information else None)
 
-    def mutual_information(self, totals, alpha: float) -> np.ndarray:
+    def mutual_information(self, totals, alpha: float, *, stream: int) -> np.ndarray:
         """(1 - alpha) quantile of I over draws of N tuples with X ~ baseline and
-        Y ~ the full table's target frequencies, independent."""
+        Y ~ the full table's target frequencies, independent (random stream ``stream``)."""
         from distgate.stats.metrics.information import mutual_information
 
         joint = np.outer(self.target_weights, self.p).ravel()
         shape = (self.full_targets, len(self.p))
-        grower = self._grower("mis", joint, self.full_targets)
+        grower = self._grower("mis", stream, joint, self.full_targets)
 
         def null(n: int) -> np.ndarray:
             if n > GROW_LIMIT:
-                sample = self._rng("mis", n).multinomial(n, joint, size=self.draws)
+                sample = self._rng(stream, n).multinomial(n, joint, size=self.draws)
                 return mutual_information(sample.reshape(-1, *shape), self.p)
             grower.grow_to(n)
             return grower.information()
 
         return self._quantiles("mis", totals, alpha, null, grower)
 
-    def _grower(self, name: str, probs: np.ndarray, rows: int) -> _GrowingNull:
+    def _grower(self, name: str, stream: int, probs: np.ndarray, rows: int) -> _GrowingNull:
         if name not in self._growers:
-            stream = _stream(name)
             self._growers[name] = _GrowingNull(
                 lambda j: np.random.default_rng([self.seed, stream, j]),
                 probs,
@@ -421,9 +431,10 @@ class CriticalValues:
             self._keep(name, n, null(n))
         return self._samples[key]
 
-    def dixon(self, sizes: np.ndarray, alpha: float) -> float:
+    def dixon(self, sizes: np.ndarray, alpha: float, *, stream: int) -> float:
         """(1 - alpha) quantile of Dixon's Q under independence, given the targets' sizes
-        n_y (one release): KL distances are not normal, so this calibrates Q directly."""
+        n_y (one release), drawn from random stream ``stream``: KL distances are not
+        normal, so this calibrates Q directly."""
         from distgate.stats.metrics.dixon import dixon_q
         from distgate.stats.metrics.information import kl_distance
 
@@ -432,7 +443,7 @@ class CriticalValues:
             return float("nan")  # Q needs three targets: not applicable
         key = ("dqt", sizes, alpha)
         if key not in self._cache:
-            rng = self._rng("dqt", len(sizes), sum(sizes))
+            rng = self._rng(stream, len(sizes), sum(sizes))
             draws = np.stack([rng.multinomial(n, self.p, size=self.draws) for n in sizes], axis=1)
             q, _ = dixon_q(kl_distance(draws, self.p))
             self._cache[key] = float(np.quantile(np.nan_to_num(q, nan=0.0), 1.0 - alpha))

@@ -23,7 +23,8 @@ of their values, with several ``-x`` columns the sensitive value is the combinat
   class, with one of three ground distances between values i and j of m:
   *ordered* |i - j| / (m - 1) (numeric or binned X), *equal* 1 for i != j, and
   *hierarchical* h(i, j) / H, the height of the lowest common ancestor in a generalisation
-  tree of height H (here: nested ranges of a numeric attribute, :func:`hierarchy_ground`).
+  tree of height H (here: nested ranges of a numeric attribute,
+  :func:`distgate.release.hierarchy.hierarchy_ground`).
 
 Every function works on counts of shape (..., |Y|, |X|); an absent target (n_y = 0) is
 not a class and gets NaN.
@@ -31,8 +32,6 @@ not a class and gets NaN.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,7 +40,7 @@ from distgate.errors import InputError
 from distgate.stats.critical import below
 from distgate.stats.metrics.information import entropy
 from distgate.stats.metrics.leakage import earth_movers_distance
-from distgate.stats.metrics.registry import MetricResult
+from distgate.stats.metrics.registry import REGISTRY, MetricResult
 
 GROUNDS = ("ordered", "equal", "hierarchical")
 DIVERSITIES = ("distinct", "entropy")
@@ -145,67 +144,6 @@ def default_ground(ordered: bool) -> GroundDistance:
     return GroundDistance("ordered" if ordered else "equal")
 
 
-def hierarchy_ground(
-    value_labels: Sequence[str],
-    levels: Sequence[Sequence[float]],
-    edges: Sequence[float] | None = None,
-    *,
-    column: str = "X",
-    missing_label: str | None = None,
-) -> GroundDistance:
-    """The hierarchical ground distance of nested ranges over a numeric attribute.
-
-    Each level is a list of edges cutting the attribute into ranges, as ``--bins`` does;
-    a level with fewer edges is coarser, and every level's edges must be among those of
-    each finer level (and among the ``edges`` the attribute is binned with, if it is), so
-    that the ranges nest. The values (bins, or numbers) are the leaves, the given levels
-    the inner nodes and the whole domain the root. A value labelled ``missing_label``
-    (kept missing values) joins the others only at the root.
-    """
-    from distgate.data.domain import bin_labels
-
-    ordered = sorted((sorted(set(float(e) for e in level)) for level in levels), key=len)[::-1]
-    finer = list(edges) if edges is not None else None
-    for level in ordered:
-        if finer is not None and not set(level) <= set(float(e) for e in finer):
-            extra = next(e for e in level if e not in set(float(f) for f in finer))
-            raise InputError(
-                f"The hierarchy of column '{column}' does not nest: the edge {extra:g} cuts "
-                f"a range of the finer level ({', '.join(f'{e:g}' for e in finer)})."
-            )
-        finer = level
-    if edges is not None:
-        positions = {label: i for i, label in enumerate(bin_labels(edges))}
-        lows = [-math.inf, *(float(e) for e in edges)]
-    groups: list[tuple[int, ...]] = []
-    points = []
-    for label in value_labels:
-        if label == missing_label:
-            points.append(None)
-        elif edges is not None:
-            if label not in positions:
-                raise InputError(
-                    f"Value '{label}' of column '{column}' is not one of its bins, so the "
-                    "hierarchy cannot place it."
-                )
-            points.append(lows[positions[label]])
-        else:
-            try:
-                points.append(float(label))
-            except ValueError:
-                raise InputError(
-                    f"A hierarchy of ranges needs a numeric attribute; value '{label}' of "
-                    f"column '{column}' is not a number."
-                ) from None
-    for level in ordered:
-        cut = np.asarray(level)
-        top = len(cut) + 1  # the missing value's own group
-        groups.append(
-            tuple(top if v is None else int(np.searchsorted(cut, v, side="right")) for v in points)
-        )
-    return GroundDistance("hierarchical", tuple(groups))
-
-
 def _present(n) -> np.ndarray:
     return np.asarray(n) > 0
 
@@ -283,7 +221,10 @@ def tclose(c, p, n, total, d, alpha, critical, threshold, settings) -> MetricRes
         safe_t = ~below(crit, value)  # EMD <= t, up to rounding
         mc = np.zeros(total.shape, bool)
     else:
-        crit = critical.per_target("tclose", ground.emd, n, alpha, variant=ground.key)
+        stream = REGISTRY["tclose"].stream
+        crit = critical.per_target(
+            "tclose", ground.emd, n, alpha, stream=stream, variant=ground.key
+        )
         safe_t = below(value, crit)
         mc = np.ones(total.shape, bool)
     with np.errstate(invalid="ignore"):

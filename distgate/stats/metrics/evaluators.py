@@ -1,5 +1,5 @@
-"""The evaluators of the registry's metrics: statistic, critical value and safe/unsafe
-decision of one metric on counts of shape (..., |Y|, |X|).
+"""What each metric of the registry decides: on a whole release (its *evaluator*) and on
+one request of the online gate (its *check*).
 
 Every evaluator takes ``(c, p, n, total, d, alpha, critical, threshold, settings)``: the
 counts, the baseline, the targets' sizes n_y, the release size N, the KL distances D(y),
@@ -8,18 +8,26 @@ bound (or None) and the :class:`~distgate.stats.metrics.registry.Settings`; it r
 :class:`~distgate.stats.metrics.registry.MetricResult` whose arrays keep the batch dimensions.
 :func:`distgate.stats.metrics.registry.evaluate` adds what every metric shares (absent targets
 are safe, impossible values are not).
+
+Every check takes a :class:`~distgate.stats.metrics.candidate.Candidate` (the checked
+release with one more tuple of target y) and returns (safe, statistic, critical); the
+gate (:mod:`distgate.gate.checks`) adds what every metric shares (grace; a value the
+baseline rules out is never safe). Per-target checks look at the candidate's own target
+only (SPEC 4); the global ones (mis, dqt) at the release as a whole. Each makes exactly
+the decision of its evaluator on the release with the candidate added, for that target.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from collections.abc import Callable
 
 import numpy as np
 
 from distgate.stats.critical import LN2, below, chi2_quantile
-from distgate.stats.metrics.dixon import dixon_critical_array, dixon_q
+from distgate.stats.metrics.dixon import dixon_critical, dixon_critical_array, dixon_q
 from distgate.stats.metrics.information import (
     domain_values,
     exposure,
@@ -33,7 +41,19 @@ from distgate.stats.metrics.leakage import (
     entropy_leakage,
 )
 from distgate.stats.metrics.pearson import pearson_statistic
-from distgate.stats.metrics.registry import MetricResult
+from distgate.stats.metrics.registry import REGISTRY, MetricResult
+
+
+def _stream(name: str) -> int:
+    """The metric's Monte Carlo stream (its record's)."""
+    return REGISTRY[name].stream
+
+
+def _kld_simulated(critical, sizes, alpha: float) -> np.ndarray:
+    """Monte Carlo critical values of D(y) at target sizes ``sizes``."""
+    return critical.per_target(
+        "kld", kl_distance, sizes, alpha, stream=_stream("kld"), information=True
+    )
 
 
 def kld(c, p, n, total, d, alpha, critical, threshold, settings):
@@ -44,7 +64,8 @@ def kld(c, p, n, total, d, alpha, critical, threshold, settings):
     crit = asymptotic
     if mc.any():
         # simulate only where the Monte Carlo regime applies (size 0 is skipped)
-        simulated = critical.per_target("kld", kl_distance, np.where(mc[..., None], n, 0), alpha)
+        sizes = np.where(mc[..., None], n, 0)
+        simulated = _kld_simulated(critical, sizes, alpha)
         crit = np.where(mc[..., None], simulated, asymptotic)
     # a one-value domain gives D = 0 always: not applicable in either regime
     applicable = (df > 0)[..., None] & (n > 0)
@@ -57,9 +78,11 @@ def mis(c, p, n, total, d, alpha, critical, threshold, settings):
     info = mutual_information(c, p)
     df = (domain_values(p) - 1) * present_targets(c)
     mc = critical.use_mc(total)
-    crit = critical.mis_asymptotic(alpha, total, df)
+    stream = _stream("mis")
+    crit = critical.mis_asymptotic(alpha, total, df, stream=stream)
     if mc.any():
-        crit = np.where(mc, critical.mutual_information(np.where(mc, total, 0), alpha), crit)
+        simulated = critical.mutual_information(np.where(mc, total, 0), alpha, stream=stream)
+        crit = np.where(mc, simulated, crit)
     applicable = df > 0
     crit = np.where(applicable, crit, np.nan)
     safe = ~applicable | below(info, crit)
@@ -97,7 +120,9 @@ def dqt(c, p, n, total, d, alpha, critical, threshold, settings):
     q, count = dixon_q(d)
     if critical.mode == "mc":
         flat_n = n.reshape(-1, n.shape[-1])
-        crit = np.array([critical.dixon(row, alpha) for row in flat_n]).reshape(q.shape)
+        stream = _stream("dqt")
+        crit = np.array([critical.dixon(row, alpha, stream=stream) for row in flat_n])
+        crit = crit.reshape(q.shape)
         crit = np.where(count >= 3, crit, np.nan)
     else:
         crit = dixon_critical_array(count, alpha)
@@ -153,7 +178,7 @@ def leakage(name: str) -> Callable:
             crit = np.where(n > 0, float(threshold), np.nan)
             mc = np.zeros(total.shape, bool)
         else:
-            crit = critical.per_target(name, statistic, n, alpha)
+            crit = critical.per_target(name, statistic, n, alpha, stream=_stream(name))
             mc = np.ones(total.shape, bool)
         safe_t = below(value, crit)
         return MetricResult(
@@ -166,3 +191,107 @@ def leakage(name: str) -> Callable:
 dleak = leakage("dleak")
 eleak = leakage("eleak")
 emd = leakage("emd")
+
+
+# ------------------------------------------------------------------ online checks
+
+
+def kld_critical(candidate, n: int) -> float:
+    """D_c at target size n: Monte Carlo below the switch, else chi2 / (2 n ln2)."""
+    if candidate.domain <= 1 or n <= 0:
+        return math.nan
+    if candidate.simulated:
+        return float(_kld_simulated(candidate.critical, np.array([n]), candidate.alpha)[0])
+    return candidate.chi2(candidate.domain - 1) / (2.0 * n * LN2)
+
+
+def check_kld(candidate):
+    crit = kld_critical(candidate, candidate.n1)
+    stat = candidate.distance
+    return math.isnan(crit) or bool(below(stat, crit)), stat, crit
+
+
+def check_mis(candidate):
+    # Python floats: an impossible value released in grace makes the weighted sum
+    # infinite, and inf - inf is then a NaN statistic (unsafe) without a numpy warning
+    n1, N1 = candidate.n1, candidate.N1
+    info = (float(candidate.weighted) - candidate.term + n1 * candidate.distance) / N1
+    df = (candidate.domain - 1) * candidate.targets1
+    if df <= 0:
+        return True, info, math.nan
+    values, alpha, stream = candidate.critical, candidate.alpha, _stream("mis")
+    if candidate.simulated:
+        crit = float(values.mutual_information(np.array([N1]), alpha, stream=stream)[0])
+    else:
+        crit = float(values.mis_asymptotic(alpha, N1, df, stream=stream))
+    return bool(below(info, crit)), info, crit
+
+
+def check_cst(candidate):
+    result = pearson_statistic(candidate.row(), candidate.p)
+    stat, groups = float(result.statistic[0]), int(result.groups[0])
+    if groups <= 1:
+        return True, stat, math.nan
+    crit = candidate.chi2(groups - 1)
+    return bool(below(stat, crit)), stat, crit
+
+
+def check_dqt(candidate):
+    d, n = candidate.distances()
+    q, count = dixon_q(d)
+    q, count = float(q), int(count)
+    if count < 3:
+        crit = math.nan
+    elif candidate.critical.mode == "mc":
+        crit = candidate.critical.dixon(n, candidate.alpha, stream=_stream("dqt"))
+    else:
+        crit = dixon_critical(count, candidate.alpha)
+    return math.isnan(q) or bool(below(q, crit)), q, crit
+
+
+def exposure_bound(e: list[float]) -> float:
+    """mean + population std of the non-NaN exposures, summed in index order exactly as
+    the compiled gate sums them."""
+    values = [v for v in e if not math.isnan(v)]
+    mean = 0.0
+    for v in values:
+        mean += v
+    mean /= len(values)
+    spread = 0.0
+    for v in values:
+        spread += (v - mean) ** 2
+    return mean + math.sqrt(spread / len(values))
+
+
+def check_exposure(candidate):
+    d, n = candidate.distances()
+    e = (n / candidate.N1 * d).tolist()
+    bound = exposure_bound(e)
+    own = e[candidate.y]
+    # per target in the gate ([workshop]): the candidate's own exposure decides
+    return bool(below(own, bound) or own == 0), float(own), bound
+
+
+def leakage_check(name: str) -> Callable:
+    """The check of a leakage metric: its statistic of the candidate's row against the
+    fixed threshold, or the Monte Carlo (1 - alpha) quantile at n_y."""
+
+    def check(candidate):
+        statistic = leakage_statistic(name, candidate.critical.ordered)
+        stat = float(statistic(candidate.row(), candidate.p)[0])
+        if candidate.threshold is not None:
+            crit = float(candidate.threshold)
+        else:
+            sizes = np.array([candidate.n1])
+            values = candidate.critical
+            crit = float(
+                values.per_target(name, statistic, sizes, candidate.alpha, stream=_stream(name))[0]
+            )
+        return bool(below(stat, crit)), stat, crit
+
+    return check
+
+
+check_dleak = leakage_check("dleak")
+check_eleak = leakage_check("eleak")
+check_emd = leakage_check("emd")

@@ -1,10 +1,13 @@
-"""Every metric as one record: its name, scope, description, evaluator, critical-value
-method, Monte Carlo stream, report columns and whether the online gate can run it.
+"""Every metric as one record: its name, scope, description, the evaluator that judges a
+whole release, the check that judges one request in the online gate, its critical-value
+method, Monte Carlo stream, report columns, plot quantity and its code in the compiled
+gate.
 
 Everything else looks metrics up here: :func:`evaluate` and :func:`parse_metrics`, the
-report's labels and columns, the critical values' random streams (:mod:`distgate.stats.critical`)
-and the ``--metric`` help. A new metric is a record here plus its evaluator in the module
-of its family.
+gate's checks (:mod:`distgate.gate.checks`) and its compiled kernel, the report's labels,
+columns and plot axes, and the ``--metric`` help. A new metric is a record here plus its
+functions (evaluator and online check) in :mod:`distgate.stats.metrics.evaluators` or a
+module of its own; :func:`register` adds one at run time.
 
 ``evaluate(name, counts, alpha, critical)`` works on counts of shape (..., |Y|, |X|) and
 returns a :class:`MetricResult` whose arrays keep the batch dimensions. A target with no
@@ -65,12 +68,17 @@ class _Lazy:
 
 @dataclass(frozen=True)
 class Metric:
-    """One metric. ``stream`` seeds its Monte Carlo draws (None: it never simulates);
-    ``threshold`` names its fixed bound (None: it takes none) and ``needs_threshold`` says
-    that it has no statistical critical value to fall back on; ``summary`` names the
-    global statistic printed under the table (None: the metric has none) and
-    ``lists_failing`` that the report names the classes (targets) that fail; ``online``
-    says whether the release gate (replay, simulate) can run it."""
+    """One metric. ``evaluator`` judges counts of shape (..., |Y|, |X|) (see
+    :func:`evaluate`); ``check`` judges one request of the online gate, a
+    :class:`~distgate.stats.metrics.candidate.Candidate`, and returns (safe, statistic,
+    critical) (None: the gate cannot run the metric); ``kernel`` is the metric's code in
+    the compiled gate (None: the gate runs it in its Python loop). ``stream`` seeds its
+    Monte Carlo draws (None: it never simulates); ``threshold`` names its fixed bound
+    (None: it takes none) and ``needs_threshold`` says that it has no statistical
+    critical value to fall back on; ``summary`` names the global statistic printed under
+    the table (None: the metric has none) and ``lists_failing`` that the report names
+    the classes (targets) that fail; ``quantity`` is what its statistic is, with its
+    unit, for a plot's axis."""
 
     name: str
     scope: str
@@ -79,7 +87,9 @@ class Metric:
     critical: CriticalMethod
     stream: int | None
     columns: tuple[Column, ...]
-    online: bool = True
+    quantity: str = "statistic"
+    check: Callable[..., tuple[bool, float, float]] | None = None
+    kernel: int | None = None
     summary: str | None = None
     threshold: str | None = None
     needs_threshold: bool = False
@@ -89,9 +99,19 @@ class Metric:
     def is_global(self) -> bool:
         return self.scope == GLOBAL
 
+    @property
+    def online(self) -> bool:
+        """Whether the release gate (replay, simulate) can run it."""
+        return self.check is not None
+
 
 def _evaluator(module: str, function: str) -> _Lazy:
     return _Lazy(f"distgate.stats.metrics.{module}", function)
+
+
+# The metrics' codes in the compiled gate (distgate.gate.kernel): the kernel branches on
+# them, the records carry them.
+KERNEL_KLD, KERNEL_MIS, KERNEL_CST, KERNEL_DQT, KERNEL_EXPOSURE = 0, 1, 2, 3, 4
 
 
 STATISTIC = Column("statistic", "statistic")
@@ -107,6 +127,9 @@ _RECORDS = (
         CriticalMethod("chi-square"),
         stream=2,
         columns=(Column("D(y)", "statistic"),),
+        quantity="mutual information I (bits)",
+        check=_evaluator("evaluators", "check_mis"),
+        kernel=KERNEL_MIS,
         summary="I",
     ),
     Metric(
@@ -117,6 +140,9 @@ _RECORDS = (
         CriticalMethod("chi-square"),
         stream=1,
         columns=(STATISTIC, CRITICAL, DECISION),
+        quantity="KL distance D(y) (bits)",
+        check=_evaluator("evaluators", "check_kld"),
+        kernel=KERNEL_KLD,
     ),
     Metric(
         "cst",
@@ -126,6 +152,9 @@ _RECORDS = (
         CriticalMethod("chi-square", "chi-square"),
         stream=None,
         columns=(STATISTIC, CRITICAL, Column("groups", "groups"), DECISION),
+        quantity="Pearson chi-square statistic",
+        check=_evaluator("evaluators", "check_cst"),
+        kernel=KERNEL_CST,
     ),
     Metric(
         "dqt",
@@ -135,6 +164,9 @@ _RECORDS = (
         CriticalMethod("r10 table"),
         stream=3,
         columns=(Column("D(y)", "statistic"),),
+        quantity="Dixon's Q (ratio, 0 to 1)",
+        check=_evaluator("evaluators", "check_dqt"),
+        kernel=KERNEL_DQT,
         summary="Q",
     ),
     Metric(
@@ -145,6 +177,9 @@ _RECORDS = (
         CriticalMethod("mean + std", "mean + std"),
         stream=None,
         columns=(Column("E(y)", "statistic"), CRITICAL, DECISION),
+        quantity="exposure E(y) (bits)",
+        check=_evaluator("evaluators", "check_exposure"),
+        kernel=KERNEL_EXPOSURE,
     ),
     Metric(
         "dleak",
@@ -154,6 +189,8 @@ _RECORDS = (
         CriticalMethod("threshold"),
         stream=4,
         columns=(STATISTIC, CRITICAL, DECISION),
+        quantity="distribution leakage (Euclidean)",
+        check=_evaluator("evaluators", "check_dleak"),
         threshold="T",
     ),
     Metric(
@@ -164,6 +201,8 @@ _RECORDS = (
         CriticalMethod("threshold"),
         stream=5,
         columns=(STATISTIC, CRITICAL, DECISION),
+        quantity="entropy leakage (bits)",
+        check=_evaluator("evaluators", "check_eleak"),
         threshold="T",
     ),
     Metric(
@@ -174,6 +213,8 @@ _RECORDS = (
         CriticalMethod("threshold"),
         stream=6,
         columns=(STATISTIC, CRITICAL, DECISION),
+        quantity="earth mover's distance",
+        check=_evaluator("evaluators", "check_emd"),
         threshold="T",
     ),
     Metric(
@@ -188,7 +229,7 @@ _RECORDS = (
             Column("k", "critical", whole=True),
             DECISION,
         ),
-        online=False,
+        quantity="class size (records)",
         summary="k",
         threshold="k",
         needs_threshold=True,
@@ -207,7 +248,7 @@ _RECORDS = (
             Column("l", "critical", whole=True),
             DECISION,
         ),
-        online=False,
+        quantity="diversity l",
         summary="l",
         threshold="l",
         needs_threshold=True,
@@ -221,7 +262,7 @@ _RECORDS = (
         CriticalMethod("threshold"),
         stream=7,
         columns=(Column("EMD", "statistic"), Column("critical", "critical"), DECISION),
-        online=False,
+        quantity="earth mover's distance",
         summary="t",
         threshold="t",
         lists_failing=True,
@@ -229,6 +270,7 @@ _RECORDS = (
 )
 
 REGISTRY: dict[str, Metric] = {record.name: record for record in _RECORDS}
+# The built-in metrics, by kind (a metric added with register() is in REGISTRY only)
 METRICS = tuple(REGISTRY)
 GLOBAL_METRICS = tuple(m.name for m in _RECORDS if m.is_global)
 PER_TARGET_METRICS = tuple(m.name for m in _RECORDS if not m.is_global)
@@ -239,6 +281,24 @@ DESCRIPTIONS = {m.name: m.description for m in _RECORDS}
 def metric(name: str) -> Metric:
     """The record of metric ``name``."""
     return REGISTRY[name]
+
+
+def register(record: Metric) -> Metric:
+    """Add a metric (or replace one of the same name): from then on ``--metric`` and every
+    function that takes metric names know it; the gate runs it when it has a ``check``."""
+    REGISTRY[record.name] = record
+    return record
+
+
+def unregister(name: str) -> None:
+    """Remove a metric added with :func:`register`."""
+    REGISTRY.pop(name, None)
+
+
+def names(*, online: bool = False) -> tuple[str, ...]:
+    """Every metric's name (with ``online``: those the gate can run), in the registry's
+    order."""
+    return tuple(n for n, r in REGISTRY.items() if r.online or not online)
 
 
 @dataclass
@@ -300,20 +360,20 @@ def parse_metrics(spec: str | Sequence[str], *, offline: bool = False) -> list[s
     The release gate (replay, simulate) decides one request at a time and runs only the
     online metrics; ``offline=True`` (assess) also accepts the others.
     """
-    names = spec.split(",") if isinstance(spec, str) else list(spec)
-    names = [n.strip().lower() for n in names if n.strip()]
-    allowed = METRICS if offline else ONLINE_METRICS
-    if not names:
+    chosen = spec.split(",") if isinstance(spec, str) else list(spec)
+    chosen = [n.strip().lower() for n in chosen if n.strip()]
+    allowed = names(online=not offline)
+    if not chosen:
         raise InputError(f"No metric given (choose from {', '.join(allowed)}).")
-    for name in names:
-        if name not in METRICS:
+    for name in chosen:
+        if name not in REGISTRY:
             raise InputError(f"Unknown metric '{name}' (choose from {', '.join(allowed)}).")
         if name not in allowed:
             raise InputError(
                 f"Metric '{name}' judges a whole release and cannot decide requests one at a "
-                f"time; use it with assess (the gate runs {', '.join(ONLINE_METRICS)})."
+                f"time; use it with assess (the gate runs {', '.join(names(online=True))})."
             )
-    return list(dict.fromkeys(names))
+    return list(dict.fromkeys(chosen))
 
 
 def threshold_for(name: str, threshold: float | Mapping[str, float] | None) -> float | None:
@@ -361,13 +421,3 @@ def evaluate(
     result.target_safe = (result.target_safe | ~present) & possible
     result.safe = result.safe & possible.all(axis=-1) & result.target_safe.all(axis=-1)
     return result
-
-
-def leakage_statistic(name: str, ordered: bool) -> Callable:
-    """The statistic of dleak, eleak or emd (see :mod:`distgate.stats.metrics.evaluators`)."""
-    from distgate.stats.metrics.evaluators import leakage_statistic as statistic
-
-    return statistic(name, ordered)
-
-
-_leakage_statistic = leakage_statistic  # the gate's name for it
