@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test bench lint clean clean-cache
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,3 +34,8 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info demo_out
+
+# numba caches compiled code per defining file and does not notice a change in a function
+# it calls from another module: clear the caches after editing the compiled gate.
+clean-cache:
+	find distgate -name '*.nbi' -delete -o -name '*.nbc' -delete

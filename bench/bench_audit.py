@@ -12,7 +12,8 @@ import time
 
 import numpy as np
 
-from distgate.release.audit import audit, cell_bounds
+from distgate.release.audit import audit
+from distgate.release.bounds import cell_bounds
 
 
 def timed(label: str, target: float, func) -> float:

@@ -251,7 +251,7 @@ def bench_large_log() -> None:
 def bench_against_recompute(table: Path) -> None:
     from distgate.data.config import TableOptions
     from distgate.data.inputs import load_inputs
-    from distgate.gate.core import Gate
+    from distgate.gate import Gate
     from distgate.stats.metrics.registry import evaluate
 
     inputs = load_inputs(TableOptions(str(table), ("value",), ("target",), "id"))

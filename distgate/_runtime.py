@@ -14,13 +14,28 @@
   in that thread alone, and only while it loads, ``import scipy.linalg`` fails. numba then
   only turns off ``np.dot`` and ``np.linalg`` inside compiled code; the rest of the process
   imports scipy.linalg as usual.
+- **Compiled code loaded in the background.** numba's import and the cached machine code
+  of the gate and the key index cost about half a second of work that holds the GIL,
+  while reading the inputs, which comes first, mostly releases it. :func:`preload` starts
+  such work in a thread; :func:`await_preload` waits for it where the code is needed and
+  raises what the work raised (no exception is swallowed).
+- **Compiled or numpy.** :func:`numba_loaded` tells whether numba is imported already: the
+  Monte Carlo tables grow with compiled code then (bit-identical to the numpy loop), and an
+  ``assess`` that never needs the gate does not pay numba's start-up for them.
+- **Leaving without the interpreter's teardown.** :func:`exit_now` flushes the standard
+  streams and leaves with ``os._exit``: during teardown Arrow's native thread pools can
+  abort a finished command ("terminate called without an active exception",
+  apache/arrow#34314, #39862) and turn exit code 2 into 134. Every output file is closed
+  by then (outputs are written and renamed inside the commands), and the command line
+  closes the engines' readers itself (their finalizers would not run).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 
@@ -75,3 +90,54 @@ def without_scipy_linalg() -> Iterator[None]:
         yield
     finally:
         sys.meta_path.remove(finder)
+
+
+def numba_loaded() -> bool:
+    """Whether numba is imported already (see the module docstring)."""
+    return "numba" in sys.modules
+
+
+_PRELOADS: dict[str, tuple[threading.Thread, list[BaseException]]] = {}
+
+
+def preload(name: str, work: Callable[[], object]) -> None:
+    """Start ``work`` (loading compiled code) in a daemon thread named ``name``; a second
+    call with the same name while the first runs does nothing."""
+    if name in _PRELOADS and _PRELOADS[name][0].is_alive():
+        return
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            with without_scipy_linalg():  # numba's BLAS probe would import it
+                work()
+        except BaseException as exc:  # kept for await_preload, which raises it
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    _PRELOADS[name] = (thread, failure)
+    thread.start()
+
+
+def await_preload(name: str) -> None:
+    """Wait for the work :func:`preload` started under ``name`` (nothing if none was) and
+    raise what it raised."""
+    entry = _PRELOADS.get(name)
+    if entry is None or entry[0] is threading.current_thread():
+        return  # nothing started, or the preloading work itself runs the code
+    del _PRELOADS[name]
+    thread, failure = entry
+    thread.join()
+    if failure:
+        raise failure[0]
+
+
+def exit_now(code: int) -> None:
+    """Flush stdout and stderr and leave the process with ``code`` at once (see the module
+    docstring for why the interpreter's teardown is skipped)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said there
+            pass
+    os._exit(code)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy.stats import chi2
 
 from distgate.errors import InputError
-from distgate.gate.core import (
+from distgate.gate import (
     DECISION_NAMES,
     DENIED,
     DUPLICATE,
@@ -524,8 +524,10 @@ def test_the_kernel_equals_the_python_loop_on_a_sparse_twenty_target_table(metri
 def test_the_chi_square_table_holds_the_degrees_of_freedom_the_metrics_ask_for(metrics, degrees):
     p = np.array([0.1] * 9 + [0.0]) / 0.9
     codes = np.array([0, 1, 2, 3])
+    from distgate.gate.compiled import chi2_table, kernel_codes
+
     gate = Gate(codes, codes % 2, 4, 10, metrics, 0.2, CriticalValues(p, np.ones(4)))
-    table = gate._chi2
+    table = chi2_table(kernel_codes(gate.metrics), gate.alpha, gate.domain, 4, 10)
     held = set(np.flatnonzero(~np.isnan(table)).tolist())
     assert held == degrees
     for df in degrees:
@@ -540,7 +542,8 @@ def test_cst_groups_know_what_one_more_tuple_does_to_a_rows_grouping(row, data):
     its own; elsewhere it runs the exact test. Each claim is checked against merge_groups
     and pearson_statistic. A row whose every value holds 5 tuples never needs the exact
     test."""
-    from distgate.gate.kernel import CLOSES_TAIL, REGROUPS, STAYS, _cst_groups
+    from distgate.gate.kernel.bundles import CLOSES_TAIL, REGROUPS, STAYS
+    from distgate.gate.kernel.rechecks import cst_groups
     from distgate.stats.metrics.pearson import merge_groups, pearson_statistic
 
     m = len(row)
@@ -549,9 +552,7 @@ def test_cst_groups_know_what_one_more_tuple_does_to_a_rows_grouping(row, data):
     n1 = sum(row) + 1.0
     group_of = np.empty(m, dtype=np.int64)
     observed, share, kind = np.empty(m), np.empty(m), np.empty(m, dtype=np.int8)
-    base, groups, tail_stat = _cst_groups(
-        np.array([row]), 0, n1, p, group_of, observed, share, kind
-    )
+    base, groups, tail_stat = cst_groups(np.array([row]), 0, n1, p, group_of, observed, share, kind)
     if sum(row) < 5:  # no group closes: every candidate gets the exact test
         assert groups == 0
         return
@@ -588,6 +589,7 @@ def test_the_kernels_head_search_finds_a_cells_first_queued_entry_after_a_positi
     scan. The cells' arrivals interleave, as in a real queue, so a search that strays out
     of its segment meets arrivals that look right."""
     from distgate.gate import kernel
+    from distgate.gate.kernel.queue import head_after
 
     rng = np.random.default_rng(seed)
     size = sum(sizes) + 1
@@ -613,6 +615,6 @@ def test_the_kernels_head_search_finds_a_cells_first_queued_entry_after_a_positi
             later = start + int(np.searchsorted(arrival[start:end], pos, side="right"))
             lo = int(rng.integers(start, later + 1))  # no later than the answer
             alive = [k for k in range(later, end) if not dead[k]]
-            found, segment_end = kernel._head(cell, pos, lo, queue)
+            found, segment_end = head_after(cell, pos, lo, queue)
             assert segment_end == end
             assert found == (alive[0] if alive else end), (cell, pos, lo)

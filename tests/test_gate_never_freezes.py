@@ -9,6 +9,7 @@ from scipy.stats import chi2
 from distgate.gate.simulate import STALL_FRACTION, simulate
 from distgate.stats.critical import CriticalValues
 from tests.reference import BASELINE, COUNTS
+from tests.streams import MIS
 
 TARGETS = np.repeat(np.arange(5), COUNTS.sum(axis=1))
 VALUES = np.concatenate([np.repeat(np.arange(10), row) for row in COUNTS])
@@ -71,7 +72,7 @@ def test_mutual_information_critical_value_does_not_drop_at_the_hand_over():
     # with the 40 of a release that had seen 9 values: every release in between froze)
     values = CriticalValues(BASELINE, COUNTS.sum(axis=1), mode="auto")
     assert values.switch_size == 100
-    before = values.mutual_information(np.array([99]), 0.2)[0]
+    before = values.mutual_information(np.array([99]), 0.2, **MIS)[0]
     after = chi2.ppf(0.8, 45) / (2 * 100 * np.log(2))
     assert before == pytest.approx(0.3728, abs=5e-4)
     assert after == pytest.approx(0.3804, abs=5e-4)
@@ -91,18 +92,20 @@ def sparse_table(records=5_000, targets=20, values=10, seed=0):
 
 
 def test_mutual_information_does_not_freeze_at_the_hand_over_of_a_sparse_table():
-    from distgate.gate.core import Gate
+    from distgate.gate import Gate
 
     t, v, p = sparse_table()
     weights = np.bincount(t, minlength=20)
     corrected = CriticalValues(p, weights, mode="auto")
-    c = corrected.handover_correction(0.2)
+    c = corrected.handover_correction(0.2, **MIS)
     # the chi-square value at the switch lies 13.5% below the Monte Carlo one at 399
     allowance = chi2.ppf(0.8, 9 * 20) / (2 * np.log(2))
-    simulated = corrected.mutual_information(np.array([399]), 0.2)[0] * 399
+    simulated = corrected.mutual_information(np.array([399]), 0.2, **MIS)[0] * 399
     assert c == pytest.approx((simulated / allowance - 1) * 399) and 40 < c < 70
     # ... and the corrected value meets the Monte Carlo one there
-    assert corrected.mis_asymptotic(0.2, 400, 9 * 20) == pytest.approx(simulated / 400, rel=3e-3)
+    assert corrected.mis_asymptotic(0.2, 400, 9 * 20, **MIS) == pytest.approx(
+        simulated / 400, rel=3e-3
+    )
     frozen = 0
     for s in range(10):
         order = np.random.default_rng([1, s]).permutation(len(t))[:3_000]
@@ -119,6 +122,6 @@ def test_mutual_information_does_not_freeze_at_the_hand_over_of_a_sparse_table()
 
 def test_no_hand_over_correction_where_chi_square_is_not_the_stricter():
     values = CriticalValues(BASELINE, COUNTS.sum(axis=1), mode="auto")
-    assert values.handover_correction(0.2) == 0.0 == values.handover_correction(0.05)
+    assert values.handover_correction(0.2, **MIS) == 0.0 == values.handover_correction(0.05, **MIS)
     asymptotic = chi2.ppf(0.8, 45) / (2 * 500 * np.log(2))
-    assert values.mis_asymptotic(0.2, 500, 45) == pytest.approx(asymptotic, rel=1e-12)
+    assert values.mis_asymptotic(0.2, 500, 45, **MIS) == pytest.approx(asymptotic, rel=1e-12)

@@ -18,7 +18,7 @@ with without_scipy_linalg():
     # what replay's loading thread runs next: the gate's kernel, without scipy.linalg
     import numpy as np
     from distgate.stats.critical import CriticalValues
-    from distgate.gate.core import Gate
+    from distgate.gate import Gate
     codes = np.array([0, 1, 1])
     cv = CriticalValues(np.array([0.5, 0.5]), np.array([1.0, 1.0]), draws=100)
     run = Gate(codes, codes, 2, 2, ["kld", "mis"], 0.2, cv).run(np.array([0, 1, 2]))

@@ -16,6 +16,7 @@ from distgate.cli import app
 from distgate.stats.critical import CriticalValues
 from distgate.stats.metrics.information import kl_distance
 from tests.conftest import REPO, SAMPLE
+from tests.streams import KLD
 
 runner = CliRunner()
 TABLE_FLAGS = [
@@ -72,7 +73,7 @@ def test_decisions_file_lists_every_request_with_its_decision(tmp_path, small_lo
 
     assert float(rows[0]["statistic"]) == pytest.approx(-np.log2(BASELINE[2]), rel=1e-6)
     values = CriticalValues(BASELINE, [1] * 5, mode="auto")
-    expected = values.per_target("kld", kl_distance, np.array([1]), 0.2)[0]
+    expected = values.per_target("kld", kl_distance, np.array([1]), 0.2, **KLD)[0]
     assert float(rows[0]["critical"]) == pytest.approx(expected, rel=1e-6)
     assert float(rows[0]["critical"]) == pytest.approx(3.5547, abs=1e-4)
     document = json.loads(result.stdout)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from distgate.data.inputs import load_inputs
-from distgate.gate.core import QUEUED
+from distgate.gate import QUEUED
 from distgate.gate.replay import ReplaySettings, replay, write_decisions
 from distgate.gate.store import StateStore
 from tests.conftest import SAMPLE, SAMPLE_OPTIONS

@@ -64,25 +64,12 @@ def _terminated(number, frame) -> None:
 
 
 def main() -> None:
-    """Console-script entry point: :func:`run` the command line, then leave at once.
-
-    Leaving with os._exit after flushing skips the interpreter's teardown, during which
-    Arrow's native thread pools can abort a finished command ("terminate called without
-    an active exception", apache/arrow#34314, #39862) and turn exit code 2 into 134. Every
-    file is closed by then: outputs are written and renamed inside the commands."""
-    import os
-    import sys
-
-    from distgate._runtime import keep_pandas_out
+    """Console-script entry point: :func:`run` the command line without pandas, then leave
+    at once (both workarounds are explained in :mod:`distgate._runtime`)."""
+    from distgate._runtime import exit_now, keep_pandas_out
 
     keep_pandas_out()
-    code = run()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe: nothing more can be said there
-            pass
-    os._exit(code)
+    exit_now(run())
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -31,16 +31,16 @@ from distgate.data.atomic import atomic_path
 from distgate.data.inputs import Inputs
 from distgate.data.requests import KeyColumn, RequestKeys, read_requests
 from distgate.data.tables import display_name
-from distgate.gate.core import (
+from distgate.gate.core import Gate
+from distgate.gate.decisions import (
     DECISION_NAMES,
     QUEUED,
     RELEASED,
     UNKNOWN,
-    Gate,
     GateRun,
     GateStatus,
-    parse_grace,
 )
+from distgate.gate.grace import parse_grace
 from distgate.stats.critical import DEFAULT_DRAWS, check_alpha, check_threshold
 from distgate.stats.metrics.registry import parse_metrics
 

@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from distgate.errors import InputError
-from distgate.gate.core import DECISION_RULES_VERSION, GateRun, GateState
+from distgate.gate.decisions import DECISION_RULES_VERSION, GateRun, GateState
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);

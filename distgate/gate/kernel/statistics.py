@@ -1,0 +1,272 @@
+"""The compiled gate's test of one candidate (y, x): the statistics of kld, mis, cst, dqt and
+exposure from the running sums, their critical values, and :func:`check`, which asks every
+chosen metric in the user's order (as :mod:`distgate.gate.checks` does in Python).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from distgate.gate.kernel.bundles import (
+    CANDIDATE,
+    CHECKED_TOTAL,
+    CST,
+    DQT,
+    KLD,
+    LN2,
+    MIN_COUNT,
+    MIS,
+    PRESENT_TARGETS,
+    TIE_ABSOLUTE,
+    TIE_RELATIVE,
+    ZERO,
+)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def is_below(stat, crit):
+    """:func:`distgate.stats.critical.below` for the kernel."""
+    return stat < crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)
+
+
+@njit(cache=True, _nrt=False)
+def row_distance(C, y, extra, n, logp):
+    """D(y) summed over q = c/n in domain order (one more tuple at ``extra``)."""
+    d = 0.0
+    for i in range(C.shape[1]):
+        c = C[y, i] + (1 if i == extra else 0)
+        if c > 0:
+            q = c / n
+            d += q * (math.log2(q) - logp[i])
+    if abs(d) < ZERO:
+        d = 0.0
+    return d
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def use_mc(total, tables):
+    return tables.auto and total < tables.switch
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def kld_critical(n, mc, tables):
+    if tables.domain <= 1 or n <= 0:
+        return np.nan
+    if mc:
+        return tables.kld_mc[n]
+    return tables.chi2[tables.domain - 1] / (2.0 * n * LN2)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def mis_critical(N1, NY1, mc, tables):
+    df = (tables.domain - 1) * NY1
+    if df <= 0:
+        return np.nan
+    if mc:
+        return tables.mis_mc[N1]
+    value = tables.chi2[df] / (2.0 * N1 * LN2)
+    if tables.auto and N1 < tables.mis_correction_below:
+        value = value * (1.0 + tables.mis_correction / N1)
+    return value
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def group_term(observed, expected_p, n1):
+    """A merged group's Pearson term; -1 when it is impossible (observed, none expected)."""
+    expected = n1 * expected_p
+    if expected > 0:
+        return (observed - expected) ** 2 / expected
+    return -1.0 if observed > 0 else 0.0
+
+
+@njit(cache=True, _nrt=False)
+def cst_statistic(C, y, x, n1, p):
+    """Pearson statistic of target y's row with one more tuple at x (n1 tuples in all);
+    (stat, groups). The merged groups are runs of adjacent values each closed once it
+    holds MIN_COUNT tuples, a short last run joining the group before it. One pass sums
+    each group's observed and expected counts in domain order and adds a group's term
+    once the next group closes (only the last closed group can still grow): the sums of
+    pearson_statistic, to the last bit."""
+    m = C.shape[1]
+    stat = 0.0
+    impossible = False
+    groups = 0
+    observed = 0.0  # the open group's
+    expected_p = 0.0
+    opened = 0  # its first value
+    held_observed = 0.0  # the last closed group's, its term not added yet
+    held_p = 0.0
+    for i in range(m):
+        observed += C[y, i] + (1.0 if i == x else 0.0)
+        expected_p += p[i]
+        if observed >= MIN_COUNT:
+            if groups > 0:
+                term = group_term(held_observed, held_p, n1)
+                impossible = impossible or term < 0
+                stat += max(term, 0.0)
+            groups += 1
+            held_observed, held_p = observed, expected_p
+            observed, expected_p, opened = 0.0, 0.0, i + 1
+    if groups == 0:  # a single group of every value
+        held_observed, held_p = observed, expected_p
+    elif opened < m:  # the short last run joins the last group, summed on in domain order
+        for i in range(opened, m):
+            held_observed += C[y, i] + (1.0 if i == x else 0.0)
+            held_p += p[i]
+    term = group_term(held_observed, held_p, n1)
+    impossible = impossible or term < 0
+    stat += max(term, 0.0)
+    if impossible:
+        stat = np.inf
+    return stat, max(groups, 1)
+
+
+@njit(cache=True, _nrt=False)
+def dixon_statistic(d):
+    """Dixon's Q over the non-NaN entries of d, in one pass: (Q or NaN, number of entries).
+    Q = (d_n - d_{n-1}) / (d_n - d_1) over the sorted entries, NaN (not applicable) with
+    fewer than three entries or fewer than three distinct values."""
+    count = 0
+    largest = -np.inf
+    second = -np.inf
+    smallest = np.inf
+    first_value = np.nan
+    other_value = np.nan
+    distinct = 0
+    for i in range(d.shape[0]):
+        v = d[i]
+        if math.isnan(v):
+            continue
+        count += 1
+        if v > largest:
+            second = largest
+            largest = v
+        elif v > second:
+            second = v
+        if v < smallest:
+            smallest = v
+        if distinct == 0:
+            first_value = v
+            distinct = 1
+        elif distinct == 1 and v != first_value:
+            other_value = v
+            distinct = 2
+        elif distinct == 2 and v != first_value and v != other_value:
+            distinct = 3
+    if count < 3 or distinct < 3 or not largest > smallest:
+        return np.nan, count
+    if math.isinf(largest):
+        return 1.0, count
+    return (largest - second) / (largest - smallest), count
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def candidate_distances(y, x, n1, D1, tables, counts, work, d):
+    """d[t] = D(t) of the checked targets with the candidate added (NaN = absent); the
+    candidate's D summed over q like every stored D, so equal distributions tie exactly.
+    That sum is kept: released at once, the candidate's target gets exactly this D."""
+    for t in range(d.shape[0]):
+        d[t] = counts.D[t] if (counts.checked[t] and counts.n[t] > 0) else np.nan
+    if math.isinf(D1):
+        d[y] = D1
+    else:
+        d[y] = row_distance(counts.C, y, x, n1, tables.logp)
+        work.result[2] = d[y]
+        work.counters[CANDIDATE] = y * counts.C.shape[1] + x
+
+
+@njit(cache=True, _nrt=False)
+def exposure_bound(e):
+    """mean + population std of the non-NaN entries of e, summed in index order (the
+    Python loop sums the same way, so both gates get the same bound to the last bit)."""
+    total = 0.0
+    count = 0
+    for i in range(e.shape[0]):
+        if not math.isnan(e[i]):
+            total += e[i]
+            count += 1
+    mean = total / count
+    spread = 0.0
+    for i in range(e.shape[0]):
+        if not math.isnan(e[i]):
+            spread += (e[i] - mean) ** 2
+    return mean + math.sqrt(spread / count)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def check(y, x, tables, counts, work):
+    """Is the checked release plus (y, x) safe? result[0], result[1] = the statistic and
+    critical value that decided (the first blocking metric's, else the first metric's)."""
+    c = counts.C[y, x]
+    n1 = counts.n[y] + 1
+    N1 = counts.tally[CHECKED_TOTAL] + 1
+    NY1 = counts.tally[PRESENT_TARGETS] + (1 if counts.n[y] == 0 else 0)
+    mc1 = use_mc(N1, tables)
+    possible = not math.isinf(tables.logp[x])
+    if possible:
+        S1 = counts.S[y] - tables.xlogx[c] + tables.xlogx[c + 1]
+        L1 = counts.L[y] + tables.logp[x]
+        D1 = (S1 - L1 - tables.xlogx[n1]) / n1
+        if abs(D1) < ZERO:
+            D1 = 0.0
+    else:
+        D1 = np.inf
+    scratch = work.values
+    result = work.result
+    have_first = False
+    for k in range(tables.metrics.shape[0]):
+        m = tables.metrics[k]
+        ok = True
+        stat = np.nan
+        crit = np.nan
+        if m == KLD:
+            stat = D1
+            crit = kld_critical(n1, mc1, tables)
+            ok = math.isnan(crit) or is_below(D1, crit)
+        elif m == MIS:
+            old = counts.term[y] if counts.n[y] > 0 else 0.0
+            stat = (counts.weighted[0] - old + n1 * D1) / N1
+            crit = mis_critical(N1, NY1, mc1, tables)
+            ok = math.isnan(crit) or is_below(stat, crit)
+        elif m == CST:
+            stat, groups = cst_statistic(counts.C, y, x, n1 * 1.0, tables.p)
+            if groups > 1:
+                crit = tables.chi2[groups - 1]
+                ok = is_below(stat, crit)
+        else:  # DQT and EXPOSURE look at every checked target
+            Y = counts.n.shape[0]
+            d = scratch[:Y]
+            candidate_distances(y, x, n1, D1, tables, counts, work, d)
+            if m == DQT:
+                stat, count = dixon_statistic(d)
+                if count >= 3:
+                    crit = tables.dixon[count]
+                ok = math.isnan(stat) or is_below(stat, crit)
+            else:
+                for t in range(Y):
+                    size = n1 if t == y else counts.n[t]
+                    d[t] = size / N1 * d[t]
+                stat = d[y]
+                crit = exposure_bound(d)
+                ok = is_below(stat, crit) or stat == 0
+        ok = ok and possible
+        if not ok:
+            result[0] = stat
+            result[1] = crit
+            return False
+        if not have_first:
+            have_first = True
+            result[0] = stat
+            result[1] = crit
+    return True
+
+
+@njit(cache=True, _nrt=False)
+def check_apart(y, x, tables, counts, work):
+    """:func:`check` compiled on its own, for the callers that need it only for the rare
+    cell within a rounding band of its bound: one more inlined copy in settle cost
+    seconds of every first compilation."""
+    return check(y, x, tables, counts, work)

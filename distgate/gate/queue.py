@@ -1,0 +1,117 @@
+"""The gate's queue of withheld records, in the form each reader needs.
+
+A queued record keeps its first place (its arrival, the request index that queued it).
+Records of one (target, value) cell are interchangeable, so the queue is examined per
+cell. It is held in one of four forms, each built from another only when a reader needs
+it: arrays in arrival order (the state, the status), dicts that the Python loop changes in
+place (:mod:`distgate.gate.reference`), the entries grouped by cell, and the compiled
+kernel's layout (:mod:`distgate.gate.compiled`), which stays between kernel runs so that a
+run of batches lays the queue out O(log) times, not once per batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class GateQueue:
+    """The queue over one table's records (their ``target_codes`` and ``value_codes``)."""
+
+    def __init__(
+        self, target_codes: np.ndarray, value_codes: np.ndarray, n_targets: int, n_values: int
+    ) -> None:
+        self.target_codes, self.value_codes = target_codes, value_codes
+        self.n_targets, self.n_values = n_targets, n_values
+        self.replace(np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+    def cells(self, records: np.ndarray) -> np.ndarray:
+        return self.target_codes[records] * self.n_values + self.value_codes[records]
+
+    def replace(self, arrivals: np.ndarray, records: np.ndarray) -> None:
+        """The queue becomes these (arrival, record) pairs."""
+        order = np.argsort(arrivals, kind="stable")
+        self._arrays: tuple[np.ndarray, np.ndarray] | None = (arrivals[order], records[order])
+        self._dicts: tuple[dict, dict, dict] | None = None
+        self._grouped: tuple[np.ndarray, np.ndarray] | None = None
+        self._kernel: Any = None  # the compiled kernel's layout (distgate.gate.compiled)
+        self.kernel_room: np.ndarray | None = None
+
+    # --------------------------------------------------------------- the kernel
+    def kernel_layout(self) -> Any:
+        """The kernel's layout, if the queue is in it."""
+        return self._kernel
+
+    def keep_kernel_layout(self, layout: Any, room: np.ndarray | None = None) -> None:
+        """The kernel changed the queue in its layout: every other form is stale."""
+        self._kernel = layout
+        if room is not None:
+            self.kernel_room = room
+        self._arrays = self._dicts = self._grouped = None
+
+    def _take_kernel_layout(self) -> None:
+        """Bring the queue out of the kernel's layout into the grouped arrays."""
+        layout, self._kernel = self._kernel, None
+        if layout is not None:
+            live = np.flatnonzero(~layout.dead[:-1])
+            self._arrays = self._dicts = None
+            self._grouped = (layout.arrival[live], layout.record[live])  # grouped by cell
+
+    # ------------------------------------------------------------------ readers
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The queue as (arrival indices, records), in arrival order."""
+        self._take_kernel_layout()
+        if self._grouped is not None:
+            self.replace(*self._grouped)
+        if self._arrays is None:
+            by_arrival = self._dicts[1]
+            count = len(by_arrival)
+            arrivals = np.fromiter(by_arrival.keys(), dtype=np.int64, count=count)
+            records = np.fromiter(by_arrival.values(), dtype=np.int64, count=count)
+            order = np.argsort(arrivals, kind="stable")
+            self._arrays = (arrivals[order], records[order])
+        return self._arrays
+
+    def __len__(self) -> int:
+        return len(self.arrays()[0])
+
+    def by_cell(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The queue grouped by (target, value) cell, in arrival order within a cell, as
+        (cells, arrivals, records): how the kernel lays it out, and how it leaves it, so
+        that consecutive runs need no sort."""
+        self._take_kernel_layout()
+        if self._grouped is not None:
+            arrivals, records = self._grouped
+            return self.cells(records), arrivals, records
+        arrivals, records = self.arrays()
+        cells = self.cells(records)
+        order = self._order_by_cell(cells)
+        return cells[order], arrivals[order], records[order]
+
+    def _order_by_cell(self, cells: np.ndarray) -> np.ndarray:
+        """The stable order of queue entries by cell (arrival order kept within a cell).
+        numpy sorts 16-bit keys by radix: a resumed queue of 350,000 entries in 2 ms
+        instead of 19 ms."""
+        if self.n_targets * self.n_values <= 1 << 16:
+            cells = cells.astype(np.uint16)
+        return np.argsort(cells, kind="stable")
+
+    def dicts(self) -> tuple[dict, dict, dict]:
+        """The queue as dicts for the Python loop, which changes them in place: cell ->
+        sorted arrival indices, arrival -> record, record -> arrival."""
+        self._take_kernel_layout()
+        if self._dicts is None:
+            arrivals, records = self.arrays()
+            cells = self.cells(records)
+            by_cell = self._order_by_cell(cells)
+            keys, starts = np.unique(cells[by_cell], return_index=True)
+            groups = np.split(arrivals[by_cell], starts[1:]) if len(keys) else []
+            arrival_list, record_list = arrivals.tolist(), records.tolist()
+            self._dicts = (
+                {int(c): g.tolist() for c, g in zip(keys, groups, strict=True)},
+                dict(zip(arrival_list, record_list, strict=True)),
+                dict(zip(record_list, arrival_list, strict=True)),
+            )
+        self._arrays = None  # the caller may change the dicts
+        return self._dicts
