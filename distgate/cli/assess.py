@@ -13,30 +13,14 @@ from distgate.cli.common import (
     EXIT_OK,
     EXIT_UNSAFE,
     AlphaOption,
-    AttrOption,
-    BaselineOption,
-    BinsOption,
-    ConfigOption,
     CriticalOption,
-    DelimiterOption,
     DrawsOption,
-    EncodingOption,
-    EngineOption,
-    IdOption,
-    JsonOption,
-    MissingOption,
-    OrderOption,
-    QuietOption,
-    SchedulerOption,
     SeedOption,
-    TableArgument,
-    TargetOption,
-    WeightOption,
     handles_bad_input,
     metric_setting,
-    table_inputs,
 )
-from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
+from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
+from distgate.cli.output import describe, show
 from distgate.errors import InputError
 from distgate.stats.metrics.registry import METRICS, REGISTRY
 
@@ -66,21 +50,10 @@ AssessMetricOption = Annotated[
 
 
 @handles_bad_input
+@bundled()
 def assess_command(
     context: typer.Context,
-    table: TableArgument,
-    attr: AttrOption = None,
-    target: TargetOption = None,
-    id: IdOption = None,
-    bins: BinsOption = None,
-    missing: MissingOption = None,
-    engine: EngineOption = None,
-    scheduler: SchedulerOption = None,
-    weight: WeightOption = None,
-    order: OrderOption = None,
-    delimiter: DelimiterOption = None,
-    encoding: EncodingOption = None,
-    baseline: BaselineOption = None,
+    table: TableFlags,
     metric: AssessMetricOption = None,
     alpha: AlphaOption = None,
     critical: CriticalOption = None,
@@ -143,11 +116,7 @@ def assess_command(
             "[default: 3000].",
         ),
     ] = None,
-    config: ConfigOption = None,
-    format: FormatOption = None,
-    json: JsonOption = False,
-    report: ReportOption = None,
-    quiet: QuietOption = False,
+    shown_as: OutputFlags = AS_GIVEN,
 ) -> None:
     """Assess releasing TABLE as a whole: exit 0 when safe, 1 when any metric blocks it.
 
@@ -155,13 +124,13 @@ def assess_command(
     --metric kld,cst --alpha 0.05
     """
     from distgate.data.atomic import check_outputs
-    from distgate.data.config import load_config, setting
+    from distgate.data.config import setting
     from distgate.release.assess import assess_release, classic_settings, parse_thresholds
     from distgate.stats.critical import check_alpha
     from distgate.stats.metrics.registry import parse_metrics
 
-    chosen = output_format(format, json)
-    check_outputs([table, baseline], [report])
+    chosen = shown_as.chosen()
+    check_outputs([table.table, table.baseline], [shown_as.report])
     if output and not fix:
         raise InputError("-o DIR goes with --fix (it names the folder of the repaired release).")
     if budget is not None and budget < 0:
@@ -169,28 +138,12 @@ def assess_command(
     if output:
         from distgate.release.fix import check_output_folder
 
-        check_output_folder(output, [table, baseline])
-    settings = load_config(config)
+        check_output_folder(output, [table.table, table.baseline])
+    settings = table.settings()
     metrics = parse_metrics(metric_setting(metric, settings), offline=True)
     level = check_alpha(setting(alpha, settings, "alpha", DEFAULT_ALPHA))
-    inputs = table_inputs(
-        table,
-        settings,
-        attr=attr,
-        target=target,
-        id=id,
-        bins=bins,
-        baseline=baseline,
-        missing=missing,
-        engine=engine,
-        scheduler=scheduler,
-        quiet=quiet or json,
-        weight=weight,
-        order=order,
-        delimiter=delimiter,
-        encoding=encoding,
-        counts_only=not output,  # a repaired release (-o) is written record by record
-    )
+    # a repaired release (-o) is written record by record
+    inputs = table.read(settings, counts_only=not output, quiet=shown_as.silent)
     values = inputs.critical_values(
         setting(critical, settings, "critical", DEFAULT_CRITICAL),
         seed=setting(seed, settings, "seed", 0),
@@ -235,7 +188,7 @@ def assess_command(
         written = write_fix(repair, inputs, output) if output else []
         code = EXIT_OK if repair.found else EXIT_UNSAFE
         shown = fix_report(assessment, repair, [str(p) for p in written])
-    describe(shown, context, [table, baseline], settings, code)
+    describe(shown, context, [table.table, table.baseline], settings, code)
     show(
         shown,
         chosen,
@@ -249,6 +202,6 @@ def assess_command(
                 else {"fix": {**repair.to_dict(), "after": repair.assessment.to_dict()}}
             ),
         },
-        html=report,
+        html=shown_as.report,
     )
     raise typer.Exit(code)

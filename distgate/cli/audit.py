@@ -9,20 +9,23 @@ import typer
 from distgate.cli.common import (
     EXIT_OK,
     EXIT_UNSAFE,
+    handles_bad_input,
+)
+from distgate.cli.options import (
+    AS_GIVEN,
     BinsOption,
     ConfigOption,
     DelimiterOption,
     EncodingOption,
     EngineOption,
-    JsonOption,
     MissingOption,
     OrderOption,
-    QuietOption,
+    OutputFlags,
     SchedulerOption,
     WeightOption,
-    handles_bad_input,
+    bundled,
 )
-from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
+from distgate.cli.output import describe, show
 from distgate.errors import InputError
 
 TYPE_NAMES = ("existence", "upward", "downward", "approximation")
@@ -42,6 +45,7 @@ def _parse_types(text: str | None) -> tuple[str, ...]:
 
 
 @handles_bad_input
+@bundled()
 def audit_command(
     context: typer.Context,
     counts: Annotated[
@@ -140,10 +144,7 @@ def audit_command(
         ),
     ] = 3000,
     config: ConfigOption = None,
-    format: FormatOption = None,
-    json: JsonOption = False,
-    report: ReportOption = None,
-    quiet: QuietOption = False,
+    shown_as: OutputFlags = AS_GIVEN,
 ) -> None:
     """Bound every unpublished cell of a published contingency table and flag disclosures.
 
@@ -159,13 +160,13 @@ def audit_command(
     from distgate.data.atomic import check_outputs
     from distgate.data.config import load_config, table_options, text_format
     from distgate.data.counts import read_counts, read_mask
-    from distgate.data.domain import parse_order
     from distgate.data.inputs import record_counts
     from distgate.data.tables import read_header
+    from distgate.data.values import parse_order
     from distgate.release.audit import audit, merge_plan
 
-    chosen_format = output_format(format, json)
-    check_outputs([counts, released], [report])
+    chosen_format = shown_as.chosen()
+    check_outputs([counts, released], [shown_as.report])
     if not (tau > 0) or tau == float("inf"):
         raise InputError(f"--tau must be a positive number; got {tau:g}.")
     chosen = _parse_types(types)
@@ -200,7 +201,7 @@ def audit_command(
             scheduler=scheduler,
         )
         data, dropped = record_counts(options)
-        if dropped and not quiet:
+        if dropped and not shown_as.quiet:
             typer.echo(
                 f"note: left out {dropped} records with a missing value (--missing drop).",
                 err=True,
@@ -236,5 +237,5 @@ def audit_command(
 
     shown = audit_report(result)
     describe(shown, context, [counts, released], settings, EXIT_OK if result.safe else EXIT_UNSAFE)
-    show(shown, chosen_format, result.to_dict, html=report)
+    show(shown, chosen_format, result.to_dict, html=shown_as.report)
     raise typer.Exit(shown.exit_code)

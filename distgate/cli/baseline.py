@@ -6,55 +6,24 @@ from typing import Annotated
 
 import typer
 
-from distgate.cli.common import (
-    AttrOption,
-    BaselineOption,
-    BinsOption,
-    ConfigOption,
-    DelimiterOption,
-    EncodingOption,
-    EngineOption,
-    IdOption,
-    JsonOption,
-    MissingOption,
-    OrderOption,
-    SchedulerOption,
-    TableArgument,
-    TargetOption,
-    WeightOption,
-    handles_bad_input,
-    table_inputs,
-)
-from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
+from distgate.cli.common import handles_bad_input
+from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
+from distgate.cli.output import describe, show
 from distgate.data.atomic import check_outputs
 
 
 @handles_bad_input
+@bundled(without=("quiet",))
 def baseline_command(
     context: typer.Context,
-    table: TableArgument,
-    attr: AttrOption = None,
-    target: TargetOption = None,
-    id: IdOption = None,
-    bins: BinsOption = None,
-    missing: MissingOption = None,
-    engine: EngineOption = None,
-    scheduler: SchedulerOption = None,
-    weight: WeightOption = None,
-    order: OrderOption = None,
-    delimiter: DelimiterOption = None,
-    encoding: EncodingOption = None,
-    baseline: BaselineOption = None,
+    table: TableFlags,
     output: Annotated[
         str | None,
         typer.Option(
             "--output", "-o", metavar="FILE", help="Write the baseline file (probability column)."
         ),
     ] = None,
-    config: ConfigOption = None,
-    format: FormatOption = None,
-    json: JsonOption = False,
-    report: ReportOption = None,
+    shown_as: OutputFlags = AS_GIVEN,
 ) -> None:
     """Show the baseline distribution of X (bar chart), each target's conditional
     distribution, its KL distance D(y) and exposure E(y), and the X-outliers (targets with
@@ -62,38 +31,20 @@ def baseline_command(
 
     Example: distgate baseline soldiers.csv -x age -y location --bins age=18,20,25 -o baseline.csv
     """
-    from distgate.data.baseline_file import write_baseline
-    from distgate.data.config import load_config
+    from distgate.data.baseline import write_baseline
     from distgate.release.baseline import profile_table
 
-    chosen = output_format(format, json, stdout_taken=output == "-")
-    check_outputs([table, baseline], [output, report])
-    settings = load_config(config)
-    inputs = table_inputs(
-        table,
-        settings,
-        attr=attr,
-        target=target,
-        id=id,
-        bins=bins,
-        baseline=baseline,
-        missing=missing,
-        engine=engine,
-        scheduler=scheduler,
-        quiet=json,
-        weight=weight,
-        order=order,
-        delimiter=delimiter,
-        encoding=encoding,
-        counts_only=True,
-    )
+    chosen = shown_as.chosen(stdout_taken=output == "-")
+    check_outputs([table.table, table.baseline], [output, shown_as.report])
+    settings = table.settings()
+    inputs = table.read(settings, counts_only=True, quiet=shown_as.json)
     profile = profile_table(inputs.counts, inputs.baseline, inputs.table.target_labels)
     if output:
         write_baseline(output, inputs.baseline)
     from distgate.report.baseline import baseline_dict, baseline_report
 
     shown = baseline_report(inputs.baseline, profile, output)
-    describe(shown, context, [table, baseline], settings)
+    describe(shown, context, [table.table, table.baseline], settings)
     show(
         shown,
         chosen,
@@ -103,5 +54,5 @@ def baseline_command(
             "engine": inputs.engine,
         },
         stderr=output == "-",
-        html=report,
+        html=shown_as.report,
     )

@@ -14,17 +14,11 @@ from typing import Annotated, Any
 import typer
 
 from distgate.errors import InputError
+from distgate.stats.metrics.registry import names
 
 EXIT_OK = 0
 EXIT_UNSAFE = 1
 EXIT_BAD_INPUT = 2
-
-JsonOption = Annotated[
-    bool, typer.Option("--json", help="The same as --format json: one JSON document on stdout.")
-]
-QuietOption = Annotated[
-    bool, typer.Option("--quiet", "-q", help="No progress bars or notes on stderr.")
-]
 
 
 def fail(message: str) -> typer.Exit:
@@ -88,129 +82,15 @@ def emit_json(document: Any) -> None:
     sys.stdout.flush()
 
 
-# Options naming the table's columns, shared by baseline, assess, replay and simulate.
-TableArgument = Annotated[
-    str,
-    typer.Argument(
-        metavar="TABLE",
-        help="Table with a header: CSV/TSV (compressed or not), Parquet file or folder, or "
-        "Excel .xlsx ('-' = stdin).",
-    ),
-]
-AttrOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--attr", "-x", metavar="COLUMN", help="Attribute column(s) X; repeat or comma-separate."
-    ),
-]
-TargetOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--target", "-y", metavar="COLUMN", help="Target column(s) Y; repeat or comma-separate."
-    ),
-]
-IdOption = Annotated[
-    str | None,
-    typer.Option(
-        "--id", metavar="COLUMN", help="Record key column (default: the row number from 0)."
-    ),
-]
-BinsOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--bins",
-        metavar="COLUMN=EDGES",
-        help="Cut a numeric attribute into ranges, e.g. age=18,20,25,30.",
-    ),
-]
-MissingOption = Annotated[
-    str | None,
-    typer.Option(
-        "--missing",
-        metavar="MODE",
-        help="A record with a missing attribute or target value: error (the default), drop "
-        "it, or keep 'missing' as a value of its own.",
-    ),
-]
-EngineOption = Annotated[
-    str | None,
-    typer.Option(
-        "--engine",
-        metavar="ENGINE",
-        help="Who counts the table: auto (arrow for a file that fits in memory, duckdb "
-        "otherwise), arrow, duckdb (out of core; CSV, Parquet, folders, globs) or dask "
-        "(a cluster) [default: auto].",
-    ),
-]
-SchedulerOption = Annotated[
-    str | None,
-    typer.Option(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="Dask scheduler for --engine dask, e.g. tcp://host:8786 (default: "
-        "DASK_SCHEDULER_ADDRESS, else a local cluster on this machine's cores).",
-    ),
-]
-WeightOption = Annotated[
-    str | None,
-    typer.Option(
-        "--weight",
-        "-w",
-        metavar="COLUMN",
-        help="Column of whole-number counts: each line stands for that many identical records "
-        "(a frequency table).",
-    ),
-]
-OrderOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--order",
-        metavar="COLUMN=VALUES",
-        help="Order of a column's values, e.g. educ=Low,Middle,High (default: numbers and "
-        "ranges like 18-19 by number, text alphabetically; a baseline file's order wins).",
-    ),
-]
-DelimiterOption = Annotated[
-    str | None,
-    typer.Option(
-        "--delimiter",
-        "-d",
-        metavar="CHAR",
-        help="Field delimiter of text input: one character, or tab (default: tab for .tsv "
-        "names, else a comma).",
-    ),
-]
-EncodingOption = Annotated[
-    str | None,
-    typer.Option(
-        "--encoding",
-        metavar="NAME",
-        help="Text encoding of the input, e.g. latin-1, cp1252, utf-16 (default: utf-8).",
-    ),
-]
-BaselineOption = Annotated[
-    str | None,
-    typer.Option(
-        "--baseline",
-        "-b",
-        metavar="FILE",
-        help="Baseline file (default: the table's own X distribution).",
-    ),
-]
-ConfigOption = Annotated[
-    str | None,
-    typer.Option(
-        "--config", metavar="FILE", help="Settings file (default: ./distgate.toml if present)."
-    ),
-]
+# Options of the release gate, shared by replay and simulate (assess takes every metric).
 MetricOption = Annotated[
     list[str] | None,
     typer.Option(
         "--metric",
         "-m",
         metavar="M[,M...]",
-        help="Metric(s), comma-separated or repeated: mis, kld, cst, dqt, exposure, dleak, "
-        "eleak, emd [default: kld].",
+        help=f"Metric(s), comma-separated or repeated: {', '.join(names(online=True))} "
+        "[default: kld].",
     ),
 ]
 AlphaOption = Annotated[
@@ -263,58 +143,3 @@ def joined(items: list[str] | str | None, default: str) -> str:
 def metric_setting(flag: list[str] | None, config: dict) -> str:
     """The chosen metrics: every ``-m`` given, else the settings file's, else kld."""
     return joined(flag or config.get("metric"), DEFAULT_METRIC)
-
-
-def table_inputs(
-    table: str,
-    settings: dict,
-    *,
-    attr: list[str] | None,
-    target: list[str] | None,
-    id: str | None,
-    bins: list[str] | None,
-    baseline: str | None,
-    need_keys: bool = False,
-    missing: str | None = None,
-    engine: str | None = None,
-    scheduler: str | None = None,
-    quiet: bool = False,
-    weight: str | None = None,
-    order: list[str] | None = None,
-    delimiter: str | None = None,
-    encoding: str | None = None,
-    counts_only: bool = False,
-):
-    """Read the table named by the shared table options (flags over ``distgate.toml``);
-    ``counts_only`` for a command that needs the counts, not per-record codes."""
-    from distgate.data.config import table_options
-    from distgate.data.inputs import load_inputs
-
-    options = table_options(
-        table,
-        settings,
-        attributes=attr,
-        targets=target,
-        id_column=id,
-        bins=bins,
-        baseline=baseline,
-        missing=missing,
-        engine=engine,
-        scheduler=scheduler,
-        weight=weight,
-        order=order,
-        delimiter=delimiter,
-        encoding=encoding,
-    )
-    inputs = load_inputs(options, need_keys=need_keys, counts_only=counts_only)
-    if inputs.engine != options.engine and inputs.engine != "arrow" and not quiet:
-        # auto chose an out-of-core engine: say so (an explicit --engine needs no note)
-        typer.echo(
-            f"note: counted with the {inputs.engine} engine ({inputs.engine_reason}).", err=True
-        )
-    if inputs.table.dropped:
-        typer.echo(
-            f"note: left out {inputs.table.dropped} records with a missing value (--missing drop).",
-            err=True,
-        )
-    return inputs

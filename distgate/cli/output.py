@@ -1,13 +1,12 @@
-"""Output options shared by the commands that print tables: ``--format``, its ``--json``
-alias and ``--report FILE.html``, and the one function that prints a report in the chosen
-format."""
+"""Printing a report in the format the output options chose (:class:`Format`; the options
+themselves are :class:`distgate.cli.options.OutputFlags`)."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
@@ -19,27 +18,6 @@ class Format(StrEnum):
     json = "json"
     csv = "csv"
     markdown = "markdown"
-
-
-FormatOption = Annotated[
-    Format | None,
-    typer.Option(
-        "--format",
-        "-f",
-        case_sensitive=False,
-        help="What stdout shows: tables for a terminal, one JSON document, or the same "
-        "tables as csv or markdown sections [default: table].",
-    ),
-]
-ReportOption = Annotated[
-    str | None,
-    typer.Option(
-        "--report",
-        metavar="FILE.html",
-        help="Also write one self-contained HTML report: inputs' fingerprints, options, "
-        "every table, the plots, the verdict and the exit code.",
-    ),
-]
 
 
 def output_format(format: Format | None, json: bool, *, stdout_taken: bool = False) -> Format:

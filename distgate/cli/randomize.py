@@ -10,20 +10,20 @@ import typer
 from distgate.cli.common import (
     EXIT_OK,
     EXIT_UNSAFE,
+    handles_bad_input,
+)
+from distgate.cli.options import (
+    AS_GIVEN,
     BinsOption,
     DelimiterOption,
     EncodingOption,
-    JsonOption,
-    QuietOption,
+    OutputFlags,
     TableArgument,
-    handles_bad_input,
+    bundled,
 )
 from distgate.cli.output import (
     Format,
-    FormatOption,
-    ReportOption,
     describe,
-    output_format,
     show,
 )
 from distgate.data.atomic import check_outputs
@@ -41,6 +41,7 @@ def _columns(values: list[str]) -> list[str]:
 
 
 @handles_bad_input
+@bundled()
 def randomize_command(
     context: typer.Context,
     table: TableArgument,
@@ -128,10 +129,7 @@ def randomize_command(
     ] = 10,
     delimiter: DelimiterOption = None,
     encoding: EncodingOption = None,
-    format: FormatOption = None,
-    json: JsonOption = False,
-    report: ReportOption = None,
-    quiet: QuietOption = False,
+    shown_as: OutputFlags = AS_GIVEN,
 ) -> None:
     """Randomize quasi-identifiers and/or a sensitive attribute per record (randomized
     response), with retention probabilities calibrated so that no risk of attribute
@@ -142,12 +140,12 @@ def randomize_command(
     reach (nothing is written).
     """
     from distgate.data.config import text_format
-    from distgate.data.domain import parse_bins
+    from distgate.data.values import parse_bins
     from distgate.randomize import parse_p, randomize_table, reconstruct_table, write_table
     from distgate.report.randomize import randomize_report, reconstruct_report
 
-    chosen = output_format(format, json)
-    check_outputs([table, matrix], [output, report])
+    chosen = shown_as.chosen()
+    check_outputs([table, matrix], [output, shown_as.report])
     fmt = text_format({}, delimiter, encoding)
     columns = _columns(qi)
     fixed = parse_p(p or [])
@@ -219,8 +217,8 @@ def randomize_command(
         code = EXIT_UNSAFE if result.feasible is False else EXIT_OK
     describe(shown, context, [table, matrix], None, code)
     # --quiet with the data on stdout: no tables on stderr, unless tau is out of reach
-    silent = chosen == Format.table and to_stdout and quiet and code == EXIT_OK
-    show(shown, chosen, document, stderr=to_stdout, html=report, silent=silent)
+    silent = chosen == Format.table and to_stdout and shown_as.quiet and code == EXIT_OK
+    show(shown, chosen, document, stderr=to_stdout, html=shown_as.report, silent=silent)
     raise typer.Exit(code)
 
 

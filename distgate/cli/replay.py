@@ -10,39 +10,25 @@ from distgate.cli.common import (
     DEFAULT_ALPHA,
     DEFAULT_CRITICAL,
     AlphaOption,
-    AttrOption,
-    BaselineOption,
-    BinsOption,
-    ConfigOption,
     CriticalOption,
-    DelimiterOption,
     DrawsOption,
-    EncodingOption,
-    EngineOption,
-    IdOption,
-    JsonOption,
     MetricOption,
-    MissingOption,
-    OrderOption,
-    QuietOption,
-    SchedulerOption,
     SeedOption,
-    TableArgument,
-    TargetOption,
     ThresholdOption,
     handles_bad_input,
     metric_setting,
-    table_inputs,
 )
-from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
+from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
+from distgate.cli.output import describe, show
 from distgate.data.atomic import check_outputs
 from distgate.errors import InputError
 
 
 @handles_bad_input
+@bundled(hidden=("weight",))
 def replay_command(
     context: typer.Context,
-    table: TableArgument,
+    table: TableFlags,
     requests: Annotated[
         str,
         typer.Argument(
@@ -90,58 +76,40 @@ def replay_command(
             "released tuples.",
         ),
     ] = None,
-    attr: AttrOption = None,
-    target: TargetOption = None,
-    id: IdOption = None,
-    bins: BinsOption = None,
-    missing: MissingOption = None,
-    engine: EngineOption = None,
-    scheduler: SchedulerOption = None,
-    weight: Annotated[
-        str | None,
-        typer.Option("--weight", "-w", metavar="COLUMN", hidden=True),
-    ] = None,
-    order: OrderOption = None,
-    delimiter: DelimiterOption = None,
-    encoding: EncodingOption = None,
-    baseline: BaselineOption = None,
     metric: MetricOption = None,
     alpha: AlphaOption = None,
     critical: CriticalOption = None,
     seed: SeedOption = None,
     draws: DrawsOption = 10_000,
     threshold: ThresholdOption = None,
-    config: ConfigOption = None,
-    format: FormatOption = None,
-    json: JsonOption = False,
-    report: ReportOption = None,
-    quiet: QuietOption = False,
+    shown_as: OutputFlags = AS_GIVEN,
 ) -> None:
     """Replay REQUESTS through the release gate and summarise the decisions per target.
 
     Example: distgate replay soldiers.csv requests.csv -o decisions.csv --state gate.db
     """
-    from distgate.data.config import load_config, setting
-    from distgate.gate.core import load_kernel_in_background
+    from distgate._runtime import preload
+    from distgate.data.config import setting
+    from distgate.gate.compiled import PRELOAD
     from distgate.gate.replay import Interrupted, ReplaySettings, replay
     from distgate.report.common import progress
 
-    if table == "-" and requests == "-":
+    if table.table == "-" and requests == "-":
         raise InputError(
             "The table and the request log cannot both be read from standard input: "
             "give one of them as a file."
         )
-    chosen = output_format(format, json, stdout_taken=output == "-")
-    check_outputs([table, requests, state], [output, plot, report])
-    check_outputs([table, requests], [state])
-    settings = load_config(config)
-    if weight or settings.get("weight"):
+    chosen = shown_as.chosen(stdout_taken=output == "-")
+    check_outputs([table.table, requests, state], [output, plot, shown_as.report])
+    check_outputs([table.table, requests], [state])
+    settings = table.settings()
+    if table.weight or settings.get("weight"):
         raise InputError(
             "replay cannot take a weight column: it decides on one record per request, and "
             "a weighted line stands for several records that a request log cannot name one "
             "by one (give replay a table with one line per record)."
         )
-    load_kernel_in_background(before=_load_key_index)  # while the inputs are read
+    preload(PRELOAD, _load_compiled_code)  # while the inputs are read
     replay_settings = ReplaySettings(
         metrics=metric_setting(metric, settings).split(","),
         alpha=setting(alpha, settings, "alpha", DEFAULT_ALPHA),
@@ -154,24 +122,8 @@ def replay_command(
         key=key,
         skip_unknown=skip_unknown,
     )
-    inputs = table_inputs(
-        table,
-        settings,
-        attr=attr,
-        target=target,
-        id=id,
-        bins=bins,
-        baseline=baseline,
-        need_keys=True,
-        missing=missing,
-        engine=engine,
-        scheduler=scheduler,
-        quiet=quiet or json,
-        order=order,
-        delimiter=delimiter,
-        encoding=encoding,
-    )
-    with progress(quiet or chosen != "table") as bar:
+    inputs = table.read(settings, need_keys=True, quiet=shown_as.silent)
+    with progress(shown_as.quiet or chosen != "table") as bar:
         task = bar.add_task("replay", total=None)
         try:
             result = replay(
@@ -195,18 +147,21 @@ def replay_command(
     if plot:
         plot_evolution(result, plot)
     shown = replay_report(result, output, plot)
-    describe(shown, context, [table, requests, baseline], settings)
+    describe(shown, context, [table.table, requests, table.baseline], settings)
     show(
         shown,
         chosen,
         lambda: {**result.to_dict(output, state), "engine": inputs.engine},
         stderr=output == "-",
-        html=report,
+        html=shown_as.report,
     )
 
 
-def _load_key_index() -> None:
-    """numba and the key index's compiled code, imported and loaded in the loading thread."""
+def _load_compiled_code() -> None:
+    """numba, the key index's compiled code (needed first, to read the log) and the gate's
+    kernel, loaded in one thread: numba's set-up is done once."""
     from distgate.data.key_index import load_compiled
+    from distgate.gate.core import warm_up
 
     load_compiled()
+    warm_up()

@@ -8,51 +8,24 @@ from typing import Annotated
 import typer
 
 from distgate.cli.common import (
-    AttrOption,
-    BaselineOption,
-    BinsOption,
-    ConfigOption,
     CriticalOption,
-    DelimiterOption,
     DrawsOption,
-    EncodingOption,
-    EngineOption,
-    IdOption,
-    JsonOption,
-    MissingOption,
-    OrderOption,
-    QuietOption,
-    SchedulerOption,
     SeedOption,
-    TableArgument,
-    TargetOption,
-    WeightOption,
     handles_bad_input,
     joined,
-    table_inputs,
 )
-from distgate.cli.output import FormatOption, ReportOption, describe, output_format, show
+from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
+from distgate.cli.output import describe, show
 
 DEFAULT_METRICS = "mis,kld,cst,dqt"
 DEFAULT_ALPHAS = "0.2,0.05"
 
 
 @handles_bad_input
+@bundled()
 def simulate_command(
     context: typer.Context,
-    table: TableArgument,
-    attr: AttrOption = None,
-    target: TargetOption = None,
-    id: IdOption = None,
-    bins: BinsOption = None,
-    missing: MissingOption = None,
-    engine: EngineOption = None,
-    scheduler: SchedulerOption = None,
-    weight: WeightOption = None,
-    order: OrderOption = None,
-    delimiter: DelimiterOption = None,
-    encoding: EncodingOption = None,
-    baseline: BaselineOption = None,
+    table: TableFlags,
     metric: Annotated[
         list[str] | None,
         typer.Option(
@@ -116,11 +89,7 @@ def simulate_command(
             "results do not depend on it.",
         ),
     ] = None,
-    config: ConfigOption = None,
-    format: FormatOption = None,
-    json: JsonOption = False,
-    report: ReportOption = None,
-    quiet: QuietOption = False,
+    shown_as: OutputFlags = AS_GIVEN,
 ) -> None:
     """Repeat the gate over random request orders and compare metrics and significance
     levels: percent released per target, the fit-the-baseline bound and the cross-safety
@@ -130,18 +99,19 @@ def simulate_command(
     Example: distgate simulate soldiers.csv --metric mis,kld,cst,dqt --alpha 0.2,0.05
     """
     from distgate.data.atomic import check_outputs
-    from distgate.data.config import load_config, setting
+    from distgate.data.config import setting
     from distgate.errors import InputError
     from distgate.gate.simulate import chi_square_fit_sample, simulate
     from distgate.report.common import progress
     from distgate.stats.critical import check_alpha
     from distgate.stats.metrics.registry import parse_metrics
 
-    chosen = output_format(format, json)
-    check_outputs([table, baseline], [report])
+    chosen = shown_as.chosen()
+    report = shown_as.report
+    check_outputs([table.table, table.baseline], [report])
     if plots is not None and os.path.exists(plots) and not os.path.isdir(plots):
         raise InputError(f"--plots names a folder for the plots, and '{plots}' is a file.")
-    settings = load_config(config)
+    settings = table.settings()
     metrics = parse_metrics(joined(metric, DEFAULT_METRICS))
     alpha_text = joined(alpha, DEFAULT_ALPHAS)
     try:
@@ -150,28 +120,12 @@ def simulate_command(
         raise InputError(
             f"--alpha must be numbers separated by commas, not '{alpha_text}'."
         ) from None
-    inputs = table_inputs(
-        table,
-        settings,
-        attr=attr,
-        target=target,
-        id=id,
-        bins=bins,
-        baseline=baseline,
-        missing=missing,
-        engine=engine,
-        scheduler=scheduler,
-        quiet=quiet or json,
-        weight=weight,
-        order=order,
-        delimiter=delimiter,
-        encoding=encoding,
-    )
+    inputs = table.read(settings, quiet=shown_as.silent)
     seed_value = setting(seed, settings, "seed", 0)
     values = inputs.critical_values(
         setting(critical, settings, "critical", "auto"), seed=seed_value, draws=draws
     )
-    with progress(quiet) as bar:
+    with progress(shown_as.quiet) as bar:
         task = bar.add_task("simulate", total=len(metrics) * len(alphas) * sequences)
         result = simulate(
             inputs.table.target_codes,
@@ -198,7 +152,7 @@ def simulate_command(
     if plots:
         written = write_plots(result, plots, sample)
     shown = simulation_report(result, sample, written)
-    describe(shown, context, [table, baseline], settings)
+    describe(shown, context, [table.table, table.baseline], settings)
     show(shown, chosen, lambda: {**result.to_dict(), "engine": inputs.engine}, html=report)
     if chosen == "table":
         for path in written:
