@@ -10,17 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import distgate.release.audit as audit_module
+import distgate.release.bounds as bounds_module
 from distgate.release.audit import (
     DISCLOSURE_TYPES,
     audit,
-    cell_bounds,
     disclosure_flags,
-    frechet_bounds,
     merge_plan,
     merge_table,
     original_bounds,
 )
+from distgate.release.bounds import cell_bounds, frechet_bounds
 
 # SPEC section 7, written once and shared by the tests.
 SPEC_COUNTS = np.array(
@@ -179,7 +178,7 @@ def test_bounds_with_published_cells_equal_brute_force_and_beat_revised_totals()
 
 def test_scipy_max_flow_path_equals_brute_force(monkeypatch):
     """Large networks go through scipy's max-flow; force it on small tables to judge it."""
-    monkeypatch.setattr(audit_module, "SMALL_NETWORK", 0)
+    monkeypatch.setattr(bounds_module, "SMALL_NETWORK", 0)
     for counts, released in random_cases(seed=5, count=40, p_released=0.35):
         lower, upper = cell_bounds(counts, released, method="flow")
         expected = brute_force_bounds(counts, released)
@@ -194,7 +193,7 @@ def test_flow_paths_and_lp_agree_on_medium_tables(monkeypatch):
         released = rng.random((7, 8)) < 0.2
         small = cell_bounds(counts, released, method="flow")
         lp = cell_bounds(counts, released, method="lp")
-        monkeypatch.setattr(audit_module, "SMALL_NETWORK", 0)
+        monkeypatch.setattr(bounds_module, "SMALL_NETWORK", 0)
         large = cell_bounds(counts, released, method="flow")
         monkeypatch.undo()
         for a, b, c in zip(small, lp, large, strict=True):

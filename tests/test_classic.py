@@ -13,14 +13,9 @@ from scipy.optimize import linprog
 from scipy.stats import multinomial
 
 from distgate.errors import InputError
+from distgate.release.hierarchy import hierarchy_ground
 from distgate.stats.critical import CriticalValues
-from distgate.stats.metrics.classic import (
-    GroundDistance,
-    class_sizes,
-    distinct_l,
-    entropy_l,
-    hierarchy_ground,
-)
+from distgate.stats.metrics.classic import GroundDistance, class_sizes, distinct_l, entropy_l
 from distgate.stats.metrics.registry import Settings, evaluate
 from tests import reference as ref
 from tests.cli_helpers import assert_bad_input, run, run_json

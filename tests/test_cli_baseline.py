@@ -5,7 +5,7 @@ import csv
 import numpy as np
 import pytest
 
-from distgate.data.baseline_file import read_baseline
+from distgate.data.baseline import read_baseline
 from tests import reference as ref
 from tests.cli_helpers import assert_bad_input, run, run_json
 from tests.conftest import SAMPLE

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from distgate.data.domain import bin_labels, encode_table, parse_bins
+from distgate.data.domain import encode_table
+from distgate.data.values import bin_labels, parse_bins
 from distgate.errors import InputError
 from tests import reference as ref
 

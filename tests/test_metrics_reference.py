@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from distgate.release.baseline import Baseline, profile_table
+from distgate.data.baseline import Baseline
+from distgate.release.baseline import profile_table
 from distgate.stats.critical import CriticalValues
 from distgate.stats.metrics.dixon import dixon_critical, dixon_q
 from distgate.stats.metrics.information import kl_distance, mutual_information

@@ -7,7 +7,7 @@ import csv
 import json
 import math
 
-from distgate.data.domain import bin_labels
+from distgate.data.values import bin_labels
 from tests.cli_helpers import assert_bad_input, run
 
 EDGES = [30, 50]

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from distgate.data.domain import natural_order
+from distgate.data.values import natural_order
 from tests.cli_helpers import assert_bad_input, run
 from tests.reference import AGE_BANDS, AGE_EDGES, COUNTS, LOCATIONS
 

@@ -218,7 +218,7 @@ def table_options(
     encoding: str | None = None,
 ) -> TableOptions:
     """Merge command-line flags (when given) over the config file's settings."""
-    from distgate.data.domain import parse_bins, parse_order
+    from distgate.data.values import parse_bins, parse_order
 
     attrs = _split(attributes) or list(config.get("attributes") or [])
     targs = _split(targets) or list(config.get("targets") or [])

@@ -1,15 +1,10 @@
-"""Ordered domains and the encoding of records into (target, value) codes.
+"""The encoding of records into (target, value) codes and their counts C[y, x].
 
 A table's records become two integer arrays, the target code and the value code of each
 record, plus the labels of both. Several attribute (or target) columns are combined into
 one joint value labelled by the parts joined with ``|``. Numeric attributes may be cut
-into ranges (:func:`parse_bins`); the bin order is the domain order.
-
-Domain order: with a baseline file, its row order (values it lists with probability 0
-included); without one, the values present in the table, bins in bin order, a column's
-``--order`` when one is given, and otherwise the natural order (:func:`natural_order`):
-numerically when every value is a number, by their numbers when every value is an interval
-label in distgate's own notation (``<18``, ``18-19``, ``>=55``, ``[1.5,2)``), else as text.
+into ranges (:func:`distgate.data.values.parse_bins`); the bin order is the domain order,
+and the order of the other values is that of :mod:`distgate.data.values`.
 
 Weights: with a weight column, each line stands for that many identical records (a
 frequency table); counts are the weights summed per (target, value) cell, and a line of
@@ -18,8 +13,6 @@ weight 0 is no record at all.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -27,165 +20,30 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from distgate.data.records import (
+    check_roles,
+    handle_missing,
+    keep_records,
+    record_weights,
+    require_unique_keys,
+)
 from distgate.data.tables import (
     PLAIN,
     TextFormat,
     dictionary_column,
     display_name,
     encode_text,
-    numeric_column,
     read_columns,
     require_values,
 )
-from distgate.errors import InputError
-
-JOINT_SEPARATOR = "|"
-
-
-def parse_bins(specs: Sequence[str] | Mapping[str, Sequence[float]] | None) -> dict[str, list]:
-    """Parse ``["age=18,20,25,30"]`` (or a mapping from a config file) into sorted edges."""
-    if not specs:
-        return {}
-    items = specs.items() if isinstance(specs, Mapping) else (_split_bin_spec(s) for s in specs)
-    bins: dict[str, list[float]] = {}
-    for column, raw_edges in items:
-        edges = []
-        for edge in raw_edges:
-            try:
-                value = float(edge)
-            except (TypeError, ValueError):
-                raise InputError(
-                    f"The bins of column '{column}' must be numbers; '{edge}' is not."
-                ) from None
-            if not math.isfinite(value):
-                raise InputError(f"The bins of column '{column}' must be finite numbers.")
-            edges.append(value)
-        if not edges:
-            raise InputError(f"The bins of column '{column}' list no edges.")
-        if any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
-            raise InputError(f"The bin edges of column '{column}' must be strictly increasing.")
-        bins[column] = edges
-    return bins
-
-
-def _split_bin_spec(spec: str) -> tuple[str, list[str]]:
-    column, sep, edges = spec.partition("=")
-    if not sep or not column.strip() or not edges.strip():
-        raise InputError(f"The bins '{spec}' must look like COLUMN=EDGE,EDGE,... (e.g. age=18,20).")
-    return column.strip(), [e.strip() for e in edges.split(",")]
-
-
-def _edge_text(value: float) -> str:
-    return f"{value:g}"
-
-
-def bin_labels(edges: Sequence[float]) -> list[str]:
-    """Labels of the ranges cut by ``edges``: ``<e0``, one label per [a,b), ``>=ek``.
-
-    Integer edges label [a,b) as ``a-(b-1)``; other edges as ``[a,b)``.
-    """
-    integral = all(float(e).is_integer() for e in edges)
-    labels = [f"<{_edge_text(edges[0])}"]
-    for a, b in zip(edges, edges[1:], strict=False):
-        if integral:
-            labels.append(f"{int(a)}-{int(b) - 1}")
-        else:
-            labels.append(f"[{_edge_text(a)},{_edge_text(b)})")
-    labels.append(f">={_edge_text(edges[-1])}")
-    return labels
-
-
-_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-_INTERVAL = re.compile(
-    rf"<(?P<below>{_NUMBER})|>=(?P<above>{_NUMBER})|(?P<plus>{_NUMBER})\+"
-    rf"|(?P<a>{_NUMBER})-(?P<b>{_NUMBER})"
-    rf"|\[(?P<low>{_NUMBER}),\s*(?P<high>{_NUMBER})\)"
+from distgate.data.values import (
+    JOINT_SEPARATOR,
+    MISSING_LABEL,
+    bin_labels,
+    natural_order,
+    order_lookup,
 )
-
-
-def interval_key(label: str) -> tuple[float, float] | None:
-    """The range [low, high) a label of :func:`bin_labels` stands for, or None when the
-    label is not one: ``<18`` is [-inf, 18), ``18-19`` [18, 20), ``>=55`` (and the common
-    ``55+``) [55, inf), ``[1.5,2)`` itself."""
-    match = _INTERVAL.fullmatch(label.strip())
-    if match is None:
-        return None
-    if match["below"] is not None:
-        return (-math.inf, float(match["below"]))
-    if match["above"] is not None or match["plus"] is not None:
-        return (float(match["above"] or match["plus"]), math.inf)
-    if match["a"] is not None:
-        return (float(match["a"]), float(match["b"]) + 1)
-    return (float(match["low"]), float(match["high"]))
-
-
-def natural_order(values: Sequence[str]) -> list[str]:
-    """Values in domain order when no baseline or --order gives one: by number when all
-    are numbers, by range when all are interval labels (:func:`interval_key`), else as
-    text. ``missing`` (from --missing keep) comes after numbers and ranges."""
-    present = [v for v in values if v != MISSING_LABEL]
-    tail = [MISSING_LABEL] * (len(values) - len(present))
-    try:
-        return sorted(present, key=float) + tail
-    except ValueError:
-        pass
-    keys = [interval_key(v) for v in present]
-    if all(k is not None for k in keys):
-        return [v for _, v in sorted(zip(keys, present, strict=True))] + tail
-    return sorted(values)
-
-
-def parse_order(
-    specs: Sequence[str] | Mapping[str, Sequence[str]] | None,
-) -> dict[str, list[str]]:
-    """Parse ``["educ=Low,Middle,High"]`` (or a mapping from a config file) into the order
-    of each column's values."""
-    if not specs:
-        return {}
-    if isinstance(specs, Mapping):
-        items = [(c, [str(v).strip() for v in values]) for c, values in specs.items()]
-    else:
-        items = []
-        for spec in specs:
-            column, sep, values = spec.partition("=")
-            if not sep or not column.strip() or not values.strip():
-                raise InputError(
-                    f"The order '{spec}' must look like COLUMN=VALUE,VALUE,... "
-                    "(e.g. educ=Low,Middle,High)."
-                )
-            items.append((column.strip(), [v.strip() for v in values.split(",")]))
-    orders: dict[str, list[str]] = {}
-    for column, values in items:
-        if not values or not all(values):
-            raise InputError(f"The order of column '{column}' has an empty value.")
-        repeated = [v for v in values if values.count(v) > 1]
-        if repeated:
-            raise InputError(f"The order of column '{column}' lists '{repeated[0]}' twice.")
-        orders[column] = values
-    return orders
-
-
-def _order_lookup(
-    values: list[str], order: Sequence[str], indices: np.ndarray, column: str, name: str
-) -> tuple[np.ndarray, list[str]]:
-    """Codes of a column's distinct ``values`` in the given order; a value the order does
-    not list is an InputError naming its first line (``missing`` goes last)."""
-    labels = list(order)
-    position = {label: i for i, label in enumerate(labels)}
-    lookup = np.empty(len(values), dtype=np.int64)
-    for i, value in enumerate(values):
-        key = value.strip()
-        if key not in position:
-            if value != MISSING_LABEL:
-                line = int(np.flatnonzero(indices == i)[0]) + 2
-                raise InputError(
-                    f"The {name}, line {line}: column '{column}' has the value '{value}', "
-                    f"which its order does not list (it lists {', '.join(order)})."
-                )
-            position[key] = len(labels)
-            labels.append(MISSING_LABEL)
-        lookup[i] = position[key]
-    return lookup, labels
+from distgate.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -238,7 +96,7 @@ def _encode_column(
             labels = [*labels, MISSING_LABEL]
         return _Column(lookup, indices, labels)
     if order is not None:
-        lookup, labels = _order_lookup(values, order, indices, column, name)
+        lookup, labels = order_lookup(values, order, indices, column, name)
         return _Column(lookup, indices, labels)
     ordered = natural_order(values)
     where = {value: i for i, value in enumerate(values)}
@@ -549,7 +407,7 @@ def _encode_read_table(
         weights = table.column(weight).to_numpy()
         dropped = records - int(weights.sum())  # records, not lines, left out
         if not weights.all():  # a line of weight 0 is no record
-            table = _keep_records(table, weights > 0, encoded_columns)
+            table = keep_records(table, weights > 0, encoded_columns)
             weights = table.column(weight).to_numpy()
         if not len(weights):
             raise InputError(f"The {name} has no records: every weight in '{weight}' is 0.")
@@ -566,7 +424,7 @@ def _encode_read_table(
         # kept as Arrow text: replay looks requests up in them with a hash join
         keys = table.column(id_column).combine_chunks().cast(pa.string())
         if not keys_checked_later:
-            _require_unique_keys(keys, id_column, name)
+            require_unique_keys(keys, id_column, name)
     encoded = EncodedTable(
         targets_side,
         values_side,
@@ -580,148 +438,6 @@ def _encode_read_table(
     )
     encoded.dropped = dropped
     return encoded
-
-
-def record_weights(table: pa.Table, column: str, name: str) -> np.ndarray:
-    """The weight of every line: a whole number >= 0 (how many identical records the line
-    stands for), or an InputError naming the line of the first that is not."""
-    values = table.column(column)
-    blank = values.is_null()
-    if pa.types.is_string(values.type):
-        blank = pc.or_(blank, pc.equal(pc.utf8_trim_whitespace(values), ""))
-    if pc.any(blank).as_py():
-        row = int(np.flatnonzero(blank.to_numpy(zero_copy_only=False))[0])
-        raise InputError(
-            f"The {name}, line {row + 2}: the weight column '{column}' has no value "
-            "(every line needs its count of records)."
-        )
-    if pa.types.is_integer(values.type):
-        numbers = values.to_numpy().astype(np.int64)
-        bad = numbers < 0
-    else:
-        floats = numeric_column(table, column, name)
-        bad = ~np.isfinite(floats) | (floats < 0) | (floats != np.round(floats))
-        numbers = np.where(bad, 0, floats).astype(np.int64)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise InputError(
-            f"The {name}, line {row + 2}: the weight column '{column}' has the value "
-            f"'{str(values[row].as_py()).strip()}', which must be a whole number >= 0 (the "
-            "count of identical records the line stands for)."
-        )
-    return numbers
-
-
-def check_roles(
-    attributes: Sequence[str],
-    targets: Sequence[str],
-    bins: Mapping[str, Sequence[float]],
-    order: Mapping[str, Sequence[str]],
-    weight: str | None,
-) -> None:
-    """Each column named for one role only: InputError for an attribute that is also a
-    target, bins or an order for a column they cannot apply to, a weight that is encoded."""
-    if not attributes:
-        raise InputError("No attribute column given: name one with -x/--attr.")
-    if not targets:
-        raise InputError("No target column given: name one with -y/--target.")
-    overlap = set(attributes) & set(targets)
-    if overlap:
-        raise InputError(f"Column '{sorted(overlap)[0]}' cannot be both an attribute and a target.")
-    unknown_bins = [c for c in bins if c not in attributes]
-    if unknown_bins:
-        raise InputError(f"Bins are given for '{unknown_bins[0]}', which is not an attribute.")
-    for column in order:
-        if column not in attributes and column not in targets:
-            raise InputError(
-                f"An order is given for '{column}', which is neither an attribute nor a target."
-            )
-        if column in bins:
-            raise InputError(
-                f"An order is given for '{column}', whose bins already order its values."
-            )
-    if weight is not None and weight in (*attributes, *targets):
-        raise InputError(f"Column '{weight}' cannot be both the weight and an attribute or target.")
-
-
-MISSING_MODES = ("error", "drop", "keep")
-MISSING_LABEL = "missing"
-
-
-def _missing_mask(column: pa.ChunkedArray) -> np.ndarray | None:
-    """Records whose value is missing: null (an empty field, or in a column read as numbers
-    one of the reader's null markers such as NA or NaN) or blank text. None if none."""
-    kind = column.type
-    if pa.types.is_dictionary(kind):
-        chunks = column.chunks
-        values = chunks[0].dictionary.to_pylist() if chunks else []
-        blank = [i for i, v in enumerate(values) if v is None or not v.strip()]
-        if not blank and not column.null_count:
-            return None
-        indices = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])
-        mask = np.isin(indices, blank)
-        if column.null_count:
-            mask |= np.concatenate([c.is_null().to_numpy(zero_copy_only=False) for c in chunks])
-        return mask
-    if not column.null_count:
-        return None
-    return column.is_null().to_numpy(zero_copy_only=False)
-
-
-def handle_missing(
-    table: pa.Table, columns: Sequence[str], name: str, mode: str
-) -> tuple[pa.Table, int]:
-    """Records with a missing value in ``columns``: ``error`` names how many and where,
-    ``drop`` leaves them out (returning how many), ``keep`` makes "missing" a value of its
-    own (after every bin, for a binned column)."""
-    if mode not in MISSING_MODES:
-        raise InputError(
-            f"Unknown --missing mode '{mode}' (choose from {', '.join(MISSING_MODES)})."
-        )
-    masks = {c: m for c in columns if (m := _missing_mask(table.column(c))) is not None}
-    if not masks:
-        return table, 0
-    anywhere = np.logical_or.reduce(list(masks.values()))
-    if mode == "error":
-        rows = np.flatnonzero(anywhere)
-        lines = ", ".join(str(int(r) + 2) for r in rows[:3])
-        noun = "record has" if len(rows) == 1 else "records have"
-        raise InputError(
-            f"The {name}: {len(rows)} {noun} a missing value in "
-            f"{' or '.join(repr(c) for c in masks)} (first at line{'s' if len(rows) > 1 else ''} "
-            f"{lines}): use --missing drop to leave them out, or --missing keep to count "
-            f"'{MISSING_LABEL}' as a value of its own."
-        )
-    if mode == "drop":
-        if anywhere.all():
-            raise InputError(nothing_left(name, list(masks)))
-        return _keep_records(table, ~anywhere, columns), int(anywhere.sum())
-    for column, mask in masks.items():
-        text = pc.cast(table.column(column), pa.string())
-        filled = pc.if_else(pa.array(mask), MISSING_LABEL, text.combine_chunks())
-        index = table.schema.get_field_index(column)
-        table = table.set_column(index, column, pc.dictionary_encode(filled))
-    return table, 0
-
-
-def nothing_left(name: str, columns: Sequence[str]) -> str:
-    """The sentence for a table whose every record --missing drop leaves out."""
-    return (
-        f"The {name}: every record has a missing value in "
-        f"{' or '.join(repr(c) for c in columns)}, so --missing drop leaves none to count."
-    )
-
-
-def _keep_records(table: pa.Table, keep: np.ndarray, columns: Sequence[str]) -> pa.Table:
-    """The records where ``keep`` holds, with the dictionaries of ``columns`` rebuilt
-    without the values that were left out (every entry must occur in the data)."""
-    table = table.filter(pa.array(keep))
-    for column in columns:
-        if pa.types.is_dictionary(table.schema.field(column).type):
-            text = pc.cast(table.column(column), pa.string()).combine_chunks()
-            index = table.schema.get_field_index(column)
-            table = table.set_column(index, column, pc.dictionary_encode(text))
-    return table
 
 
 def _map_to_domain(side: _Codes, labels, domain, name) -> tuple[_Codes, list[str]]:
@@ -741,18 +457,6 @@ def _map_to_domain(side: _Codes, labels, domain, name) -> tuple[_Codes, list[str
                 "domain (list it in the baseline file, with probability 0 if it never occurs)."
             )
     return _Codes(remap[side.lookup], side.indices), list(domain)
-
-
-def _require_unique_keys(keys: pa.ChunkedArray, column: str, name: str) -> None:
-    counts = pc.value_counts(keys)
-    repeated = pc.filter(counts, pc.greater(counts.field("counts"), 1))
-    if len(repeated):
-        key = repeated[0]["values"].as_py()
-        lines = np.flatnonzero(keys.to_numpy(zero_copy_only=False) == key)[:2] + 2
-        raise InputError(
-            f"The {name} has the key '{key}' twice in column '{column}' "
-            f"(lines {lines[0]} and {lines[1]})."
-        )
 
 
 def count_table(

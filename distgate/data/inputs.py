@@ -7,17 +7,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from distgate.data.baseline_file import read_baseline
+from distgate.data.baseline import Baseline, read_baseline
 from distgate.data.config import TableOptions
 from distgate.data.counts import Counts
-from distgate.data.domain import (
-    JOINT_SEPARATOR,
-    EncodedTable,
-    check_roles,
-    encode_table,
-    interval_key,
-)
-from distgate.release.baseline import Baseline
+from distgate.data.domain import EncodedTable, encode_table
+from distgate.data.records import check_roles
+from distgate.data.values import JOINT_SEPARATOR, interval_key
 from distgate.stats.critical import DEFAULT_DRAWS, CriticalValues
 
 

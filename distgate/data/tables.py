@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from distgate.data.excel import read_workbook
 from distgate.errors import InputError
 
 
@@ -264,67 +265,8 @@ def _excel(source: str | os.PathLike, name: str) -> pa.Table:
     key = (raw,) if isinstance(raw, bytes) else (raw, os.stat(raw).st_mtime_ns)
     if key not in _excel_cache:
         _excel_cache.clear()
-        _excel_cache[key] = _read_workbook(raw, name)
+        _excel_cache[key] = read_workbook(raw, name)
     return _excel_cache[key]
-
-
-def _read_workbook(raw: bytes | str, name: str) -> pa.Table:
-    from zipfile import BadZipFile
-
-    from openpyxl import load_workbook
-
-    try:
-        book = load_workbook(
-            io.BytesIO(raw) if isinstance(raw, bytes) else raw, read_only=True, data_only=True
-        )
-    except (BadZipFile, KeyError, OSError, ValueError) as exc:
-        raise InputError(f"The {name} cannot be read as an Excel workbook: {exc}.") from None
-    try:
-        rows = book.worksheets[0].iter_rows(values_only=True)
-        header = list(next(rows, None) or [])
-        while header and header[-1] is None:
-            header.pop()
-        if not header:
-            raise InputError(f"The {name} is empty (its first sheet has no header row).")
-        columns: list[list] = [[] for _ in header]
-        for row in rows:
-            cells = list(row[: len(header)]) + [None] * (len(header) - len(row))
-            if all(cell is None for cell in cells):
-                continue
-            for column, cell in zip(columns, cells, strict=True):
-                column.append(cell)
-    finally:
-        book.close()
-    # an empty column between others is layout; a column of values without a name is not
-    kept = []
-    for index, (cell, column) in enumerate(zip(header, columns, strict=True)):
-        if cell is None:
-            if any(value is not None for value in column):
-                raise InputError(
-                    f"The {name} has values under an empty header cell (column {index + 1})."
-                )
-            continue
-        kept.append((str(cell).strip(), column))
-    return pa.table(
-        [_excel_column(column) for _, column in kept], names=[label for label, _ in kept]
-    )
-
-
-def _excel_column(cells: list) -> pa.Array:
-    values = [c for c in cells if c is not None]
-    if values and all(isinstance(c, int) and not isinstance(c, bool) for c in values):
-        return pa.array(cells, type=pa.int64())
-    if values and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in values):
-        return pa.array(cells, type=pa.float64())
-    return pa.array([None if c is None else _cell_text(c) for c in cells], type=pa.string())
-
-
-def _cell_text(cell) -> str:
-    if isinstance(cell, float):
-        return f"{cell:.15g}"
-    if hasattr(cell, "isoformat"):
-        return cell.isoformat()
-    return str(cell)
 
 
 def _columnar(source, kind: str, name: str, columns: list[str] | None) -> pa.Table:

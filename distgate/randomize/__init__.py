@@ -431,7 +431,7 @@ def band_columns(
     table: pa.Table, bins: Mapping[str, Sequence[float]], attributes: Sequence[str], name: str
 ) -> pa.Table:
     """The table with each column of ``bins`` replaced by the label of its range."""
-    from distgate.data.domain import bin_labels
+    from distgate.data.values import bin_labels
 
     for column, edges in bins.items():
         if column not in attributes:

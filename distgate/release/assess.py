@@ -71,8 +71,9 @@ def classic_settings(
     domain, equal otherwise; ``hierarchical`` when a hierarchy is given). ``hierarchy``
     lists the levels as ``COLUMN=EDGES`` (the ``--bins`` syntax), one item per level; the
     column must be the one attribute X."""
-    from distgate.data.domain import MISSING_LABEL, parse_bins
-    from distgate.stats.metrics.classic import GroundDistance, default_ground, hierarchy_ground
+    from distgate.data.values import MISSING_LABEL, parse_bins
+    from distgate.release.hierarchy import hierarchy_ground
+    from distgate.stats.metrics.classic import GroundDistance, default_ground
 
     if hierarchy and ground not in (None, "hierarchical"):
         raise InputError(f"A hierarchy gives the hierarchical ground distance, not '{ground}'.")

@@ -1,51 +1,14 @@
-"""The public baseline distribution p(x) over the ordered value domain, and what the full
-table says about each target against it (conditional distributions, D(y), E(y), outliers).
-"""
+"""``distgate baseline``: what the full table says about each target against the public
+baseline (conditional distributions, D(y), E(y), the X-outliers)."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from distgate.errors import InputError
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """Probabilities of the domain values, in domain order. ``attributes`` are the column
-    names the labels are made of (joint labels are joined with ``|``)."""
-
-    labels: tuple[str, ...]
-    probabilities: np.ndarray
-    attributes: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        if len(self.labels) != len(self.probabilities):
-            raise ValueError("a baseline needs one probability per label")
-
-    @property
-    def size(self) -> int:
-        return len(self.labels)
-
-    def fingerprint(self) -> str:
-        """A digest of the labels and probabilities (rounded to 12 digits)."""
-        digest = hashlib.sha256()
-        for label, prob in zip(self.labels, self.probabilities, strict=True):
-            digest.update(f"{label}\x1f{prob:.12g}\x1e".encode())
-        return digest.hexdigest()[:16]
-
-    @classmethod
-    def from_counts(
-        cls, counts: np.ndarray, labels: Sequence[str], attributes: Sequence[str]
-    ) -> Baseline:
-        """The distribution of X over a table with counts C[y, x] (or C[x])."""
-        totals = np.asarray(counts, dtype=float).reshape(-1, len(labels)).sum(axis=0)
-        if totals.sum() <= 0:
-            raise InputError("The table has no records to make a baseline from.")
-        return cls(tuple(labels), totals / totals.sum(), tuple(attributes))
+from distgate.data.baseline import Baseline
 
 
 @dataclass(frozen=True)

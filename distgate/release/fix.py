@@ -37,10 +37,10 @@ from pathlib import Path
 
 import numpy as np
 
-from distgate.data.domain import MISSING_LABEL, interval_key
+from distgate.data.baseline import Baseline
+from distgate.data.values import MISSING_LABEL, interval_key
 from distgate.errors import InputError
 from distgate.release.assess import Assessment, assess_release
-from distgate.release.baseline import Baseline
 from distgate.release.merge_search import Groups, identity, search_merges
 from distgate.stats.critical import DEFAULT_DRAWS, CriticalValues
 from distgate.stats.metrics.registry import Settings
@@ -369,7 +369,7 @@ def write_fix(plan: FixPlan, inputs, folder: str | Path) -> list[Path]:
     import pyarrow.csv as pacsv
 
     from distgate.data.atomic import atomic_path, atomic_text
-    from distgate.data.baseline_file import write_baseline
+    from distgate.data.baseline import write_baseline
 
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():

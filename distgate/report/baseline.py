@@ -3,7 +3,8 @@ distributions, D(y), E(y) and the X-outliers."""
 
 from __future__ import annotations
 
-from distgate.release.baseline import Baseline, TableProfile
+from distgate.data.baseline import Baseline
+from distgate.release.baseline import TableProfile
 from distgate.report.model import BAR, BLOCKED, Cell, Column, Report, count, num
 
 BAR_WIDTH = 40

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from distgate.gate.core import RELEASED
+from distgate.gate.decisions import RELEASED
 from distgate.gate.replay import ReplayResult
 from distgate.report.model import WARN, Cell, Column, Report, count
 

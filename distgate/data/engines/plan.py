@@ -21,7 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from distgate.data.domain import (
+from distgate.data.engines.sources import Source
+from distgate.data.values import (
     JOINT_SEPARATOR,
     MISSING_LABEL,
     MISSING_MODES,
@@ -29,7 +30,6 @@ from distgate.data.domain import (
     natural_order,
     nothing_left,
 )
-from distgate.data.engines.sources import Source
 from distgate.errors import InputError
 
 # pyarrow's CSV null markers: a binned column holding one of these has no value
