@@ -100,7 +100,7 @@ def replay_command(
             "give one of them as a file."
         )
     chosen = shown_as.chosen(stdout_taken=output == "-")
-    check_outputs([table.table, requests, state], [output, plot, shown_as.report])
+    check_outputs([table.table, requests, state], [output, plot, *shown_as.files])
     check_outputs([table.table, requests], [state])
     settings = table.settings()
     if table.weight or settings.get("weight"):
@@ -153,7 +153,7 @@ def replay_command(
         chosen,
         lambda: {**result.to_dict(output, state), "engine": inputs.engine},
         stderr=output == "-",
-        html=shown_as.report,
+        outputs=shown_as,
     )
 
 

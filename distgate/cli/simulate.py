@@ -22,7 +22,7 @@ DEFAULT_ALPHAS = "0.2,0.05"
 
 
 @handles_bad_input
-@bundled()
+@bundled(without=("junit",))
 def simulate_command(
     context: typer.Context,
     table: TableFlags,
@@ -106,9 +106,9 @@ def simulate_command(
     from distgate.stats.critical import check_alpha
     from distgate.stats.metrics.registry import parse_metrics
 
-    chosen = shown_as.chosen()
+    chosen = shown_as.chosen(judges=False)
     report = shown_as.report
-    check_outputs([table.table, table.baseline], [report])
+    check_outputs([table.table, table.baseline], shown_as.files)
     if plots is not None and os.path.exists(plots) and not os.path.isdir(plots):
         raise InputError(f"--plots names a folder for the plots, and '{plots}' is a file.")
     settings = table.settings()
@@ -153,7 +153,7 @@ def simulate_command(
         written = write_plots(result, plots, sample)
     shown = simulation_report(result, sample, written)
     describe(shown, context, [table.table, table.baseline], settings)
-    show(shown, chosen, lambda: {**result.to_dict(), "engine": inputs.engine}, html=report)
+    show(shown, chosen, lambda: {**result.to_dict(), "engine": inputs.engine}, outputs=shown_as)
     if chosen == "table":
         for path in written:
             typer.echo(f"wrote {path}", err=True)

@@ -1,5 +1,6 @@
 """Presentation of ``distgate baseline``: a bar chart of p(x), the conditional
-distributions, D(y), E(y) and the X-outliers."""
+distributions, D(y), E(y) and the X-outliers. For pipelines: one row per target and value
+of X."""
 
 from __future__ import annotations
 
@@ -40,13 +41,37 @@ def _bar(value: float, scale: float) -> str:
     return "█" * full + ("▌" if cells - full >= 0.5 else "")
 
 
+def long_table(report: Report, baseline: Baseline, profile: TableProfile) -> None:
+    """One row per (target, value): the count C[y, x], p(x), q(x|y), and the target's
+    D(y), E(y) and whether it is an X-outlier (repeated on each of its rows)."""
+    data = report.data_table(
+        "baseline: one row per target and value",
+        ["target", "value", "count", "probability", "conditional", "kl", "exposure", "outlier"],
+    )
+    for i, target in enumerate(profile.target_labels):
+        outlier = target in profile.outliers
+        for j, value in enumerate(baseline.labels):
+            data.add(
+                target,
+                value,
+                count(profile.counts[i, j]),
+                num(float(baseline.probabilities[j])),
+                num(float(profile.conditional[i, j])),
+                num(float(profile.kl[i])),
+                num(float(profile.exposure[i])),
+                Cell("yes", style=BLOCKED) if outlier else Cell("no"),
+            )
+
+
 def baseline_report(baseline: Baseline, profile: TableProfile, written: str | None) -> Report:
     """p(x) with a bar chart, q(x|y) per target, D(y), E(y) and the X-outliers."""
     report = Report("baseline")
+    long_table(report, baseline, profile)
     top = float(baseline.probabilities.max())
     chart = report.table(
         f"Baseline of {' | '.join(baseline.attributes)}",
         [Column("value"), Column("p(x)", True), Column("", decorative=True)],
+        name="distribution",
     )
     for label, prob in zip(baseline.labels, baseline.probabilities, strict=True):
         chart.add(label, num(float(prob), 4), Cell(_bar(float(prob), top), style=BAR))
@@ -55,6 +80,7 @@ def baseline_report(baseline: Baseline, profile: TableProfile, written: str | No
         "Distribution of X within each target, q(x|y)",
         [Column("value")] + [Column(label, True) for label in profile.target_labels],
         across="target",
+        name="conditional",
     )
     for j, value in enumerate(baseline.labels):
         cond.add(
@@ -71,6 +97,7 @@ def baseline_report(baseline: Baseline, profile: TableProfile, written: str | No
             Column("E(y)", True),
             Column("X-outlier"),
         ],
+        name="per-target",
     )
     for i, label in enumerate(profile.target_labels):
         outlier = label in profile.outliers
