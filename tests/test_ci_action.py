@@ -260,9 +260,20 @@ def run_hook(repo: Path, hook: dict, *args: str) -> subprocess.CompletedProcess:
     staged = git(repo, "diff", "--cached", "--name-only", "--diff-filter=ACMR").split()
     files = [f for f in staged if re.search(hook["files"], f)]
     entry = BIN / hook["entry"]
+    env = {**os.environ, "COLUMNS": "80"}
     return subprocess.run(
-        [str(entry), *args, *files], cwd=repo, capture_output=True, text=True, timeout=300
+        [str(entry), *args, *files], cwd=repo, env=env, capture_output=True, text=True, timeout=300
     )
+
+
+def documented_hook_output() -> str:
+    """The hook's output in docs/ci.md, after the lines pre-commit itself prints."""
+    page = (REPO / "docs" / "ci.md").read_text()
+    block = re.search(
+        r"^```text\n(distgate assess \(candidate releases\).*?)^```$", page, re.S | re.M
+    )
+    assert block, "docs/ci.md shows a run of the hook"
+    return block.group(1)[block.group(1).index("== distgate assess") :]
 
 
 @pytest.mark.slow  # three runs of the hook, a few seconds each
@@ -285,6 +296,7 @@ def test_the_pre_commit_hook_assesses_the_staged_releases(workspace):
     assert "== releases/2026-q1.csv: safe" in both.stdout
     assert "== releases/2026-q2.csv: UNSAFE" in both.stdout
     assert "UNSAFE: releasing 400 records fails at least one metric." in both.stdout
+    assert both.stdout == documented_hook_output()  # the page shows what the hook prints
 
     (repo / "releases" / "2026-q3.csv").write_text("id,age\n1,30\n")  # no location column
     git(repo, "add", "releases/2026-q3.csv")

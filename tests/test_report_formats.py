@@ -5,6 +5,7 @@ at 80 columns, and the output options' refusals."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -16,6 +17,7 @@ from tests.cli_helpers import assert_bad_input, run
 from tests.conftest import SAMPLE
 
 SOLDIERS = str(SAMPLE / "soldiers.csv")
+FORMATS_PAGE = SAMPLE.parent / "docs" / "output-formats.md"
 CONFIG = ["--config", str(SAMPLE / "distgate.toml")]
 OCCUPATIONS = [
     "Professional_specialty",
@@ -33,6 +35,15 @@ OCCUPATIONS = [
 ]
 
 
+def documented_columns(command: str) -> list[str]:
+    """The csv columns docs/output-formats.md lists for ``command`` (its table's row)."""
+    for line in FORMATS_PAGE.read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 3 and cells[0] == f"`{command}`":
+            return re.findall(r"`([^`]+)`", cells[2])
+    raise AssertionError(f"{FORMATS_PAGE.name} lists no columns for {command}")
+
+
 def test_assess_csv_is_one_long_table_with_the_json_numbers():
     args = ["assess", SOLDIERS, *CONFIG, "--metric", "kld,mis,cst"]
     result = run(*args, "--format", "csv")
@@ -44,6 +55,8 @@ def test_assess_csv_is_one_long_table_with_the_json_numbers():
         "metric", "alpha", "target", "count", "statistic", "critical", "decision", "groups",
         "metric_statistic", "metric_critical", "critical_values", "metric_decision",
     ]  # fmt: skip
+    listed = documented_columns("assess")  # the page lists the columns every metric has
+    assert list(rows[0]) == listed[:7] + ["groups"] + listed[7:]
     expected = [(m, t) for m in document["metrics"] for t in m["targets"]]
     assert [(r["metric"], r["target"]) for r in rows] == [
         (m["metric"], t["target"]) for m, t in expected
@@ -116,6 +129,9 @@ def test_markdown_puts_failing_rows_first_and_drops_empty_columns():
 
 
 def test_baseline_markdown_and_csv_have_one_row_per_target_and_value():
+    assert documented_columns("baseline") == [
+        "target", "value", "count", "probability", "conditional", "kl", "exposure", "outlier",
+    ]  # fmt: skip
     text = run("baseline", SOLDIERS, *CONFIG, "--format", "markdown").stdout
     assert "| L2 | 45-49 | 205 | 0.040000 | 0.157814 | 0.358836 | 0.046613 | yes |" in text
     assert text.index("| L2 |") < text.index("| L1 |")  # the X-outlier first
@@ -198,6 +214,11 @@ def test_every_command_prints_one_csv_table(command, tmp_path):
     assert "#" not in result.stdout and "\n\n" not in result.stdout
     rows = read_csv(result.stdout)
     document = json.loads(run(*args, "--json").stdout)
+    header = list(rows[0])
+    if command == "randomize":  # the quasi-identifiers and the sensitive attribute first
+        assert header[-3:] == documented_columns(command)
+    else:
+        assert header == documented_columns(command)
     if command == "audit":
         assert list(rows[0]) == ["row", "column", "value", "released", "lower", "upper",
                                  "disclosures"]  # fmt: skip
