@@ -1,9 +1,9 @@
 """The console examples of the documentation are run and their output compared.
 
-Every ```console block of ``docs/*.md`` is a shell session started in a fresh copy of
-``sample_data/`` (``cd ..`` leads to a folder holding only that copy, as the top of a
-checkout would, without its ``distgate.toml``). A line ``$ COMMAND`` (continued by a
-trailing backslash) is run and the lines up to the next ``$`` line are the output it must
+Every ```console block of ``docs/*.md`` and ``README.md`` is a shell session started in a
+fresh copy of ``sample_data/`` (``cd ..`` leads to a folder holding only that copy, as the
+top of a checkout would, without its ``distgate.toml``). A line ``$ COMMAND`` (continued by
+a trailing backslash) is run and the lines up to the next ``$`` line are the output it must
 print: standard output and standard error together, in order, as a terminal shows them.
 Commands understood:
 
@@ -101,14 +101,19 @@ def parse_steps(body: str) -> list[Step]:
     return steps
 
 
+def pages() -> list[Path]:
+    return [*sorted(DOCS.glob("*.md")), REPO / "README.md"]
+
+
 def examples() -> list[Example]:
     found = []
-    for path in sorted(DOCS.glob("*.md")):
+    for path in pages():
         text = path.read_text()
+        page = str(path.relative_to(REPO))
         for match in BLOCK.finditer(text):
             line = text.count("\n", 0, match.start()) + 1
             steps = parse_steps(match.group(1))
-            found.append(Example(path.name, line, steps, match.start(1), match.end(1)))
+            found.append(Example(page, line, steps, match.start(1), match.end(1)))
     return found
 
 
@@ -218,12 +223,13 @@ class Snippet:
 
 def snippets() -> list[Snippet]:
     found = []
-    for path in sorted(DOCS.glob("*.md")):
+    for path in pages():
         text = path.read_text()
+        page = str(path.relative_to(REPO))
         for match in PYTHON.finditer(text):
             line = text.count("\n", 0, match.start()) + 1
             start, end = (match.start(2), match.end(2)) if match.group(2) is not None else (0, 0)
-            found.append(Snippet(path.name, line, match.group(1), match.group(2), start, end))
+            found.append(Snippet(page, line, match.group(1), match.group(2), start, end))
     return found
 
 
@@ -249,7 +255,7 @@ def _plain_terminal(monkeypatch):
 def test_the_documentation_has_console_examples():
     pages = {example.page for example in EXAMPLES}
     for command in ("baseline", "assess", "audit", "randomize", "replay", "simulate"):
-        assert f"{command}.md" in pages, f"docs/{command}.md has no console example"
+        assert f"docs/{command}.md" in pages, f"docs/{command}.md has no console example"
 
 
 @pytest.mark.parametrize(
@@ -289,7 +295,7 @@ def update() -> None:
     for item in [*EXAMPLES, *(s for s in SNIPPETS if s.expected is not None)]:
         by_page.setdefault(item.page, []).append(item)
     for page, found in by_page.items():
-        path = DOCS / page
+        path = REPO / page
         text = path.read_text()
         for item in sorted(found, key=lambda i: i.start, reverse=True):  # offsets stay valid
             with tempfile.TemporaryDirectory() as tmp:
@@ -303,7 +309,7 @@ def update() -> None:
                         body.extend(normalise(output))
             text = text[: item.start] + "\n".join(body) + "\n" + text[item.end :]
         path.write_text(text)
-        print(f"updated {len(found)} example(s) in docs/{page}")
+        print(f"updated {len(found)} example(s) in {page}")
 
 
 def _wrapped(step: Step, body: str) -> str:
