@@ -1,0 +1,337 @@
+"""The console examples of the documentation are run and their output compared.
+
+Every ```console block of ``docs/*.md`` and ``README.md`` is a shell session started in a
+fresh copy of ``sample_data/`` (``cd ..`` leads to a folder holding only that copy, as the
+top of a checkout would, without its ``distgate.toml``). A line ``$ COMMAND`` (continued by
+a trailing backslash) is run and the lines up to the next ``$`` line are the output it must
+print: standard output and standard error together, in order, as a terminal shows them.
+Commands understood:
+
+- ``distgate ARGS``, optionally piped into ``head -n N`` or ``tail -n N``: run in this
+  process through :func:`distgate.cli.run` with a terminal width of 80 columns;
+- ``echo $?``: the exit code of the last ``distgate`` command (not allowed after a pipe,
+  where a shell would print the exit code of the pipe's last command);
+- ``cd DIR``, ``cat FILE``, ``head -n N FILE``: what the shell does.
+
+A ``distgate`` command that exits with a code other than 0 must be followed by
+``$ echo $?`` (unless its output is piped, as a shell would not show it either). Anything
+else in a console block fails the test, so that no example in the documentation goes
+unchecked. Only trailing spaces are normalised.
+
+Blocks that run ``replay`` or ``simulate`` (or, in Python, ``distgate.gate``) load the
+compiled gate (compiled once per machine, cached afterwards) and are marked slow.
+
+Every ```python block of the pages is run too, in its own namespace, from a fresh copy of
+``sample_data/``; when a ```text block follows it directly, that is what it must print.
+
+After a deliberate change of output, ``python tests/test_docs_examples.py --update``
+rewrites the expected output of every block in place (then read the diff).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shlex
+import shutil
+import signal
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+SAMPLE = REPO / "sample_data"
+COLUMNS = "80"
+BLOCK = re.compile(r"^```console\n(.*?)^```$", re.S | re.M)
+PYTHON = re.compile(r"^```python\n(.*?)^```\n(?:\n```text\n(.*?)^```$)?", re.S | re.M)
+SLOW_COMMANDS = ("replay", "simulate")
+
+
+@dataclass
+class Step:
+    command: str
+    expected: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Example:
+    page: str
+    line: int
+    steps: list[Step]
+    start: int  # offsets of the block's body in the page's text
+    end: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.page}:{self.line}"
+
+    @property
+    def slow(self) -> bool:
+        return any(
+            word in SLOW_COMMANDS
+            for step in self.steps
+            if step.command.startswith("distgate ")
+            for word in step.command.split()[1:2]
+        )
+
+
+def parse_steps(body: str) -> list[Step]:
+    steps: list[Step] = []
+    lines = body.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.startswith("$ "):
+            if not steps:
+                raise ValueError(f"output before the first command: {line!r}")
+            steps[-1].expected.append(line)
+            i += 1
+            continue
+        command = line[2:]
+        while command.endswith("\\"):
+            i += 1
+            command = command[:-1].rstrip() + " " + lines[i].strip()
+        steps.append(Step(command))
+        i += 1
+    return steps
+
+
+def pages() -> list[Path]:
+    return [*sorted(DOCS.glob("*.md")), REPO / "README.md"]
+
+
+def examples() -> list[Example]:
+    found = []
+    for path in pages():
+        text = path.read_text()
+        page = str(path.relative_to(REPO))
+        for match in BLOCK.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            steps = parse_steps(match.group(1))
+            found.append(Example(page, line, steps, match.start(1), match.end(1)))
+    return found
+
+
+def run_distgate(args: list[str]) -> tuple[int, str]:
+    """One command line in this process: its exit code and what it printed on standard
+    output and standard error, interleaved as written."""
+    from distgate.cli import run
+
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        with contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream):
+            code = run(args)
+    finally:
+        signal.signal(signal.SIGTERM, handler)
+    stream.flush()
+    return code, raw.getvalue().decode("utf-8")
+
+
+def _filter(text: str, command: list[str]) -> str:
+    if command[:2] not in (["head", "-n"], ["tail", "-n"]) or len(command) != 3:
+        raise ValueError(f"only '| head -n N' and '| tail -n N' may follow a pipe: {command}")
+    lines = text.splitlines(keepends=True)
+    n = int(command[2])
+    return "".join(lines[:n] if command[0] == "head" else lines[-n:])
+
+
+def session(example: Example, folder: Path) -> list[str]:
+    """Run the example's commands in ``folder`` and return the output of each, as lines."""
+    outputs: list[str] = []
+    cwd = folder
+    last_code: int | None = None
+    piped = False
+    for step in example.steps:
+        parts = [shlex.split(p) for p in step.command.split(" | ")]
+        words = parts[0]
+        if words[0] == "distgate":
+            with contextlib.chdir(cwd):
+                last_code, text = run_distgate(words[1:])
+            for command in parts[1:]:
+                text = _filter(text, command)
+            piped = len(parts) > 1
+        elif len(parts) > 1:
+            raise ValueError(f"only distgate's output may be piped: {step.command}")
+        elif words == ["echo", "$?"]:
+            if last_code is None or piped:
+                raise ValueError("'echo $?' must follow a distgate command without a pipe")
+            text = f"{last_code}\n"
+            last_code = None
+        elif words[0] == "cd" and len(words) == 2:
+            cwd = (cwd / words[1]).resolve()
+            if folder.parent.resolve() not in [cwd, *cwd.parents]:
+                raise ValueError(f"'cd' leaves the checkout: {step.command}")
+            text = ""
+        elif words[0] == "cat" and len(words) == 2:
+            text = (cwd / words[1]).read_text()
+        elif words[:2] == ["head", "-n"] and len(words) == 4:
+            text = "".join((cwd / words[3]).read_text().splitlines(keepends=True)[: int(words[2])])
+        else:
+            raise ValueError(f"a console example may not run this: {step.command}")
+        if last_code not in (None, 0) and not piped and not _next_is_echo(example, step):
+            raise AssertionError(
+                f"{example.name}: '{step.command}' exited with {last_code}: "
+                "show it with '$ echo $?' on the next line"
+            )
+        outputs.append(text)
+    return outputs
+
+
+def _next_is_echo(example: Example, step: Step) -> bool:
+    index = example.steps.index(step)
+    following = example.steps[index + 1 : index + 2]
+    return bool(following) and following[0].command == "echo $?"
+
+
+def normalise(text: str) -> list[str]:
+    lines = [line.rstrip() for line in text.splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def sample_copy(tmp: Path) -> Path:
+    folder = tmp / "sample_data"
+    shutil.copytree(SAMPLE, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+@dataclass
+class Snippet:
+    page: str
+    line: int
+    code: str
+    expected: str | None  # the ```text block that follows, if any
+    start: int  # offsets of that block's body in the page's text
+    end: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.page}:{self.line}"
+
+    @property
+    def slow(self) -> bool:
+        return "distgate.gate" in self.code
+
+
+def snippets() -> list[Snippet]:
+    found = []
+    for path in pages():
+        text = path.read_text()
+        page = str(path.relative_to(REPO))
+        for match in PYTHON.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            start, end = (match.start(2), match.end(2)) if match.group(2) is not None else (0, 0)
+            found.append(Snippet(page, line, match.group(1), match.group(2), start, end))
+    return found
+
+
+def run_snippet(snippet: Snippet, folder: Path) -> str:
+    """Run the code from ``folder`` and return what it printed."""
+    out = io.StringIO()
+    with contextlib.chdir(folder), contextlib.redirect_stdout(out):
+        exec(compile(snippet.code, snippet.name, "exec"), {"__name__": "__docs__"})
+    return out.getvalue()
+
+
+EXAMPLES = examples()
+SNIPPETS = snippets()
+
+
+@pytest.fixture(autouse=True)
+def _plain_terminal(monkeypatch):
+    monkeypatch.setenv("COLUMNS", COLUMNS)
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_the_documentation_has_console_examples():
+    pages = {example.page for example in EXAMPLES}
+    for command in ("baseline", "assess", "audit", "randomize", "replay", "simulate"):
+        assert f"docs/{command}.md" in pages, f"docs/{command}.md has no console example"
+
+
+@pytest.mark.parametrize(
+    "example",
+    [pytest.param(e, id=e.name, marks=[pytest.mark.slow] if e.slow else []) for e in EXAMPLES],
+)
+def test_a_console_example_prints_what_the_page_shows(example, tmp_path):
+    outputs = session(example, sample_copy(tmp_path))
+    for step, output in zip(example.steps, outputs, strict=True):
+        assert normalise(output) == normalise("\n".join(step.expected)), (
+            f"{example.name}: '$ {step.command}' printed something else: "
+            "run 'python tests/test_docs_examples.py --update' and read the diff"
+        )
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [pytest.param(s, id=s.name, marks=[pytest.mark.slow] if s.slow else []) for s in SNIPPETS],
+)
+def test_a_python_example_runs_and_prints_what_the_page_shows(snippet, tmp_path):
+    printed = run_snippet(snippet, sample_copy(tmp_path))
+    if snippet.expected is not None:
+        assert normalise(printed) == normalise(snippet.expected), (
+            f"{snippet.name}: the code printed something else: "
+            "run 'python tests/test_docs_examples.py --update' and read the diff"
+        )
+
+
+def update() -> None:
+    """Rewrite the expected output of every console block with what it prints now."""
+    import tempfile
+
+    os.environ["COLUMNS"] = COLUMNS
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "NO_COLOR"):
+        os.environ.pop(name, None)
+    by_page: dict[str, list[Example | Snippet]] = {}
+    for item in [*EXAMPLES, *(s for s in SNIPPETS if s.expected is not None)]:
+        by_page.setdefault(item.page, []).append(item)
+    for page, found in by_page.items():
+        path = REPO / page
+        text = path.read_text()
+        for item in sorted(found, key=lambda i: i.start, reverse=True):  # offsets stay valid
+            with tempfile.TemporaryDirectory() as tmp:
+                if isinstance(item, Snippet):
+                    body = normalise(run_snippet(item, sample_copy(Path(tmp))))
+                else:
+                    body = []
+                    outputs = session(item, sample_copy(Path(tmp)))
+                    for step, output in zip(item.steps, outputs, strict=True):
+                        body.append("$ " + _wrapped(step, text[item.start : item.end]))
+                        body.extend(normalise(output))
+            text = text[: item.start] + "\n".join(body) + "\n" + text[item.end :]
+        path.write_text(text)
+        print(f"updated {len(found)} example(s) in {page}")
+
+
+def _wrapped(step: Step, body: str) -> str:
+    """The command as the page writes it (keeping its line continuations)."""
+    for start in (m.start() for m in re.finditer(r"^\$ ", body, re.M)):
+        lines = []
+        for line in body[start + 2 :].splitlines():
+            lines.append(line)
+            if not line.endswith("\\"):
+                break
+        joined = lines[0]
+        for more in lines[1:]:
+            joined = joined[:-1].rstrip() + " " + more.strip()
+        if joined.endswith("\\"):
+            continue
+        if joined == step.command:
+            return "\n".join(lines)
+    return step.command
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--update"]:
+        sys.exit("usage: python tests/test_docs_examples.py --update")
+    sys.path.insert(0, str(REPO))
+    update()
