@@ -71,12 +71,14 @@ def show(
     *,
     stderr: bool = False,
     outputs=None,
+    html: str | None = None,
     silent: bool = False,
 ) -> None:
     """Write the report files the output options ask for (``outputs``, the command's
-    :class:`~distgate.cli.options.OutputFlags`: HTML, JUnit, csv folder, markdown summary)
-    and print ``report`` in ``format`` (JSON: ``document()``, the result's own shape).
-    ``silent``: print nothing (the files are still written)."""
+    :class:`~distgate.cli.options.OutputFlags`: HTML, JUnit, csv folder, markdown summary;
+    or only the HTML report ``html``) and print ``report`` in ``format`` (JSON:
+    ``document()``, the result's own shape). ``silent``: print nothing (the files are still
+    written)."""
     from distgate.cli.common import emit_json
 
     if outputs is not None:
@@ -87,6 +89,8 @@ def show(
             csv_dir=outputs.csv_dir,
             summary=outputs.summary_file,
         )
+    elif html:
+        write_outputs(report, html=html)
     if silent:
         return
     if format == Format.json:
