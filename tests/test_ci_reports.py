@@ -170,6 +170,13 @@ def test_audit_junit_has_one_failure_per_disclosed_cell(tmp_path):
     assert failed == expected
     message = failures(cases[("audit at tau 5", "P1 / T1")])[0].message
     assert message == "P1 / T1: value 13, bounds [2, 16], tau 5: existence (lower bound 2 > 0)"
+    fixed = tmp_path / "fixed.xml"
+    args = ["audit", str(SAMPLE / "published_counts.csv"), "--tau", "5", "--fix"]
+    assert run(*args, "--junit", str(fixed)).exit_code == 1  # the table as published discloses
+    check_structure(fixed.read_text())
+    *cells, (plan, case) = junit_cases(fixed).items()
+    assert len(cells) == 20 and plan == ("merge plan", "merge plan") and case.is_passed
+    assert "4 merges: rows P2 + P3, columns T1 + T2 + T3; T4 + T5" in case.system_out
 
 
 def test_replay_junit_fails_the_targets_with_blocked_requests(tmp_path):

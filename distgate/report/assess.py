@@ -15,6 +15,7 @@ from distgate.report.model import (
     Cell,
     Column,
     Report,
+    Table,
     count,
     num,
     verdict_cell,
@@ -28,15 +29,32 @@ def _bound(value: float) -> Cell:
     return Cell(f"{value:g}", value) if value == value else Cell("-", "")
 
 
-def _cell(r: MetricResult, column: MetricColumn, i: int) -> Cell:
-    value = r.column(column.field)[i]
+SAFE_CELL, BLOCKED_CELL, EMPTY = verdict_cell(True), verdict_cell(False), Cell("", "")
+
+
+def _cells(r: MetricResult, column: MetricColumn) -> list[Cell]:
+    """One column of a metric's table, a cell per target (formatted from Python numbers:
+    a table of 100,000 targets is built in a blink)."""
+    values = r.column(column.field).tolist()
     if column.field == "target_safe":
-        return verdict_cell(bool(value))
+        return [SAFE_CELL if v else BLOCKED_CELL for v in values]
     if column.field == "groups":
-        return count(value)
-    if column.whole:
-        return _bound(float(value))
-    return num(float(value))
+        return [count(v) for v in values]
+    return [(_bound if column.whole else num)(float(v)) for v in values]
+
+
+class _Columns:
+    """The cells of one metric's per-target figures, made once for both its table and
+    the long table."""
+
+    def __init__(self, r: MetricResult) -> None:
+        self.r = r
+        self.cells = {c.field: _cells(r, c) for c in r.record.columns}
+
+    def get(self, field: str) -> list[Cell]:
+        if field not in self.cells:  # a figure its table does not show (a global critical)
+            self.cells[field] = _cells(self.r, MetricColumn(field, field))
+        return self.cells[field]
 
 
 def _whole(r: MetricResult) -> bool:
@@ -81,38 +99,53 @@ def long_columns(assessment: Assessment) -> list[str]:
     )
 
 
-def long_rows(assessment: Assessment, columns: list[str]) -> list[list[Cell]]:
-    """One row per (metric, target) of the long table with ``columns``."""
-    rows = []
-    for r in assessment.results:
-        shown = {c.field: c for c in r.record.columns}
+def long_rows(
+    assessment: Assessment, columns: list[str], made: list[_Columns] | None = None
+) -> list[list[Cell]]:
+    """One row per (metric, target) of the long table with ``columns``; ``made``: the
+    metrics' cells when the per-metric tables have made them already."""
+    made = made or [_Columns(r) for r in assessment.results]
+    targets = [Cell(t) for t in assessment.target_labels]
+    counts = [count(n) for n in assessment.sizes.tolist()]
+    n = len(targets)
+    rows: list[list[Cell]] = []
+    for r, cells in zip(assessment.results, made, strict=True):
         single = r.global_statistic is not None
         show = _bound if _whole(r) else num
         whole = {
             "metric": Cell(r.metric),
             "alpha": Cell(f"{r.alpha:g}", r.alpha),
-            "metric_statistic": show(float(r.global_statistic)) if single else Cell("", ""),
-            "metric_critical": show(float(r.global_critical)) if single else Cell("", ""),
+            "metric_statistic": show(float(r.global_statistic)) if single else EMPTY,
+            "metric_critical": show(float(r.global_critical)) if single else EMPTY,
             "critical_values": Cell(r.method),
             "metric_decision": verdict_cell(bool(r.safe)),
         }
-        for i, target in enumerate(assessment.target_labels):
-            row = {**whole, "target": Cell(target), "count": count(assessment.sizes[i])}
-            # a global metric decides on the release: its targets have no decision of their
-            # own, unless one holds a value the baseline rules out
-            decides = not single or r.record.lists_failing or not r.target_safe[i]
-            row["decision"] = verdict_cell(bool(r.target_safe[i])) if decides else Cell("", "")
-            for name in columns:
-                if name in row:
-                    continue
-                if name in shown:
-                    row[name] = _cell(r, shown[name], i)
-                elif name in ("statistic", "critical"):
-                    row[name] = num(float(r.column(name)[i]))
-                else:  # a figure another metric reports
-                    row[name] = Cell("", "")
-            rows.append([row[name] for name in columns])
+        decisions = cells.get("target_safe")
+        if single and not r.record.lists_failing:
+            # a global metric decides on the release: its targets have no decision of
+            # their own, unless one holds a value the baseline rules out
+            decisions = [EMPTY if c is SAFE_CELL else c for c in decisions]
+        by_name = {"target": targets, "count": counts, "decision": decisions}
+        table = []
+        for name in columns:
+            if name in whole:
+                table.append([whole[name]] * n)
+            elif name in by_name:
+                table.append(by_name[name])
+            elif name in cells.cells or name in ("statistic", "critical"):
+                table.append(cells.get(name))
+            else:  # a figure another metric reports
+                table.append([EMPTY] * n)
+        rows += [list(row) for row in zip(*table, strict=True)]
     return rows
+
+
+def long_table(assessment: Assessment, made: list[_Columns] | None = None) -> Table:
+    """The long table of an assessment: a row per metric and target."""
+    columns = long_columns(assessment)
+    table = Table("assess: one row per metric and target", [Column(c) for c in columns])
+    table.rows = long_rows(assessment, columns, made)
+    return table
 
 
 def _figure(value: float) -> str:
@@ -146,21 +179,30 @@ def add_checks(report: Report, assessment: Assessment, prefix: str = "") -> None
             report.check(suite, "whole release", bool(r.safe), message, key)
             continue
         label = _label(r)
-        for i, target in enumerate(assessment.target_labels):
+        figures = zip(
+            assessment.target_labels,
+            r.statistic.tolist(),
+            r.critical.tolist(),
+            r.target_safe.tolist(),
+            assessment.sizes.tolist(),
+            strict=True,
+        )
+        for target, statistic, critical, safe, size in figures:
             message = (
-                f"{target}: {label} {_figure(float(r.statistic[i]))}, critical value "
-                f"{_figure(float(r.critical[i]))} ({how}), {assessment.sizes[i]:.0f} records"
+                f"{target}: {label} {_figure(statistic)}, critical value "
+                f"{_figure(critical)} ({how}), {size:.0f} records"
             )
-            report.check(suite, target, bool(r.target_safe[i]), message, key)
+            report.check(suite, target, safe, message, key)
 
 
 def assessment_report(assessment: Assessment) -> Report:
     report = Report("assess")
-    columns = long_columns(assessment)
-    data = report.data_table("assess: one row per metric and target", columns)
-    data.rows = long_rows(assessment, columns)
-    add_checks(report, assessment)
-    for r in assessment.results:
+    made = [_Columns(r) for r in assessment.results]
+    report.data = lambda: long_table(assessment, made)
+    report.defer_checks(lambda: add_checks(report, assessment))
+    targets = [Cell(t) for t in assessment.target_labels]
+    counts = [count(n) for n in assessment.sizes.tolist()]
+    for r, cells in zip(assessment.results, made, strict=True):
         record = r.record
         columns = [Column("target"), Column("count", True)] + [
             Column(c.label, c.field != "target_safe") for c in record.columns
@@ -168,12 +210,8 @@ def assessment_report(assessment: Assessment) -> Report:
         table = report.table(
             f"{r.metric} at alpha {r.alpha:g}: {record.description}", columns, name=r.metric
         )
-        for i, target in enumerate(assessment.target_labels):
-            table.add(
-                target,
-                count(assessment.sizes[i]),
-                *(_cell(r, column, i) for column in record.columns),
-            )
+        figures = [cells.get(c.field) for c in record.columns]
+        table.rows = [list(row) for row in zip(targets, counts, *figures, strict=True)]
         if record.lists_failing:
             _classic_summary(report, assessment, r)
         report.text("")

@@ -151,7 +151,7 @@ def audit_report(result: AuditResult) -> Report:
     """The bounds, the disclosures per type, the verdict and the merge plan."""
     report = Report("audit")
     cells_table(report, result)
-    cell_checks(report, result)
+    report.defer_checks(lambda: cell_checks(report, result))
     legend = ", ".join(
         f"{letter} {name}" for name, letter in LETTERS.items() if name in result.types
     )
@@ -173,13 +173,15 @@ def audit_report(result: AuditResult) -> Report:
     plan = result.plan
     if plan is None:
         return report
-    report.check(
-        "merge plan",
-        "merge plan",
-        plan.safe_after,
-        f"{plan.merges} merges: {_plan_text(plan)}; "
-        + ("no disclosure remains" if plan.safe_after else "disclosures remain"),
-        "merge_plan",
+    report.defer_checks(  # after the cells' checks
+        lambda: report.check(
+            "merge plan",
+            "merge plan",
+            plan.safe_after,
+            f"{plan.merges} merges: {_plan_text(plan)}; "
+            + ("no disclosure remains" if plan.safe_after else "disclosures remain"),
+            "merge_plan",
+        )
     )
     report.text("")
     if plan.merges == 0 and plan.safe_after:

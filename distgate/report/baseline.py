@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from distgate.data.baseline import Baseline
 from distgate.release.baseline import TableProfile
-from distgate.report.model import BAR, BLOCKED, Cell, Column, Report, count, num
+from distgate.report.model import BAR, BLOCKED, Cell, Column, Report, Table, count, num
 
 BAR_WIDTH = 40
 
@@ -41,32 +41,41 @@ def _bar(value: float, scale: float) -> str:
     return "█" * full + ("▌" if cells - full >= 0.5 else "")
 
 
-def long_table(report: Report, baseline: Baseline, profile: TableProfile) -> None:
+def _outlier(outlier: bool) -> Cell:
+    return Cell("yes", style=BLOCKED) if outlier else Cell("no")
+
+
+def long_table(baseline: Baseline, profile: TableProfile) -> Table:
     """One row per (target, value): the count C[y, x], p(x), q(x|y), and the target's
     D(y), E(y) and whether it is an X-outlier (repeated on each of its rows)."""
-    data = report.data_table(
-        "baseline: one row per target and value",
-        ["target", "value", "count", "probability", "conditional", "kl", "exposure", "outlier"],
+    names = ["target", "value", "count", "probability", "conditional", "kl", "exposure"]
+    data = Table("baseline: one row per target and value", [Column(n) for n in names])
+    data.columns.append(Column("outlier"))
+    values = [Cell(label) for label in baseline.labels]
+    probabilities = [num(p) for p in baseline.probabilities.tolist()]
+    outliers = set(profile.outliers)
+    figures = zip(
+        profile.target_labels,
+        profile.counts.tolist(),
+        profile.conditional.tolist(),
+        profile.kl.tolist(),
+        profile.exposure.tolist(),
+        strict=True,
     )
-    for i, target in enumerate(profile.target_labels):
-        outlier = target in profile.outliers
-        for j, value in enumerate(baseline.labels):
-            data.add(
-                target,
-                value,
-                count(profile.counts[i, j]),
-                num(float(baseline.probabilities[j])),
-                num(float(profile.conditional[i, j])),
-                num(float(profile.kl[i])),
-                num(float(profile.exposure[i])),
-                Cell("yes", style=BLOCKED) if outlier else Cell("no"),
-            )
+    for target, counts, conditional, kl, exposure in figures:
+        # the target's own cells, shared by its rows (cells are never changed once made)
+        own = (Cell(target), num(kl), num(exposure), _outlier(target in outliers))
+        data.rows += [
+            [own[0], value, count(c), p, num(q), *own[1:]]
+            for value, c, p, q in zip(values, counts, probabilities, conditional, strict=True)
+        ]
+    return data
 
 
 def baseline_report(baseline: Baseline, profile: TableProfile, written: str | None) -> Report:
     """p(x) with a bar chart, q(x|y) per target, D(y), E(y) and the X-outliers."""
     report = Report("baseline")
-    long_table(report, baseline, profile)
+    report.data = lambda: long_table(baseline, profile)
     top = float(baseline.probabilities.max())
     chart = report.table(
         f"Baseline of {' | '.join(baseline.attributes)}",
@@ -82,11 +91,9 @@ def baseline_report(baseline: Baseline, profile: TableProfile, written: str | No
         across="target",
         name="conditional",
     )
-    for j, value in enumerate(baseline.labels):
-        cond.add(
-            value,
-            *(num(float(profile.conditional[i, j]), 4) for i in range(len(profile.target_labels))),
-        )
+    by_value = profile.conditional.T.tolist()  # formatted from Python numbers: fast
+    for value, row in zip(baseline.labels, by_value, strict=True):
+        cond.rows.append([Cell(value), *(num(q, 4) for q in row)])
 
     summary = report.table(
         "Per target",
@@ -99,15 +106,16 @@ def baseline_report(baseline: Baseline, profile: TableProfile, written: str | No
         ],
         name="per-target",
     )
-    for i, label in enumerate(profile.target_labels):
-        outlier = label in profile.outliers
-        summary.add(
-            label,
-            count(profile.counts[i].sum()),
-            num(float(profile.kl[i])),
-            num(float(profile.exposure[i])),
-            Cell("yes", style=BLOCKED) if outlier else Cell("no"),
-        )
+    outliers = set(profile.outliers)
+    figures = zip(
+        profile.target_labels,
+        profile.counts.sum(axis=1).tolist(),
+        profile.kl.tolist(),
+        profile.exposure.tolist(),
+        strict=True,
+    )
+    for label, size, kl, exposure in figures:
+        summary.add(label, count(size), num(kl), num(exposure), _outlier(label in outliers))
     report.text(
         f"I = {profile.mutual_information:.6f}, sigma_D = {profile.kl_std:.6f}; X-outliers "
         f"(D(y) > I + sigma_D): {', '.join(profile.outliers) or 'none'}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from distgate.release.assess import Assessment
 from distgate.release.fix import FixPlan
 from distgate.report.assess import add_checks, assessment_report, long_columns, long_rows
-from distgate.report.model import BLOCKED, SAFE, Cell, Report, Table
+from distgate.report.model import BLOCKED, SAFE, Cell, Column, Report, Table
 
 
 def _how(plan: FixPlan) -> str:
@@ -18,17 +18,19 @@ def _how(plan: FixPlan) -> str:
     return "greedy heuristic: not proven to use the fewest merges"
 
 
-def _long_table(report: Report, original: Assessment, plan: FixPlan) -> None:
+def _long_table(original: Assessment, plan: FixPlan) -> Table:
     """The long table of assess with a first column ``release``: ``given`` rows, then
     (when a repair was searched for) ``repaired`` rows."""
     columns = long_columns(original)
-    data = report.data_table(
-        "assess --fix: one row per release, metric and target", ["release"] + columns
+    table = Table(
+        "assess --fix: one row per release, metric and target",
+        [Column(c) for c in ["release", *columns]],
     )
-    data.rows = [[Cell("given"), *row] for row in long_rows(original, columns)]
+    table.rows = [[Cell("given"), *row] for row in long_rows(original, columns)]
     if not plan.was_safe:
         repaired = long_rows(plan.assessment, columns)
-        data.rows += [[Cell("repaired"), *row] for row in repaired]
+        table.rows += [[Cell("repaired"), *row] for row in repaired]
+    return table
 
 
 def fix_report(original: Assessment, plan: FixPlan, written: list[str] | None = None) -> Report:
@@ -36,7 +38,7 @@ def fix_report(original: Assessment, plan: FixPlan, written: list[str] | None = 
     Its checks are those of the release it ends with: as given when it was safe, else the
     repair plan's and the repaired release's (so that they agree with the exit code)."""
     report = assessment_report(original)
-    _long_table(report, original, plan)
+    report.data = lambda: _long_table(original, plan)
     if plan.was_safe:
         for path in written or []:
             report.text(f"Wrote {path}")
@@ -77,7 +79,7 @@ def fix_report(original: Assessment, plan: FixPlan, written: list[str] | None = 
         f"{plan.merges} merge{'' if plan.merges == 1 else 's'} ({_how(plan)}): {merged or 'none'}",
         "repair",
     )
-    add_checks(report, plan.assessment, prefix="repaired release: ")
+    report.defer_checks(lambda: add_checks(report, plan.assessment, "repaired release: "))
     for path in written or []:
         report.text(f"Wrote {path}")
     if plan.found:

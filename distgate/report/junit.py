@@ -17,6 +17,7 @@ in any other format.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 from distgate.report.model import Check, Report
@@ -24,10 +25,14 @@ from distgate.report.model import Check, Report
 FAILURE_TYPE = "blocked"
 
 
+# characters XML 1.0 does not allow: control characters but tab, newline and carriage
+# return, lone surrogates, U+FFFE and U+FFFF
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
 def _clean(text: str) -> str:
-    """XML 1.0 allows no control characters but tab, newline and carriage return: a label
-    read from a file may hold one, and is shown escaped instead."""
-    return "".join(c if c >= " " or c in "\t\n\r" else f"\\x{ord(c):02x}" for c in str(text))
+    """A label read from a file may hold a character XML cannot: it is shown escaped."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
 
 
 def _classname(command: str, check: Check) -> str:

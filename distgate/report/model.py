@@ -105,7 +105,11 @@ class Check:
 @dataclass
 class Report:
     """What a command shows. ``verdict`` is a one-line conclusion (None when the command
-    judges nothing); ``inputs`` the files read; ``options`` the settings used."""
+    judges nothing); ``inputs`` the files read; ``options`` the settings used.
+
+    ``data`` (the one table of results) and ``checks`` may be deferred: built on first
+    use, so that the terminal output, which shows neither, does not pay for a table of a
+    row per metric and target of a release with 100,000 targets."""
 
     command: str
     blocks: list[Block] = field(default_factory=list)
@@ -114,8 +118,36 @@ class Report:
     inputs: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
     exit_code: int = 0
-    data: Table | None = None  # the one table of results a pipeline reads
-    checks: list[Check] = field(default_factory=list)
+    _data: Table | Callable[[], Table] | None = field(default=None, repr=False)
+    _checks: list[Check] = field(default_factory=list, repr=False)
+    _pending: list[Callable[[], None]] = field(default_factory=list, repr=False)
+
+    @property
+    def data(self) -> Table | None:
+        """The one table of results a pipeline reads (None: the report has none)."""
+        if callable(self._data):
+            self._data = self._data()
+        return self._data
+
+    @data.setter
+    def data(self, table: Table | Callable[[], Table] | None) -> None:
+        self._data = table
+
+    @property
+    def checks(self) -> list[Check]:
+        """The pass/fail judgements, the deferred ones made now."""
+        while self._pending:
+            self._pending.pop(0)()
+        return self._checks
+
+    @checks.setter
+    def checks(self, checks: list[Check]) -> None:
+        self._pending.clear()
+        self._checks = list(checks)
+
+    def defer_checks(self, make: Callable[[], None]) -> None:
+        """Make checks (``make`` calls :meth:`check`) when they are first asked for."""
+        self._pending.append(make)
 
     def table(self, title: str, columns: Sequence[Column | str], **kw: Any) -> Table:
         cols = [c if isinstance(c, Column) else Column(c) for c in columns]
@@ -128,8 +160,8 @@ class Report:
         summary): it is not among the blocks a person reads on the terminal or in HTML.
         Its columns are named like the JSON document's keys."""
         cols = [c if isinstance(c, Column) else Column(c) for c in columns]
-        self.data = Table(title, cols)
-        return self.data
+        self.data = table = Table(title, cols)
+        return table
 
     def text(self, *parts: str | tuple[str, str | None]) -> Text:
         line = Text([p if isinstance(p, tuple) else (p, None) for p in parts])
@@ -159,7 +191,7 @@ class Report:
 
     def check(self, suite: str, name: str, passed: bool, message: str, key: str = "") -> Check:
         judged = Check(suite, name, bool(passed), message, key)
-        self.checks.append(judged)
+        self._checks.append(judged)
         return judged
 
 
