@@ -17,10 +17,10 @@ TABLES = ("decisions", "summary")
 
 def replay_table(result: Any, table: str = "decisions") -> pa.Table:
     """The tables of a :class:`~distgate.gate.replay.ReplayResult`. ``decisions``:
-    ``request``, ``key``, ``target``, ``value``, ``decision``, ``released_at`` (null unless
-    a queued record left the queue), ``statistic`` and ``critical`` (NaN where no test
-    ran), the rows of the decisions file; ``summary``: per target ``requested``,
-    ``released_at_once``, ``released_from_queue``, ``still_queued``,
+    ``request``, ``key``, ``target``, ``value``, ``decision``, ``released_at`` (the
+    request at which the record was released; null while it is queued), ``statistic`` and
+    ``critical`` (NaN where no test ran), the rows of the decisions file; ``summary``: per
+    target ``requested``, ``released_at_once``, ``released_from_queue``, ``still_queued``,
     ``percent_released``."""
     if table == "summary":
         return pa.Table.from_pylist([s.to_dict() for s in result.summary])
