@@ -13,7 +13,7 @@ from distgate.data.atomic import check_outputs
 
 
 @handles_bad_input
-@bundled(without=("quiet",))
+@bundled()
 def baseline_command(
     context: typer.Context,
     table: TableFlags,
@@ -37,7 +37,7 @@ def baseline_command(
     chosen = shown_as.chosen(stdout_taken=output == "-")
     check_outputs([table.table, table.baseline], [output, shown_as.report])
     settings = table.settings()
-    inputs = table.read(settings, counts_only=True, quiet=shown_as.json)
+    inputs = table.read(settings, counts_only=True, quiet=shown_as.silent)
     profile = profile_table(inputs.counts, inputs.baseline, inputs.table.target_labels)
     if output:
         write_baseline(output, inputs.baseline)

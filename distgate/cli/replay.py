@@ -32,7 +32,9 @@ def replay_command(
     requests: Annotated[
         str,
         typer.Argument(
-            metavar="REQUESTS", help="Request log CSV, rows in arrival order ('-' = stdin)."
+            metavar="REQUESTS",
+            help="Request log (any table format: CSV, TSV, Parquet, Excel), rows in arrival order "
+            "('-' = stdin).",
         ),
     ],
     output: Annotated[

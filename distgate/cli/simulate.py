@@ -10,7 +10,6 @@ import typer
 from distgate.cli.common import (
     CriticalOption,
     DrawsOption,
-    SeedOption,
     handles_bad_input,
     joined,
 )
@@ -55,7 +54,14 @@ def simulate_command(
             help="Records requested per order [default: every record of the table].",
         ),
     ] = None,
-    seed: SeedOption = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed",
+            metavar="S",
+            help="Seed of the request orders and of the Monte Carlo draws [default: 0].",
+        ),
+    ] = None,
     critical: CriticalOption = None,
     draws: DrawsOption = 10_000,
     grace: Annotated[

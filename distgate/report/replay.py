@@ -37,7 +37,8 @@ def replay_report(result: ReplayResult, decisions: str | None, plot: str | None 
     report.text("  " + ", ".join(f"{n} {name}" for name, n in counts.items() if n))
     status = result.status
     if status and status.queued:
-        report.text(f"  nothing released for the last {status.idle_requests} requests")
+        idle = status.idle_requests
+        report.text(f"  nothing released for the last {idle} request{'' if idle == 1 else 's'}")
         if status.frozen:
             report.text(
                 "  ",
