@@ -59,6 +59,8 @@ DEFAULT_CRITICAL = "auto"
 DEFAULT_DRAWS = 10_000
 
 Names = str | Sequence[str] | None
+# bins or order: {"age": [18, 20]}, "age=18,20" or a list of such texts
+Specs = Mapping[str, Sequence[Any]] | str | Sequence[str] | None
 Table = Any  # a path, or a table in memory (see the module docstring)
 
 
@@ -69,7 +71,7 @@ def _listed(value: Names) -> list[str] | None:
     return [value] if isinstance(value, str) else [str(v) for v in value]
 
 
-def _specs(value: str | Sequence[str] | Mapping[str, Sequence[Any]] | None):
+def _specs(value: Specs):
     """bins or order: a mapping as it is, ``"age=18,20"`` or a list of such texts."""
     if value is None or isinstance(value, Mapping):
         return value
@@ -100,11 +102,11 @@ def read_table(
     attributes: Names = None,
     targets: Names = None,
     id: str | None = None,
-    bins: Any = None,
+    bins: Specs = None,
     baseline: Any = None,
     missing: str | None = None,
     weight: str | None = None,
-    order: Any = None,
+    order: Specs = None,
     delimiter: str | None = None,
     encoding: str | None = None,
     engine: str | None = None,
@@ -203,11 +205,11 @@ def assess(
     attributes: Names = None,
     targets: Names = None,
     id: str | None = None,
-    bins: Any = None,
+    bins: Specs = None,
     baseline: Any = None,
     missing: str | None = None,
     weight: str | None = None,
-    order: Any = None,
+    order: Specs = None,
     delimiter: str | None = None,
     encoding: str | None = None,
     engine: str | None = None,
@@ -305,11 +307,11 @@ def baseline(
     attributes: Names = None,
     targets: Names = None,
     id: str | None = None,
-    bins: Any = None,
+    bins: Specs = None,
     baseline: Any = None,
     missing: str | None = None,
     weight: str | None = None,
-    order: Any = None,
+    order: Specs = None,
     delimiter: str | None = None,
     encoding: str | None = None,
     engine: str | None = None,
@@ -350,10 +352,10 @@ def replay(
     attributes: Names = None,
     targets: Names = None,
     id: str | None = None,
-    bins: Any = None,
+    bins: Specs = None,
     baseline: Any = None,
     missing: str | None = None,
-    order: Any = None,
+    order: Specs = None,
     delimiter: str | None = None,
     encoding: str | None = None,
     engine: str | None = None,
