@@ -1,9 +1,37 @@
 """distgate: release records without revealing a sensitive property of an entity through
 the distribution of the released values.
 
-The package is a library first; the ``distgate`` command is a thin layer over it. Heavy
-numeric modules are imported by the submodules that need them, never here, so that
+The package is a library first; the ``distgate`` command is a thin layer over it. The
+functions a pandas user reaches for (:func:`assess`, :func:`baseline`, :func:`replay`,
+:func:`k_anonymity`, :func:`l_diversity`, :func:`t_closeness`) live in
+:mod:`distgate.api` and are reached from here on first use: heavy numeric modules are
+imported by the submodules that need them, never by ``import distgate``, so that
 ``distgate --help`` starts fast.
 """
 
 __version__ = "0.1.0"
+
+_API = (
+    "InputError",
+    "assess",
+    "baseline",
+    "k_anonymity",
+    "l_diversity",
+    "replay",
+    "t_closeness",
+)
+__all__ = [*_API, "__version__"]
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from distgate import api
+
+        value = getattr(api, name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    raise AttributeError(f"module 'distgate' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])

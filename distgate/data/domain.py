@@ -33,6 +33,7 @@ from distgate.data.tables import (
     dictionary_column,
     display_name,
     encode_text,
+    plain_source,
     read_columns,
     require_values,
 )
@@ -433,7 +434,7 @@ def _encode_read_table(
         keys,
         tuple(attributes),
         tuple(targets),
-        str(source),
+        plain_source(source),
         weights,
     )
     encoded.dropped = dropped

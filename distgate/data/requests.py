@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from distgate.data.frames import FrameSource
 from distgate.data.streaming import column_batches, stream_digest
 from distgate.data.tables import (
     PLAIN,
@@ -21,6 +22,7 @@ from distgate.data.tables import (
     _open,
     _raw,
     display_name,
+    plain_source,
     read_columns,
     require_values,
     source_kind,
@@ -130,6 +132,8 @@ class RequestLog:
 
 
 def file_fingerprint(source: str | os.PathLike, fmt: TextFormat = PLAIN) -> str:
+    if isinstance(source, FrameSource):  # a table in memory: its values
+        return source.fingerprint()
     digest = hashlib.sha256()
     if source_kind(source) != "text":  # the stored bytes (every file of a Parquet folder)
         raw = _raw(source)
@@ -260,7 +264,7 @@ def read_requests(
         pa.concat_arrays(scan.unknown_text) if scan.unknown_text else pa.array([], pa.string())
     )
     keys = RequestKeys(records, table_keys, unknown_text.cast(pa.string()))
-    return RequestLog(str(source), records, keys, fmt)
+    return RequestLog(plain_source(source), records, keys, fmt)
 
 
 class _Scan:

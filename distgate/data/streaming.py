@@ -2,7 +2,7 @@
 never held whole in memory: delimited text (plain, compressed or in another encoding,
 from a file, a pipe or standard input) through pyarrow's streaming CSV reader a block of
 :data:`BLOCK_SIZE` bytes at a time, Parquet files and folders a few row groups at a time.
-Excel workbooks, small by nature, are read whole.
+Excel workbooks, small by nature, and tables in memory are read whole.
 
 The batches hold exactly the text :func:`distgate.data.tables.read_columns` gives for the
 column, and a file the streamed reading cannot take is read the way ``read_columns`` reads
@@ -93,7 +93,7 @@ def _batches(source, column, what, fmt, block_size, parquet_rows) -> Iterator[pa
             lambda exact=exact: _text_batches(source, column, fmt, block_size, exact)
             for exact in (False, True)
         ]
-    else:  # Excel
+    else:  # Excel, or a table in memory
         attempts = []
     for attempt in attempts:
         started = False

@@ -32,12 +32,20 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from distgate.data.excel import read_workbook
+from distgate.data.frames import FrameSource
 from distgate.errors import InputError
 
 
-def display_name(source: str | os.PathLike) -> str:
-    """How a file is named in messages."""
+def display_name(source: str | os.PathLike | FrameSource) -> str:
+    """How a file (or a table in memory) is named in messages."""
+    if isinstance(source, FrameSource):
+        return str(source)
     return "standard input" if str(source) == "-" else f"'{source}'"
+
+
+def plain_source(source: str | os.PathLike | FrameSource) -> str | FrameSource:
+    """A path as text; a table in memory as itself."""
+    return source if isinstance(source, FrameSource) else str(source)
 
 
 @dataclass(frozen=True)
@@ -161,7 +169,9 @@ def _raw(source: str | os.PathLike) -> bytes | str:
 
 def source_kind(source: str | os.PathLike) -> str:
     """``parquet``, ``excel`` or ``text``: by the first bytes where they tell, else by name
-    (a folder is a Parquet dataset)."""
+    (a folder is a Parquet dataset); ``memory`` for a table in memory."""
+    if isinstance(source, FrameSource):
+        return "memory"
     raw = _raw(source)
     if isinstance(raw, bytes):
         head = raw[:4]
@@ -270,6 +280,9 @@ def _excel(source: str | os.PathLike, name: str) -> pa.Table:
 
 
 def _columnar(source, kind: str, name: str, columns: list[str] | None) -> pa.Table:
+    if kind == "memory":
+        table = source.table
+        return table.schema.empty_table() if columns is None else table.select(columns)
     if kind == "parquet":
         return _parquet(source, name, columns)
     table = _excel(source, name)
@@ -288,7 +301,7 @@ def read_header(
                 f"The {what} {display_name(source)} has no columns"
                 + (
                     " (it is a folder without Parquet files)."
-                    if os.path.isdir(os.fspath(source))
+                    if kind == "parquet" and os.path.isdir(os.fspath(source))
                     else "."
                 )
             )

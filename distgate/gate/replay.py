@@ -107,7 +107,20 @@ class ReplayResult:
         tally = np.bincount(self.rows["decision"].astype(np.int64), minlength=len(DECISION_NAMES))
         return {name: int(tally[i]) for i, name in enumerate(DECISION_NAMES)}
 
-    def to_dict(self, decisions: str | None, state: str | None) -> dict:
+    def to_arrow(self, table: str = "decisions") -> pa.Table:
+        """The decisions, one row per request, or the ``summary``, one row per target
+        (:func:`distgate.gate.frames.replay_table`)."""
+        from distgate.gate.frames import replay_table
+
+        return replay_table(self, table)
+
+    def to_pandas(self, table: str = "decisions"):
+        """:meth:`to_arrow` as a pandas DataFrame."""
+        from distgate.data.frames import to_pandas
+
+        return to_pandas(self.to_arrow(table))
+
+    def to_dict(self, decisions: str | None = None, state: str | None = None) -> dict:
         own = self.rows["request"] >= self.first_request
         decision = self.rows["decision"][own]
         return {
@@ -237,7 +250,7 @@ def replay(
             table_size=inputs.table.size,
             table_name=f"table {display_name(inputs.table.source)}",
             skip_unknown=settings.skip_unknown,
-            table_source=str(inputs.table.source),
+            table_source=inputs.table.source,
             id_column=inputs.options.id_column or "id",
         )
     records = log.records

@@ -148,6 +148,30 @@ class Assessment:
             "metrics": [self._metric_dict(r) for r in self.results],
         }
 
+    def to_arrow(self):
+        """One row per metric and target (``metric``, ``alpha``, ``method``, ``target``,
+        ``count``, ``statistic``, ``critical``, ``safe``, then a metric's own columns such
+        as cst's ``groups``), and for a metric that judges the release as a whole (mis,
+        dqt, the classic models' bound) one more row with an empty ``target`` holding that
+        statistic and verdict; so the release is safe exactly when every row is."""
+        import pyarrow as pa
+
+        rows = []
+        for entry in self.to_dict()["metrics"]:
+            common = {k: entry[k] for k in ("metric", "alpha", "method")}
+            if entry["statistic"] is not None or entry["critical"] is not None:
+                whole = {k: entry[k] for k in ("statistic", "critical", "safe")}
+                rows.append({**common, "target": None, "count": self.released, **whole})
+            rows.extend({**common, **target} for target in entry["targets"])
+        columns = list(dict.fromkeys(key for row in rows for key in row))
+        return pa.Table.from_pylist([{c: row.get(c) for c in columns} for row in rows])
+
+    def to_pandas(self):
+        """:meth:`to_arrow` as a pandas DataFrame."""
+        from distgate.data.frames import to_pandas
+
+        return to_pandas(self.to_arrow())
+
     def _metric_dict(self, r: MetricResult) -> dict:
         targets = []
         for i, label in enumerate(self.target_labels):

@@ -15,7 +15,8 @@ from distgate.data.baseline import Baseline
 class TableProfile:
     """What the full table reveals per target (SPEC 3.4): the conditional distributions
     q(x|y), the KL distances D(y), exposures E(y), the mutual information I and the
-    X-outliers, the targets with D(y) > I + sigma_D."""
+    X-outliers, the targets with D(y) > I + sigma_D. ``baseline`` is the baseline they
+    were measured against."""
 
     target_labels: list[str]
     counts: np.ndarray
@@ -25,6 +26,63 @@ class TableProfile:
     mutual_information: float
     kl_std: float
     outliers: list[str]
+    baseline: Baseline
+
+    def to_dict(self) -> dict:
+        """The JSON document of ``distgate baseline --json`` (without the reading notes)."""
+        baseline = self.baseline
+        return {
+            "attributes": list(baseline.attributes),
+            "baseline": [
+                {"value": label, "probability": float(prob)}
+                for label, prob in zip(baseline.labels, baseline.probabilities, strict=True)
+            ],
+            "mutual_information": self.mutual_information,
+            "kl_std": self.kl_std,
+            "targets": [
+                {
+                    "target": label,
+                    "count": int(self.counts[i].sum()),
+                    "kl": float(self.kl[i]),
+                    "exposure": float(self.exposure[i]),
+                    "outlier": label in self.outliers,
+                    "distribution": [float(v) for v in self.conditional[i]],
+                }
+                for i, label in enumerate(self.target_labels)
+            ],
+            "outliers": self.outliers,
+        }
+
+    def to_arrow(self, table: str = "targets"):
+        """``targets``: one row per target (``target``, ``count``, ``kl`` = D(y),
+        ``exposure`` = E(y), ``outlier``); ``baseline``: one row per value of X (``value``,
+        ``probability``); ``distributions``: q(x|y), one row per target and value
+        (``target``, ``value``, ``probability``)."""
+        import pyarrow as pa
+
+        document = self.to_dict()
+        if table == "targets":
+            rows = [
+                {k: v for k, v in t.items() if k != "distribution"} for t in document["targets"]
+            ]
+        elif table == "baseline":
+            rows = document["baseline"]
+        elif table == "distributions":
+            values = [entry["value"] for entry in document["baseline"]]
+            rows = [
+                {"target": t["target"], "value": value, "probability": probability}
+                for t in document["targets"]
+                for value, probability in zip(values, t["distribution"], strict=True)
+            ]
+        else:
+            raise ValueError(f"table is targets, baseline or distributions, not {table!r}")
+        return pa.Table.from_pylist(rows)
+
+    def to_pandas(self, table: str = "targets"):
+        """:meth:`to_arrow` as a pandas DataFrame."""
+        from distgate.data.frames import to_pandas
+
+        return to_pandas(self.to_arrow(table))
 
 
 def profile_table(
@@ -57,4 +115,5 @@ def profile_table(
         mutual_information=info,
         kl_std=sigma,
         outliers=outliers,
+        baseline=baseline,
     )

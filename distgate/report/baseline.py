@@ -4,6 +4,8 @@ of X."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from distgate.data.baseline import Baseline
 from distgate.release.baseline import TableProfile
 from distgate.report.model import BAR, BLOCKED, Cell, Column, Report, Table, count, num
@@ -12,27 +14,8 @@ BAR_WIDTH = 40
 
 
 def baseline_dict(baseline: Baseline, profile: TableProfile) -> dict:
-    return {
-        "attributes": list(baseline.attributes),
-        "baseline": [
-            {"value": label, "probability": float(prob)}
-            for label, prob in zip(baseline.labels, baseline.probabilities, strict=True)
-        ],
-        "mutual_information": profile.mutual_information,
-        "kl_std": profile.kl_std,
-        "targets": [
-            {
-                "target": label,
-                "count": int(profile.counts[i].sum()),
-                "kl": float(profile.kl[i]),
-                "exposure": float(profile.exposure[i]),
-                "outlier": label in profile.outliers,
-                "distribution": [float(v) for v in profile.conditional[i]],
-            }
-            for i, label in enumerate(profile.target_labels)
-        ],
-        "outliers": profile.outliers,
-    }
+    """The JSON document of ``distgate baseline`` (:meth:`TableProfile.to_dict`)."""
+    return dataclasses.replace(profile, baseline=baseline).to_dict()
 
 
 def _bar(value: float, scale: float) -> str:

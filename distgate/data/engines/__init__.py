@@ -52,9 +52,17 @@ def available_memory() -> int:
 def choose_engine(source: str, engine: str) -> tuple[str, str]:
     """(engine, why): ``auto`` resolved by what ``source`` is and how large."""
     from distgate.data.engines.sources import is_remote
+    from distgate.data.frames import FrameSource
     from distgate.data.tables import MAGIC
 
     check_engine(engine)
+    if isinstance(source, FrameSource):
+        if engine not in ("auto", "arrow"):
+            raise InputError(
+                f"The {engine} engine reads files; a table in memory {source} is counted "
+                "by the arrow engine."
+            )
+        return "arrow", "a table in memory"
     if engine != "auto":
         return engine, "as asked"
     if is_remote(source):
