@@ -163,6 +163,7 @@ class GateSession:
         self.failed_at: float | None = None  # when the last commit failed (monotonic)
         self.failure = ""
         self.commits = 0
+        self.commit_seconds = 0.0  # the last commit's (with its flush to the disk)
 
     def _load(self) -> None:
         table = self.inputs.table
@@ -223,6 +224,7 @@ class GateSession:
             ).dictionary_encode()
             checked, next_request = self.gate.checked, self.gate.next_request
             run = self.gate.run(records)
+            started = time.perf_counter()
             try:
                 self.store.commit(
                     None, 0, text, run, self.gate.checked, self.gate.next_request, names
@@ -232,6 +234,7 @@ class GateSession:
                 self.failed_at, self.failure = time.monotonic(), str(exc)
                 raise StateUnwritable(str(exc)) from None
             self.failed_at = None
+            self.commit_seconds = time.perf_counter() - started
             with self._reading:
                 self.ledger.add(run, keys, owners)
             self.commits += 1
@@ -377,3 +380,28 @@ def _record_columns(inputs: Inputs, columns: Sequence[str]) -> dict[str, pa.Arra
     if read.num_rows != inputs.table.size:
         raise InputError(f"The {name} changed while it was being read.")
     return {c: read.column(c).combine_chunks() for c in columns}
+
+
+def export_decisions(state: str, output: str) -> int:
+    """Write every request of the state file ``state`` in arrival order, in replay's
+    decisions format (:func:`distgate.gate.replay.write_decisions`), to ``output``; returns
+    how many. Reads the state without locking it: a running service or replay may go on."""
+    from distgate.gate.archive import read_state
+    from distgate.gate.replay import ReplayResult, write_decisions
+
+    read = read_state(state)
+    rows = dict(read.rows)
+    rows.pop("enqueued", None)
+    encoding = read.encoding
+    result = ReplayResult(
+        rows,
+        encoding.target_labels,
+        encoding.value_labels,
+        encoding.target_codes,
+        encoding.value_codes,
+        [],
+        0,
+        ReplaySettings(),
+    )
+    write_decisions(result, output)
+    return len(rows["record"])
