@@ -144,10 +144,16 @@ def serve_command(
     shown = [c.strip() for c in joined(columns, "").split(",") if c.strip()]
 
     def load():
+        from distgate._runtime import await_preload, preload
+        from distgate.cli.replay import _load_compiled_code
+        from distgate.gate.compiled import PRELOAD
         from distgate.gate.session import GateSession
 
+        preload(PRELOAD, _load_compiled_code)  # while the table and the state are read
         inputs = table.read(settings, need_keys=True)
-        return GateSession(inputs, gate_settings, state, columns=shown)
+        session = GateSession(inputs, gate_settings, state, columns=shown)
+        await_preload(PRELOAD)  # ready means the first request does not wait for it
+        return session
 
     limits = Limits(max_batch=max_batch, max_body=max_body, body_timeout=body_timeout)
     code = run(load, tokens, ServeOptions(host=host, port=port, limits=limits))
