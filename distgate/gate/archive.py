@@ -106,25 +106,39 @@ def read_requesters(db: sqlite3.Connection, size: int) -> tuple[np.ndarray, list
     return codes, list(index)
 
 
+def _tier(size: int, after: int) -> int:
+    """A batch of fewer than ``after`` requests is of tier 0, one of fewer than after**2
+    of tier 1...: ``after`` batches of one tier merge into one of a higher tier."""
+    tier, bound = 0, after
+    while size >= bound:
+        tier, bound = tier + 1, bound * after
+    return tier
+
+
 def compact_tail(
     db: sqlite3.Connection, *, limit: int = MERGED_ROWS, after: int = MERGE_AFTER
 ) -> bool:
-    """Merge the latest batches into one row when ``after`` or more of them together hold
-    at most ``limit`` requests (walking back from the last batch while they fit). Returns
-    whether it merged. One transaction: killed at any instant, the state is either as
-    before or merged."""
-    tail = db.execute(
-        "SELECT first, size FROM batches ORDER BY first DESC LIMIT ?", (4 * after,)
-    ).fetchall()
-    chosen, total = [], 0
-    for first, size in tail:
-        if total + size > limit:
-            break
-        chosen.append(first)
-        total += size
-    if len(chosen) < after:
-        return False
-    low = chosen[-1]
+    """Merge the last ``after`` batches into one row when they are all of one size tier
+    (tier t: after**t to after**(t + 1) - 1 requests) and together hold at most ``limit`` requests;
+    repeated while it applies. So a request is rewritten about log_after(limit) times, and
+    a state of N requests committed a few at a time keeps about N / limit + after * tiers
+    rows. Returns whether it merged. Each merge is one transaction: killed at any instant,
+    the state is either as before or merged."""
+    merged = False
+    while True:
+        tail = db.execute(
+            "SELECT first, size FROM batches ORDER BY first DESC LIMIT ?", (after,)
+        ).fetchall()
+        if len(tail) < after or sum(size for _, size in tail) > limit:
+            return merged
+        if len({_tier(size, after) for _, size in tail}) != 1:
+            return merged
+        _merge_from(db, tail[-1][0])
+        merged = True
+
+
+def _merge_from(db: sqlite3.Connection, low: int) -> None:
+    """Merge the batches from request ``low`` on into one row (and their requesters)."""
     with db:
         db.execute("BEGIN IMMEDIATE")
         rows = db.execute(
@@ -153,7 +167,6 @@ def compact_tail(
                 "INSERT INTO requesters VALUES (?, ?)",
                 (low, _to_ipc(pa.table({"requester": pa.concat_arrays(parts)}))),
             )
-    return True
 
 
 @dataclass

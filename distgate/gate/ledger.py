@@ -148,8 +148,11 @@ class Ledger:
         self.record_released_at[released_records] = released_at
         feed_at = [released_at]
         feed_request = [np.concatenate([first + own, late])]
+        waiters = self.waiting
         for rec, at in zip(released_records.tolist(), released_at.tolist(), strict=True):
-            waiting = self.waiting.pop(rec, None)
+            if not waiters:
+                break
+            waiting = waiters.pop(rec, None)
             if waiting:
                 feed_at.append(np.full(len(waiting), at, dtype=np.int64))
                 feed_request.append(np.array(waiting, dtype=np.int64))

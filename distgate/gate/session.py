@@ -216,12 +216,15 @@ class GateSession:
                 return [[] for _ in groups]
             text = pa.array(keys, type=pa.string())
             records, _ = self.index.lookup(text)
-            owners = np.concatenate(
-                [np.full(len(group), self.ledger.code(who), np.int32) for group, who in groups]
-            )
-            names = pa.array(
-                [who for group, who in groups for _ in group], type=pa.string()
-            ).dictionary_encode()
+            sizes = [len(group) for group, _ in groups]
+            codes = np.array([self.ledger.code(who) for _, who in groups], np.int32)
+            owners = np.repeat(codes, sizes)
+            names = None  # who asked, stored only when someone named did
+            if (codes >= 0).any():
+                labels = pa.array(self.ledger.names + [None], type=pa.string())
+                names = pa.DictionaryArray.from_arrays(
+                    pa.array(np.where(owners >= 0, owners, len(self.ledger.names))), labels
+                )
             checked, next_request = self.gate.checked, self.gate.next_request
             run = self.gate.run(records)
             started = time.perf_counter()

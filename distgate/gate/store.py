@@ -27,6 +27,7 @@ run would, because the gate's decisions are a function of its state.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sqlite3
@@ -311,18 +312,23 @@ class StateStore:
         ``fingerprint`` None: the requests came from no log file (``distgate serve``)."""
         decisions = pa.table(
             {
-                "key": keys.cast(pa.string()),
+                "key": keys if keys.type == pa.string() else keys.cast(pa.string()),
                 **{name: getattr(run, field) for name, field in _NUMERIC.items()},
             }
         )
-        late = pa.table({"request": run.earlier_request, "released_at": run.earlier_released_at})
+        if len(run.earlier_request):
+            late = _to_ipc(
+                pa.table({"request": run.earlier_request, "released_at": run.earlier_released_at})
+            )
+        else:  # most small batches release no earlier request: the same block every time
+            late = _no_late()
         first = int(run.request[0]) if len(run) else next_request
         db = self.db
         with db:
             db.execute("BEGIN IMMEDIATE")
             db.execute(
                 "INSERT INTO batches VALUES (?, ?, ?, ?)",
-                (first, len(run), _to_ipc(decisions), _to_ipc(late)),
+                (first, len(run), _to_ipc(decisions), late),
             )
             if fingerprint is not None:
                 db.execute("UPDATE logs SET done = ? WHERE fingerprint = ?", (done, fingerprint))
@@ -337,6 +343,12 @@ class StateStore:
             )
         if self._read is not None:
             self._late_since_read.append((run.earlier_request, run.earlier_released_at))
+
+
+@functools.cache
+def _no_late() -> bytes:
+    empty = np.zeros(0, dtype=np.int64)
+    return _to_ipc(pa.table({"request": empty, "released_at": empty}))
 
 
 # column of a batch -> attribute of GateRun

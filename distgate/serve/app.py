@@ -134,7 +134,8 @@ async def _body(request: Request, limits: Limits) -> Any:
                 raise Problem(413, f"The request body is over {limits.max_body} bytes.")
 
     try:
-        await asyncio.wait_for(receive(), limits.body_timeout)
+        async with asyncio.timeout(limits.body_timeout):  # no task of its own, as wait_for
+            await receive()
     except TimeoutError:
         raise Problem(408, f"The request body took over {limits.body_timeout:g} s.") from None
     try:

@@ -35,13 +35,16 @@ class Batcher:
         future = asyncio.get_running_loop().create_future()
         self.waiting.append((keys, requester, future))
         self.wake.set()
-        # shielded: a client that goes away does not take its decisions out of the batch
-        return await asyncio.shield(future)
+        # a handler cancelled while it waits cancels only its future: its keys stay in the
+        # batch (decided and committed; the answer goes nowhere)
+        return await future
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
             await self.wake.wait()
+            # one turn of the loop first: requests already read from the sockets join
+            await asyncio.sleep(0)
             self.wake.clear()
             while self.waiting:
                 taken, size = 0, 0
