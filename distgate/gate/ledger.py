@@ -193,6 +193,15 @@ class Ledger:
             return int(self.record_released_at[record])
         return -1
 
+    def effective_released_at_of(self, part: slice) -> np.ndarray:
+        """:meth:`effective_released_at` of the requests of ``part``."""
+        decision, record = self.decision.data[part], self.record.data[part]
+        of_record = self.record_released_at[np.maximum(record, 0)]
+        waiting = ((decision == QUEUED) | (decision == DUPLICATE)) & (record >= 0)
+        return np.where(
+            decision == RELEASED, self.released_at.data[part], np.where(waiting, of_record, -1)
+        )
+
     def releases(
         self, after: int, requester: int | None, limit: int
     ) -> tuple[np.ndarray, np.ndarray]:

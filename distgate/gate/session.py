@@ -241,8 +241,7 @@ class GateSession:
             with self._reading:
                 self.ledger.add(run, keys, owners)
             self.commits += 1
-            first = int(run.request[0])
-            decided = [self._decision(first + j) for j in range(len(keys))]
+            decided = self._decisions(int(run.request[0]), keys)
             self._compact()
         out, start = [], 0
         for group, _ in groups:
@@ -289,6 +288,29 @@ class GateSession:
             critical=float(ledger.critical.data[n]),
             requester=None if requester < 0 else ledger.names[requester],
         )
+
+    def _decisions(self, first: int, keys: list[str]) -> list[Decision]:
+        """Requests first, first + 1, ... (whose key text is ``keys``) as they stand."""
+        ledger = self.ledger
+        part = slice(first, first + len(keys))
+        record = ledger.record.data[part]
+        released_at = ledger.effective_released_at_of(part)
+        names = [*ledger.names, None]
+        requester = ledger.requester.data[part]
+        return [
+            Decision(r, k, DECISION_NAMES[d], c, a, s, t, names[w])
+            for r, k, d, c, a, s, t, w in zip(
+                range(first, first + len(keys)),
+                keys,
+                ledger.decision.data[part].tolist(),
+                record.tolist(),
+                released_at.tolist(),
+                ledger.statistic.data[part].tolist(),
+                ledger.critical.data[part].tolist(),
+                requester.tolist(),
+                strict=True,
+            )
+        ]
 
     def request(self, n: int) -> Decision | None:
         """Request n as it stands now (None: no such request)."""
