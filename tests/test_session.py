@@ -210,3 +210,46 @@ def test_state_export_of_a_missing_or_foreign_file_exits_2(tmp_path):
     old.close()
     assert_bad_input(run("state", "export", str(tmp_path / "old.db"), "-o", out), "labels")
     assert not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("metric", ["kld", "cst"])
+def test_shards_by_target_decide_as_one_gate_over_the_whole_table(tmp_path, metric):
+    """A per-target metric judges a request on its own target's released records only, so
+    gates over the targets' shards of the table, with the whole table's baseline, decide
+    every request as one gate over the whole table (docs/sharding.md)."""
+    from dataclasses import replace
+
+    from distgate.data.baseline import Baseline
+
+    lines = (SAMPLE / "soldiers.csv").read_text().splitlines()
+    shard_of = {"L1": 0, "L2": 1, "L3": 0, "L4": 1, "L5": 0}
+    whole = load_inputs(SAMPLE_OPTIONS, need_keys=True)
+    baseline = tmp_path / "baseline.csv"
+    rows = zip(whole.baseline.labels, whole.baseline.probabilities, strict=True)
+    baseline.write_text("age,probability\n" + "".join(f"{a},{float(p)!r}\n" for a, p in rows))
+    assert isinstance(whole.baseline, Baseline)
+    # (Monte Carlo critical values are drawn per table: a shard's differ from the whole
+    # table's within Monte Carlo noise, so the decisions are compared under chi-square)
+    settings = ReplaySettings(metrics=[metric], critical="asymptotic")
+    sessions = []
+    for s in range(2):
+        part = tmp_path / f"shard{s}.csv"
+        mine = [line for line in lines[1:] if shard_of[line.rsplit(",", 1)[1]] == s]
+        part.write_text("\n".join([lines[0], *mine]) + "\n")
+        options = replace(SAMPLE_OPTIONS, source=str(part), baseline=str(baseline))
+        shard = load_inputs(options, need_keys=True)
+        sessions.append(GateSession(shard, settings, str(tmp_path / f"s{s}.db"), durable=False))
+    target_of = {line.split(",")[0]: line.rsplit(",", 1)[1] for line in lines[1:]}
+    keys = sample_keys()[:3000]
+    with GateSession(whole, settings, str(tmp_path / "one.db"), durable=False) as one:
+        decided = one.decide(keys)
+        expected = [(d.decision, d.statistic, one.request(d.request).released) for d in decided]
+    routed: list = [None] * len(keys)
+    for s, session in enumerate(sessions):  # each shard's requests in their arrival order
+        mine = [i for i, k in enumerate(keys) if shard_of[target_of[k]] == s]
+        for i, d in zip(mine, session.decide([keys[i] for i in mine]), strict=True):
+            routed[i] = (d.decision, d.statistic, session.request(d.request).released)
+        session.close()
+    assert shown(routed) == shown(expected)
+    assert {d for d, _, _ in expected} >= {"released", "queued"}

@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -64,8 +65,7 @@ class StateUnwritable(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     """One request and where it stands.
 
     ``decision`` is the word the gate answered when the request arrived (replay's words);
@@ -87,6 +87,52 @@ class Decision:
     def released(self) -> bool:
         """The record has been released and may be shown to whoever asked for it."""
         return self.released_at >= 0
+
+
+@dataclass(frozen=True)
+class Decided(Sequence):
+    """A batch's decisions as arrays (one entry per key, in order), read once they were
+    committed; indexing gives :class:`Decision` values. ``released_at`` is as in
+    :class:`Decision`; ``cell`` is each record's target code * |X| + value code (-1 for an
+    unknown key)."""
+
+    first: int
+    keys: list[str]
+    decision: np.ndarray
+    record: np.ndarray
+    released_at: np.ndarray
+    statistic: np.ndarray
+    critical: np.ndarray
+    cell: np.ndarray
+    requester: str | None
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        return Decision(
+            self.first + i,
+            self.keys[i],
+            DECISION_NAMES[int(self.decision[i])],
+            int(self.record[i]),
+            int(self.released_at[i]),
+            float(self.statistic[i]),
+            float(self.critical[i]),
+            self.requester,
+        )
+
+    def part(self, start: int, stop: int, requester: str | None) -> Decided:
+        return Decided(
+            self.first + start,
+            self.keys[start:stop],
+            *(a[start:stop] for a in (self.decision, self.record, self.released_at)),
+            *(a[start:stop] for a in (self.statistic, self.critical, self.cell)),
+            requester,
+        )
 
 
 @dataclass(frozen=True)
@@ -139,7 +185,6 @@ class GateSession:
                 "record (no weight column)."
             )
         self.gate = make_gate(inputs, settings)
-        self.gate.prepare()
         keys = table.keys
         self.index = RowNumbers(table.size) if keys is None else KeyIndex(keys.cast(pa.string()))
         if self.index.repeated is not None:
@@ -150,6 +195,7 @@ class GateSession:
             )
         self.keys = keys
         self.columns = _record_columns(inputs, columns)
+        self._cells: dict[tuple[int, int], dict] = {}  # a cell's target and attribute values
         self.store = StateStore(
             self.path, _settings_record(inputs, settings), wait=wait, durable=durable
         )
@@ -166,22 +212,36 @@ class GateSession:
         self.commit_seconds = 0.0  # the last commit's (with its flush to the disk)
 
     def _load(self) -> None:
+        """Read the state's requests into the ledger (in a thread) while the gate's critical
+        values are prepared (numpy, zstd and the compiled code release the interpreter),
+        then put the gate where the state says."""
         table = self.inputs.table
         db = self.store.db
         keep_encoding(db, encoding_of(table))
-        history = read_history(db)
-        size = 0 if history is None else len(history["record"])
-        codes, names = read_requesters(db, size)
-        self.ledger = Ledger.of_history(history, codes, names, table.size)
+        read: list = []
+        failure: list[BaseException] = []
+
+        def read_state() -> None:
+            try:
+                history = read_history(db)
+                size = 0 if history is None else len(history["record"])
+                codes, names = read_requesters(db, size)
+                read.extend([history, size, Ledger.of_history(history, codes, names, table.size)])
+            except BaseException as exc:  # handed to the opening thread
+                failure.append(exc)
+
+        reader = threading.Thread(target=read_state, name="distgate-read-state", daemon=True)
+        reader.start()
+        try:
+            self.gate.prepare()
+        finally:
+            reader.join()
+        if failure:
+            raise failure[0]
+        history, size, self.ledger = read
         if size:
-            self.gate.restore(
-                state_of_history(
-                    history,
-                    size,
-                    json.loads(self.store._meta("checked") or "null"),
-                    len(table.target_labels),
-                )
-            )
+            checked = json.loads(self.store._meta("checked") or "null")
+            self.gate.restore(state_of_history(history, size, checked, len(table.target_labels)))
 
     # ------------------------------------------------------------------ closing
     def close(self) -> None:
@@ -201,11 +261,9 @@ class GateSession:
 
     def decide(self, keys: Sequence[str], requester: str | None = None) -> list[Decision]:
         """Decide requests for ``keys`` in order (one transaction) and return them."""
-        return self.decide_groups([(keys, requester)])[0]
+        return list(self.decide_groups([(keys, requester)])[0])
 
-    def decide_groups(
-        self, groups: Sequence[tuple[Sequence[str], str | None]]
-    ) -> list[list[Decision]]:
+    def decide_groups(self, groups: Sequence[tuple[Sequence[str], str | None]]) -> list[Decided]:
         """Decide several requesters' batches of keys as one batch, in the order given,
         committed in one transaction (a service's group commit); the decisions per group."""
         keys = [key for group, _ in groups for key in group]
@@ -213,7 +271,7 @@ class GateSession:
             if self.failed_at is not None and time.monotonic() - self.failed_at < RETRY_AFTER:
                 raise StateUnwritable(self.failure)
             if not keys:
-                return [[] for _ in groups]
+                return [self._decided(len(self.ledger), [], who) for _, who in groups]
             text = pa.array(keys, type=pa.string())
             records, _ = self.index.lookup(text)
             sizes = [len(group) for group, _ in groups]
@@ -241,11 +299,11 @@ class GateSession:
             with self._reading:
                 self.ledger.add(run, keys, owners)
             self.commits += 1
-            decided = self._decisions(int(run.request[0]), keys)
+            decided = self._decided(int(run.request[0]), keys, None)
             self._compact()
         out, start = [], 0
-        for group, _ in groups:
-            out.append(decided[start : start + len(group)])
+        for group, who in groups:
+            out.append(decided.part(start, start + len(group), who))
             start += len(group)
         return out
 
@@ -289,28 +347,24 @@ class GateSession:
             requester=None if requester < 0 else ledger.names[requester],
         )
 
-    def _decisions(self, first: int, keys: list[str]) -> list[Decision]:
-        """Requests first, first + 1, ... (whose key text is ``keys``) as they stand."""
+    def _decided(self, first: int, keys: list[str], requester: str | None) -> Decided:
+        """Requests first, first + 1, ... (whose key text is ``keys``) as they stand (copies
+        of the ledger's arrays: the next batch may grow them)."""
         ledger = self.ledger
         part = slice(first, first + len(keys))
-        record = ledger.record.data[part]
-        released_at = ledger.effective_released_at_of(part)
-        names = [*ledger.names, None]
-        requester = ledger.requester.data[part]
-        return [
-            Decision(r, k, DECISION_NAMES[d], c, a, s, t, names[w])
-            for r, k, d, c, a, s, t, w in zip(
-                range(first, first + len(keys)),
-                keys,
-                ledger.decision.data[part].tolist(),
-                record.tolist(),
-                released_at.tolist(),
-                ledger.statistic.data[part].tolist(),
-                ledger.critical.data[part].tolist(),
-                requester.tolist(),
-                strict=True,
-            )
-        ]
+        with self._reading:
+            record = ledger.record.data[part].copy()
+            released_at = ledger.effective_released_at_of(part)
+            decision = ledger.decision.data[part].copy()
+            statistic = ledger.statistic.data[part].copy()
+            critical = ledger.critical.data[part].copy()
+        table = self.inputs.table
+        known = np.maximum(record, 0)
+        cell = table.target_codes[known] * len(table.value_labels) + table.value_codes[known]
+        cell[record < 0] = -1
+        return Decided(
+            first, list(keys), decision, record, released_at, statistic, critical, cell, requester
+        )
 
     def request(self, n: int) -> Decision | None:
         """Request n as it stands now (None: no such request)."""
@@ -337,15 +391,20 @@ class GateSession:
             _, requests = self.ledger.releases(after, code, limit)
             return [self._decision(int(n)) for n in requests]
 
-    def record(self, record: int) -> dict[str, str]:
+    def record(self, record: int) -> dict[str, str | None]:
         """The values of a record: its target and attribute values (the values the gate
         judged: a binned attribute's range) and the ``columns`` asked for."""
         table = self.inputs.table
-        options = self.inputs.options
-        target = table.target_labels[table.target_codes[record]]
-        value = table.value_labels[table.value_codes[record]]
-        shown = dict(_split(options.targets, target))
-        shown.update(_split(options.attributes, value))
+        cell = (int(table.target_codes[record]), int(table.value_codes[record]))
+        shown = self._cells.get(cell)
+        if shown is None:
+            options = self.inputs.options
+            shown = dict(_split(options.targets, table.target_labels[cell[0]]))
+            shown.update(_split(options.attributes, table.value_labels[cell[1]]))
+            self._cells[cell] = shown
+        if not self.columns:
+            return shown  # shared by the records of one cell: not to be changed
+        shown = dict(shown)
         for name, column in self.columns.items():
             item = column[record]
             shown[name] = None if not item.is_valid else str(item.as_py())

@@ -36,6 +36,7 @@ from distgate.gate.session import Decision, GateSession, StateUnwritable
 from distgate.serve.auth import Client, Tokens
 from distgate.serve.metrics import Metrics
 from distgate.serve.openapi import openapi
+from distgate.serve.render import BatchRenderer, requester_view
 
 RETRY_AFTER = "1"  # seconds, with a 503
 
@@ -81,6 +82,7 @@ class Service:
         self.tokens, self.limits, self.metrics = tokens, limits, metrics
         self.session: GateSession | None = None
         self.batcher = None
+        self.renderer: BatchRenderer | None = None
 
     # ------------------------------------------------------------------ access
     def client(self, request: Request, *, operator: bool = False) -> Client:
@@ -105,14 +107,7 @@ class Service:
     # ------------------------------------------------------------------ answers
     def view(self, decision: Decision, *, detail: bool = False, operator: bool = False) -> dict:
         """A request as its client sees it (see the module docstring)."""
-        out: dict[str, Any] = {
-            "request": decision.request,
-            "key": decision.key,
-            "decision": decision.decision,
-        }
-        if decision.released:
-            out["released_at"] = decision.released_at
-            out["record"] = self.session.record(decision.record)
+        out = requester_view(self.session, decision)
         if operator:
             out["requester"] = decision.requester
         if detail:
@@ -156,13 +151,16 @@ def _keys(document: Any, limits: Limits) -> tuple[list[str], bool]:
             raise Problem(
                 413, f"A batch may hold {limits.max_batch} requests; this one has {len(items)}."
             )
-        keys = []
-        for i, item in enumerate(items):
-            if not isinstance(item, dict) or "key" not in item:
-                raise Problem(422, f"Request {i} of the batch has no 'key'.")
-            if not isinstance(item["key"], str):
-                raise Problem(422, f"Request {i} of the batch: 'key' must be a string.")
-            keys.append(item["key"])
+        try:
+            keys = [item["key"] for item in items]
+        except (TypeError, KeyError):
+            keys = None
+        if keys is None or not all(type(k) is str for k in keys):
+            for i, item in enumerate(items):  # name the first wrong request
+                if not isinstance(item, dict) or "key" not in item:
+                    raise Problem(422, f"Request {i} of the batch has no 'key'.")
+                if not isinstance(item["key"], str):
+                    raise Problem(422, f"Request {i} of the batch: 'key' must be a string.")
         return keys, True
     if "key" in document and "requests" not in document:
         if not isinstance(document["key"], str):
@@ -199,8 +197,9 @@ def create_app(service: Service, lifespan: Callable | None = None) -> Starlette:
                 "The state file cannot be written now; nothing was decided.",
                 {"Retry-After": RETRY_AFTER},
             ) from None
-        views = [service.view(d) for d in decided]
-        return JSON({"decisions": views} if batch else views[0])
+        if batch:
+            return Response(service.renderer.decisions(decided), media_type="application/json")
+        return JSON(service.view(decided[0]))
 
     async def get_request(request: Request) -> Response:
         client = service.client(request)

@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from distgate.gate.session import Decision, GateSession, StateUnwritable
+from distgate.gate.session import Decided, GateSession, StateUnwritable
 from distgate.serve.metrics import Metrics
 
 MAX_KEYS = 20_000  # keys decided in one batch at most
@@ -30,7 +30,7 @@ class Batcher:
         self.stopping = False
         self.task = asyncio.get_running_loop().create_task(self._run())
 
-    async def decide(self, keys: Sequence[str], requester: str | None) -> list[Decision]:
+    async def decide(self, keys: Sequence[str], requester: str | None) -> Decided:
         """The decisions of ``keys``, once committed (StateUnwritable if they cannot be)."""
         future = asyncio.get_running_loop().create_future()
         self.waiting.append((keys, requester, future))

@@ -26,6 +26,7 @@ from distgate.serve.app import Limits, Service, create_app
 from distgate.serve.auth import Tokens
 from distgate.serve.batcher import Batcher
 from distgate.serve.metrics import Metrics
+from distgate.serve.render import BatchRenderer
 
 
 @dataclass
@@ -98,6 +99,7 @@ def run(
                 server.should_exit = True
                 return
             service.session = session
+            service.renderer = BatchRenderer(session)
             service.batcher = Batcher(session, metrics)
             if tokens.open:
                 say(
