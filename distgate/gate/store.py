@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS logs (
     done INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS requesters (first INTEGER PRIMARY KEY, names BLOB NOT NULL);
 """
-COMPRESS_FROM = 1024  # rows of a block from which it is compressed
+COMPRESS_FROM = 128  # rows of a block from which it is compressed
 VERSION = "2"  # the layout of the tables (1: one row per request, released and queue tables)
 
 
