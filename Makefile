@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,cluster,docs]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,cluster,docs,serve]'
 	touch $(STAMP)
 
 # The main job on the sample data: the baseline, an assessment of releasing the whole

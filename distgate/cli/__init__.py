@@ -29,6 +29,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("randomize", "randomize", "randomize_command"),
     ("replay", "replay", "replay_command"),
     ("simulate", "simulate", "simulate_command"),
+    ("serve", "serve", "serve_command"),
 ]
 
 
@@ -53,6 +54,10 @@ def _options(
 for _name, _module, _function in COMMANDS:
     _command = getattr(importlib.import_module(f"distgate.cli.{_module}"), _function)
     app.command(_name)(_command)
+
+from distgate.cli.state import state_app  # noqa: E402 (the `state` group after the commands)
+
+app.add_typer(state_app, name="state")
 
 
 class Terminated(BaseException):

@@ -273,6 +273,9 @@ def replay(
             _stop_at_batch_boundaries() as received,
             _Committer(store, log, size, progress) as committer,
         ):
+            from distgate.gate.archive import encoding_of, keep_encoding
+
+            keep_encoding(store.db, encoding_of(inputs.table))  # for distgate state export
             saved = store.gate_state(len(inputs.table.target_labels))
             if saved is not None:
                 gate.restore(saved)

@@ -1,0 +1,161 @@
+"""``distgate serve``: the online gate as an HTTP service over a table and a state file."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from distgate.cli.common import (
+    DEFAULT_ALPHA,
+    DEFAULT_CRITICAL,
+    AlphaOption,
+    CriticalOption,
+    DrawsOption,
+    MetricOption,
+    SeedOption,
+    ThresholdOption,
+    handles_bad_input,
+    joined,
+    metric_setting,
+)
+from distgate.cli.options import TableFlags, bundled
+from distgate.errors import InputError
+
+
+@handles_bad_input
+@bundled(hidden=("weight",))
+def serve_command(
+    table: TableFlags,
+    state: Annotated[
+        str,
+        typer.Option(
+            "--state",
+            metavar="FILE",
+            help="SQLite file of the gate's state (replay's format); created if missing.",
+        ),
+    ],
+    host: Annotated[
+        str, typer.Option("--host", metavar="ADDRESS", help="Address to listen on.")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", metavar="PORT", help="Port to listen on (0: any free one).")
+    ] = 8000,
+    columns: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--columns",
+            metavar="COLUMN",
+            help="Table columns shown with a released record besides its target and "
+            "attribute values; repeat or comma-separate.",
+        ),
+    ] = None,
+    operator_token_file: Annotated[
+        str | None,
+        typer.Option(
+            "--operator-token-file",
+            metavar="FILE",
+            help="File holding the operator's bearer token [env: DISTGATE_OPERATOR_TOKEN].",
+        ),
+    ] = None,
+    requester_tokens: Annotated[
+        str | None,
+        typer.Option(
+            "--requester-tokens",
+            metavar="FILE",
+            help="File of requesters' tokens, one 'NAME TOKEN' a line "
+            "[env: DISTGATE_REQUESTER_TOKENS='NAME=TOKEN,...'].",
+        ),
+    ] = None,
+    max_batch: Annotated[
+        int, typer.Option("--max-batch", metavar="N", help="Keys in one POST at most.")
+    ] = 10_000,
+    max_body: Annotated[
+        int, typer.Option("--max-body", metavar="BYTES", help="Bytes of one request body.")
+    ] = 4 << 20,
+    body_timeout: Annotated[
+        float,
+        typer.Option("--body-timeout", metavar="SECONDS", help="Time to receive one body."),
+    ] = 10.0,
+    no_queue: Annotated[
+        bool, typer.Option("--no-queue", help="Deny unsafe requests instead of queueing them.")
+    ] = False,
+    grace: Annotated[
+        str,
+        typer.Option(
+            "--grace",
+            metavar="POLICY",
+            help="Grace policy: none, releases:K, fraction:F, values:V or accuracy:EPS.",
+        ),
+    ] = "none",
+    metric: MetricOption = None,
+    alpha: AlphaOption = None,
+    critical: CriticalOption = None,
+    seed: SeedOption = None,
+    draws: DrawsOption = 10_000,
+    threshold: ThresholdOption = None,
+) -> None:
+    """Serve the release gate over TABLE: requesters POST keys and get each decision once
+    it is committed to --state; the operator reads the summary and metrics.
+
+    Example: distgate serve soldiers.csv --state gate.db --port 8000
+    """
+    from distgate.data.config import setting
+    from distgate.gate.replay import ReplaySettings
+
+    try:
+        from distgate.serve.app import Limits
+        from distgate.serve.auth import is_loopback, load_tokens
+        from distgate.serve.server import ServeOptions, run
+    except ImportError as exc:
+        raise InputError(
+            f"distgate serve needs its extra packages ({exc.name} is missing): "
+            "pip install 'distgate[serve]'."
+        ) from None
+    settings = table.settings()
+    if table.weight or settings.get("weight"):
+        raise InputError(
+            "serve cannot take a weight column: it decides on one record per request (give "
+            "it a table with one line per record)."
+        )
+    for name, value, low in (("--max-batch", max_batch, 1), ("--max-body", max_body, 64)):
+        if value < low:
+            raise InputError(f"{name} must be at least {low}.")
+    if not 0 < body_timeout <= 3600:
+        raise InputError("--body-timeout must be between 0 and 3600 seconds.")
+    if not 0 <= port <= 65535:
+        raise InputError(f"--port {port} is not a port (0 to 65535).")
+    gate_settings = ReplaySettings(
+        metrics=metric_setting(metric, settings).split(","),
+        alpha=setting(alpha, settings, "alpha", DEFAULT_ALPHA),
+        critical=setting(critical, settings, "critical", DEFAULT_CRITICAL),
+        seed=setting(seed, settings, "seed", 0),
+        draws=draws,
+        threshold=threshold,
+        queue=not no_queue,
+        grace=grace,
+    )
+    tokens = load_tokens(operator_token_file, requester_tokens)
+    if tokens.open and not is_loopback(host):
+        raise InputError(
+            f"Listening on {host}, which is not a loopback address, needs tokens: give "
+            "--operator-token-file and --requester-tokens (or their environment variables)."
+        )
+    shown = [c.strip() for c in joined(columns, "").split(",") if c.strip()]
+
+    def load():
+        from distgate._runtime import await_preload, preload
+        from distgate.cli.replay import _load_compiled_code
+        from distgate.gate.compiled import PRELOAD
+        from distgate.gate.session import GateSession
+
+        preload(PRELOAD, _load_compiled_code)  # while the table and the state are read
+        inputs = table.read(settings, need_keys=True)
+        session = GateSession(inputs, gate_settings, state, columns=shown)
+        await_preload(PRELOAD)  # ready means the first request does not wait for it
+        return session
+
+    limits = Limits(max_batch=max_batch, max_body=max_body, body_timeout=body_timeout)
+    code = run(load, tokens, ServeOptions(host=host, port=port, limits=limits))
+    if code:
+        raise typer.Exit(code)

@@ -1,0 +1,491 @@
+"""An open gate over a table with a durable state: decide batches of keys as they come,
+read a request's status, the releases and the summary. ``distgate serve`` is a thin HTTP
+layer over it; a service of your own can embed it the same way::
+
+    from distgate.data.config import TableOptions
+    from distgate.data.inputs import load_inputs
+    from distgate.gate.replay import ReplaySettings
+    from distgate.gate.session import GateSession
+
+    inputs = load_inputs(TableOptions("soldiers.csv", ("age",), ("location",), "id",
+                                      (("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),)),
+                         need_keys=True)
+    with GateSession(inputs, ReplaySettings(metrics=["cst"]), "gate.db") as session:
+        first = session.decide(["S00017", "nobody"], requester="alice")
+        first[0].decision            # 'released', 'queued', 'duplicate' or 'unknown'
+        session.request(first[0].request)   # its status now (a queued one may leave)
+        session.summary()            # per target, as replay's report
+
+The state file is replay's (:mod:`distgate.gate.store`): a state written here is
+continued by ``replay --state`` and the other way round, and ``distgate state export``
+writes its arrival log in replay's decisions format. A batch's decisions are returned
+only once they are committed to the state (flushed to the disk with ``durable``); the
+records, statuses and releases read here are only ever those of committed batches. If a
+commit fails (a full disk), the gate goes back to the last committed state and
+:class:`StateUnwritable` is raised: nothing of the failed batch was decided.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
+
+from distgate.data.inputs import Inputs
+from distgate.data.values import JOINT_SEPARATOR
+from distgate.errors import InputError
+from distgate.gate.archive import compact_tail, encoding_of, keep_encoding, read_requesters
+from distgate.gate.decisions import DECISION_NAMES, GateStatus
+from distgate.gate.ledger import Ledger
+from distgate.gate.replay import (
+    ReplaySettings,
+    TargetSummary,
+    _settings_record,
+    _summary,
+    make_gate,
+)
+from distgate.gate.store import StateStore, read_history, state_of_history
+
+RETRY_AFTER = 1.0  # seconds without trying to write after a failed commit
+
+
+class StateUnwritable(Exception):
+    """A batch could not be committed to the state file (a full disk, an I/O error): it
+    was not decided. ``reason`` says what the database reported."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Decision(NamedTuple):
+    """One request and where it stands.
+
+    ``decision`` is the word the gate answered when the request arrived (replay's words);
+    ``released_at`` the request index at which its record was released for it (its own
+    for ``released``, a later one for a ``queued`` request whose record left the queue,
+    the earlier release for a ``duplicate``), -1 while it is not. ``statistic`` and
+    ``critical`` decided it (NaN for duplicates, unknown keys and grace releases)."""
+
+    request: int
+    key: str
+    decision: str
+    record: int  # position in the table, -1 for an unknown key
+    released_at: int
+    statistic: float
+    critical: float
+    requester: str | None
+
+    @property
+    def released(self) -> bool:
+        """The record has been released and may be shown to whoever asked for it."""
+        return self.released_at >= 0
+
+
+@dataclass(frozen=True)
+class Decided(Sequence):
+    """A batch's decisions as arrays (one entry per key, in order), read once they were
+    committed; indexing gives :class:`Decision` values. ``released_at`` is as in
+    :class:`Decision`; ``cell`` is each record's target code * |X| + value code (-1 for an
+    unknown key)."""
+
+    first: int
+    keys: list[str]
+    decision: np.ndarray
+    record: np.ndarray
+    released_at: np.ndarray
+    statistic: np.ndarray
+    critical: np.ndarray
+    cell: np.ndarray
+    requester: str | None
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        return Decision(
+            self.first + i,
+            self.keys[i],
+            DECISION_NAMES[int(self.decision[i])],
+            int(self.record[i]),
+            int(self.released_at[i]),
+            float(self.statistic[i]),
+            float(self.critical[i]),
+            self.requester,
+        )
+
+    def part(self, start: int, stop: int, requester: str | None) -> Decided:
+        return Decided(
+            self.first + start,
+            self.keys[start:stop],
+            *(a[start:stop] for a in (self.decision, self.record, self.released_at)),
+            *(a[start:stop] for a in (self.statistic, self.critical, self.cell)),
+            requester,
+        )
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The per-target table of replay's report over every request of the state."""
+
+    targets: list[TargetSummary]
+    requests: int
+    decisions: dict[str, int]
+    status: GateStatus
+    settings: ReplaySettings
+
+    def to_dict(self) -> dict:
+        return {
+            "requests": self.requests,
+            "decisions": self.decisions,
+            "metrics": self.settings.metrics,
+            "alpha": self.settings.alpha,
+            "queue": self.settings.queue,
+            "grace": self.settings.grace,
+            "targets": [t.to_dict() for t in self.targets],
+            "gate": self.status.to_dict(),
+        }
+
+
+class GateSession:
+    """The gate over ``inputs`` (read with ``need_keys=True``) with its state in the SQLite
+    file ``state`` (see the module docstring). ``columns``: table columns shown with a
+    released record besides its target and attribute values. ``durable``: every commit is
+    flushed to the disk before decisions are returned. The state is locked while the
+    session is open (a replay on it is refused, or waits with ``wait``)."""
+
+    def __init__(
+        self,
+        inputs: Inputs,
+        settings: ReplaySettings,
+        state: str,
+        *,
+        columns: Sequence[str] = (),
+        durable: bool = True,
+        wait: bool = False,
+    ) -> None:
+        from distgate.data.key_index import KeyIndex, RowNumbers
+
+        self.inputs, self.settings, self.path = inputs, settings, str(state)
+        table = inputs.table
+        if not hasattr(table, "target_codes") or getattr(table, "weights", None) is not None:
+            raise InputError(
+                "The gate decides on one record per request: give it a table with one line per "
+                "record (no weight column)."
+            )
+        self.gate = make_gate(inputs, settings)
+        keys = table.keys
+        self.index = RowNumbers(table.size) if keys is None else KeyIndex(keys.cast(pa.string()))
+        if self.index.repeated is not None:
+            first, second = self.index.repeated
+            raise InputError(
+                f"The table has the key '{keys[second].as_py()}' twice in column "
+                f"'{inputs.options.id_column}' (lines {first + 2} and {second + 2})."
+            )
+        self.keys = keys
+        self.columns = _record_columns(inputs, columns)
+        self._cells: dict[tuple[int, int], dict] = {}  # a cell's target and attribute values
+        self.store = StateStore(
+            self.path, _settings_record(inputs, settings), wait=wait, durable=durable
+        )
+        try:
+            self._load()
+        except BaseException:
+            self.store.__exit__(None, None, None)
+            raise
+        self._deciding = threading.Lock()  # one batch at a time
+        self._reading = threading.Lock()  # the ledger between two batches
+        self.failed_at: float | None = None  # when the last commit failed (monotonic)
+        self.failure = ""
+        self.commits = 0
+        self.commit_seconds = 0.0  # the last commit's (with its flush to the disk)
+
+    def _load(self) -> None:
+        """Read the state's requests into the ledger (in a thread) while the gate's critical
+        values are prepared (numpy, zstd and the compiled code release the interpreter),
+        then put the gate where the state says."""
+        table = self.inputs.table
+        db = self.store.db
+        keep_encoding(db, encoding_of(table))
+        read: list = []
+        failure: list[BaseException] = []
+
+        def read_state() -> None:
+            try:
+                history = read_history(db)
+                size = 0 if history is None else len(history["record"])
+                codes, names = read_requesters(db, size)
+                read.extend([history, size, Ledger.of_history(history, codes, names, table.size)])
+            except BaseException as exc:  # handed to the opening thread
+                failure.append(exc)
+
+        reader = threading.Thread(target=read_state, name="distgate-read-state", daemon=True)
+        reader.start()
+        try:
+            self.gate.prepare()
+        finally:
+            reader.join()
+        if failure:
+            raise failure[0]
+        history, size, self.ledger = read
+        if size:
+            checked = json.loads(self.store._meta("checked") or "null")
+            self.gate.restore(state_of_history(history, size, checked, len(table.target_labels)))
+
+    # ------------------------------------------------------------------ closing
+    def close(self) -> None:
+        self.store.__exit__(None, None, None)
+
+    def __enter__(self) -> GateSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------- deciding
+    @property
+    def writable(self) -> bool:
+        """False from a failed commit until the next one succeeds."""
+        return self.failed_at is None
+
+    def decide(self, keys: Sequence[str], requester: str | None = None) -> list[Decision]:
+        """Decide requests for ``keys`` in order (one transaction) and return them."""
+        return list(self.decide_groups([(keys, requester)])[0])
+
+    def decide_groups(self, groups: Sequence[tuple[Sequence[str], str | None]]) -> list[Decided]:
+        """Decide several requesters' batches of keys as one batch, in the order given,
+        committed in one transaction (a service's group commit); the decisions per group."""
+        keys = [key for group, _ in groups for key in group]
+        with self._deciding:
+            if self.failed_at is not None and time.monotonic() - self.failed_at < RETRY_AFTER:
+                raise StateUnwritable(self.failure)
+            if not keys:
+                return [self._decided(len(self.ledger), [], who) for _, who in groups]
+            text = pa.array(keys, type=pa.string())
+            records, _ = self.index.lookup(text)
+            sizes = [len(group) for group, _ in groups]
+            codes = np.array([self.ledger.code(who) for _, who in groups], np.int32)
+            owners = np.repeat(codes, sizes)
+            names = None  # who asked, stored only when someone named did
+            if (codes >= 0).any():
+                labels = pa.array(self.ledger.names + [None], type=pa.string())
+                names = pa.DictionaryArray.from_arrays(
+                    pa.array(np.where(owners >= 0, owners, len(self.ledger.names))), labels
+                )
+            checked, next_request = self.gate.checked, self.gate.next_request
+            run = self.gate.run(records)
+            started = time.perf_counter()
+            try:
+                self.store.commit(
+                    None, 0, text, run, self.gate.checked, self.gate.next_request, names
+                )
+            except (sqlite3.Error, OSError) as exc:
+                self._undo(checked, next_request)
+                self.failed_at, self.failure = time.monotonic(), str(exc)
+                raise StateUnwritable(str(exc)) from None
+            self.failed_at = None
+            self.commit_seconds = time.perf_counter() - started
+            with self._reading:
+                self.ledger.add(run, keys, owners)
+            self.commits += 1
+            decided = self._decided(int(run.request[0]), keys, None)
+            self._compact()
+        out, start = [], 0
+        for group, who in groups:
+            out.append(decided.part(start, start + len(group), who))
+            start += len(group)
+        return out
+
+    def _undo(self, checked: np.ndarray, next_request: int) -> None:
+        """Put the gate back in the last committed state (after a failed commit)."""
+        with self._reading:
+            history = self.ledger.history()
+        self.gate.restore(
+            state_of_history(history, next_request, checked.tolist(), self.gate.n_targets)
+        )
+
+    def _compact(self) -> None:
+        try:
+            compact_tail(self.store.db)
+        except sqlite3.Error:
+            pass  # the next commit tries again; the unmerged batches read the same
+
+    # ------------------------------------------------------------------ reading
+    def __len__(self) -> int:
+        return len(self.ledger)
+
+    def _key(self, n: int, record: int) -> str:
+        if record < 0:
+            return self.ledger.unknown_keys[n]
+        if self.keys is None:
+            return str(record)
+        return self.keys[record].as_py()
+
+    def _decision(self, n: int) -> Decision:
+        ledger = self.ledger
+        record = int(ledger.record.data[n])
+        requester = int(ledger.requester.data[n])
+        return Decision(
+            request=n,
+            key=self._key(n, record),
+            decision=DECISION_NAMES[int(ledger.decision.data[n])],
+            record=record,
+            released_at=ledger.effective_released_at(n),
+            statistic=float(ledger.statistic.data[n]),
+            critical=float(ledger.critical.data[n]),
+            requester=None if requester < 0 else ledger.names[requester],
+        )
+
+    def _decided(self, first: int, keys: list[str], requester: str | None) -> Decided:
+        """Requests first, first + 1, ... (whose key text is ``keys``) as they stand (copies
+        of the ledger's arrays: the next batch may grow them)."""
+        ledger = self.ledger
+        part = slice(first, first + len(keys))
+        with self._reading:
+            record = ledger.record.data[part].copy()
+            released_at = ledger.effective_released_at_of(part)
+            decision = ledger.decision.data[part].copy()
+            statistic = ledger.statistic.data[part].copy()
+            critical = ledger.critical.data[part].copy()
+        table = self.inputs.table
+        known = np.maximum(record, 0)
+        cell = table.target_codes[known] * len(table.value_labels) + table.value_codes[known]
+        cell[record < 0] = -1
+        return Decided(
+            first, list(keys), decision, record, released_at, statistic, critical, cell, requester
+        )
+
+    def request(self, n: int) -> Decision | None:
+        """Request n as it stands now (None: no such request)."""
+        with self._reading:
+            if not 0 <= n < len(self.ledger):
+                return None
+            return self._decision(n)
+
+    def releases(
+        self,
+        after: int = -1,
+        requester: str | None = None,
+        *,
+        everyone: bool = False,
+        limit: int = 1000,
+    ) -> list[Decision]:
+        """The requests whose record was released after request index ``after``, in the
+        order of release (at most about ``limit``; the releases at one request index are
+        never split between two pages): ``requester``'s own, or with ``everyone`` all."""
+        with self._reading:
+            code = None if everyone else self.ledger.code_of(requester)
+            if code is None and not everyone:
+                return []
+            _, requests = self.ledger.releases(after, code, limit)
+            return [self._decision(int(n)) for n in requests]
+
+    def record(self, record: int) -> dict[str, str | None]:
+        """The values of a record: its target and attribute values (the values the gate
+        judged: a binned attribute's range) and the ``columns`` asked for."""
+        table = self.inputs.table
+        cell = (int(table.target_codes[record]), int(table.value_codes[record]))
+        shown = self._cells.get(cell)
+        if shown is None:
+            options = self.inputs.options
+            shown = dict(_split(options.targets, table.target_labels[cell[0]]))
+            shown.update(_split(options.attributes, table.value_labels[cell[1]]))
+            self._cells[cell] = shown
+        if not self.columns:
+            return shown  # shared by the records of one cell: not to be changed
+        shown = dict(shown)
+        for name, column in self.columns.items():
+            item = column[record]
+            shown[name] = None if not item.is_valid else str(item.as_py())
+        return shown
+
+    def detail(self, decision: Decision) -> dict:
+        """Target, value, statistic and critical of a request, as in the decisions file."""
+        table = self.inputs.table
+        known = decision.record >= 0
+        return {
+            "target": table.target_labels[table.target_codes[decision.record]] if known else None,
+            "value": table.value_labels[table.value_codes[decision.record]] if known else None,
+            "statistic": decision.statistic,
+            "critical": decision.critical,
+        }
+
+    @property
+    def queued(self) -> int:
+        """Records waiting in the queue (after the last committed batch)."""
+        with self._reading:
+            return int(((self.ledger.enqueued.values) & (self.ledger.released_at.values < 0)).sum())
+
+    def decision_counts(self) -> dict[str, int]:
+        with self._reading:
+            tally = self.ledger.counts()
+        return {name: int(tally[i]) for i, name in enumerate(DECISION_NAMES)}
+
+    def summary(self) -> Summary:
+        """Replay's per-target table over every request of the state, and whether the gate
+        can still release anything."""
+        with self._deciding:  # the gate as the last committed batch left it
+            rows = self.ledger.rows()
+            targets = _summary(rows, 0, self.inputs, self.gate)
+            status = self.gate.status()
+        return Summary(targets, len(rows["record"]), self.decision_counts(), status, self.settings)
+
+
+def _split(columns: Sequence[str], label: str) -> list[tuple[str, str]]:
+    parts = label.split(JOINT_SEPARATOR) if len(columns) > 1 else [label]
+    return list(zip(columns, parts, strict=False))
+
+
+def _record_columns(inputs: Inputs, columns: Sequence[str]) -> dict[str, pa.Array]:
+    """The table's ``columns`` as text, one entry per record (the records the table was
+    encoded with: lines left out for a missing value are left out here too)."""
+    if not columns:
+        return {}
+    from distgate.data.records import handle_missing
+    from distgate.data.tables import display_name, read_columns
+
+    options = inputs.options
+    encoded = list(options.attributes) + list(options.targets)
+    wanted = list(dict.fromkeys([*columns, *encoded]))
+    name = f"table {display_name(options.source)}"
+    read = read_columns(options.source, wanted, fmt=options.text_format, encode=False)
+    read, _ = handle_missing(read, encoded, name, options.missing)
+    if read.num_rows != inputs.table.size:
+        raise InputError(f"The {name} changed while it was being read.")
+    return {c: read.column(c).combine_chunks() for c in columns}
+
+
+def export_decisions(state: str, output: str) -> int:
+    """Write every request of the state file ``state`` in arrival order, in replay's
+    decisions format (:func:`distgate.gate.replay.write_decisions`), to ``output``; returns
+    how many. Reads the state without locking it: a running service or replay may go on."""
+    from distgate.gate.archive import read_state
+    from distgate.gate.replay import ReplayResult, write_decisions
+
+    read = read_state(state)
+    rows = dict(read.rows)
+    rows.pop("enqueued", None)
+    encoding = read.encoding
+    result = ReplayResult(
+        rows,
+        encoding.target_labels,
+        encoding.value_labels,
+        encoding.target_codes,
+        encoding.value_codes,
+        [],
+        0,
+        ReplaySettings(),
+    )
+    write_decisions(result, output)
+    return len(rows["record"])

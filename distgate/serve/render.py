@@ -1,0 +1,91 @@
+"""The JSON of a batch of decisions, made a column at a time.
+
+A requester's view of a decision is ``{"request", "key", "decision"}``, plus
+``"released_at"`` and ``"record"`` once the record is released (:mod:`distgate.serve.app`).
+For a batch of thousands of keys the text is put together with Arrow's string kernels:
+the request numbers and release times are formatted as columns, each key is quoted as a
+JSON string, and a released record's values (its target and attribute values: the same for
+every record of a (target, value) cell) are one JSON fragment per cell, taken by index.
+The text is the same as ``json.dumps`` of the views (tested); with ``--columns`` (values
+per record) the views are made one by one instead.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from distgate.gate.decisions import DECISION_NAMES
+from distgate.gate.session import Decided, GateSession
+
+_ESCAPED = r'["\\\x00-\x1f]'  # what json.dumps writes escaped (ensure_ascii=False)
+_WORDS = pa.array([f',"decision":"{word}"' for word in DECISION_NAMES], type=pa.string())
+
+
+def dumps(document) -> bytes:
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def requester_view(session: GateSession, decision) -> dict:
+    """One decision as a requester sees it."""
+    out = {"request": decision.request, "key": decision.key, "decision": decision.decision}
+    if decision.released:
+        out["released_at"] = decision.released_at
+        out["record"] = session.record(decision.record)
+    return out
+
+
+class BatchRenderer:
+    """Makes the ``{"decisions": [...]}`` text of a batch (see the module docstring)."""
+
+    def __init__(self, session: GateSession) -> None:
+        self.session = session
+        self.fragments: dict[int, str] = {}  # cell -> the JSON of its records' values
+
+    def _fragment(self, cell: int, record: int) -> str:
+        found = self.fragments.get(cell)
+        if found is None:
+            found = self.fragments[cell] = dumps(self.session.record(record)).decode()
+        return found
+
+    def decisions(self, decided: Decided) -> bytes:
+        if self.session.columns or not len(decided):
+            views = [requester_view(self.session, d) for d in decided]
+            return dumps({"decisions": views})
+        n = len(decided)
+        keys = pa.array(decided.keys, type=pa.string())
+        if pc.any(pc.match_substring_regex(keys, _ESCAPED)).as_py():
+            quoted = pa.array([json.dumps(k, ensure_ascii=False) for k in decided.keys])
+        else:
+            quoted = pc.binary_join_element_wise('"', keys, '"', "")
+        requests = pc.cast(pa.array(np.arange(decided.first, decided.first + n)), pa.string())
+        words = _WORDS.take(pa.array(decided.decision.astype(np.int64)))
+        released = decided.released_at >= 0
+        tail = pa.array(np.full(n, "},", dtype=object), type=pa.string())
+        if released.any():
+            cells = np.where(released, decided.cell, -1)
+            unique, first, index = np.unique(
+                cells[released], return_index=True, return_inverse=True
+            )
+            records = decided.record[released][first]
+            fragments = pa.array(
+                [self._fragment(int(c), int(r)) for c, r in zip(unique, records, strict=True)],
+                type=pa.string(),
+            )
+            at = pc.cast(pa.array(decided.released_at[released]), pa.string())
+            shown = pc.binary_join_element_wise(
+                ',"released_at":', at, ',"record":', fragments.take(pa.array(index)), "},", ""
+            )
+            filled = np.full(n, -1)
+            filled[released] = np.arange(int(released.sum()))
+            tail = pc.if_else(pa.array(released), shown.take(pa.array(np.maximum(filled, 0))), tail)
+        rows = pc.binary_join_element_wise(
+            '{"request":', requests, ',"key":', quoted, words, tail, ""
+        )
+        _, offsets, data = rows.buffers()
+        bounds = np.frombuffer(offsets, np.int32, n + 1, rows.offset)
+        body = memoryview(data)[bounds[0] : bounds[-1] - 1]  # the last row's comma dropped
+        return b'{"decisions":[' + bytes(body) + b"]}"

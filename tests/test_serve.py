@@ -1,0 +1,243 @@
+"""``distgate serve`` as a live process on an ephemeral loopback port, with real clients.
+
+One server (tokens for the operator, alice and bob; small limits) answers the tests of
+roles, answer shapes and error paths; the tests of concurrency and of SIGKILL start
+servers of their own."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import httpx
+import pytest
+
+from tests.conftest import SAMPLE
+from tests.serve_helpers import (
+    OPERATOR,
+    SAMPLE_FLAGS,
+    TOKENS,
+    LiveServer,
+    sample_keys,
+    write_tokens,
+)
+
+MAX_BATCH = 2000
+MAX_BODY = 200_000
+BODY_TIMEOUT = 1
+
+
+def auth(token: str) -> dict:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("serve")
+    flags = write_tokens(folder)
+    with LiveServer(
+        str(SAMPLE / "soldiers.csv"),
+        str(folder / "gate.db"),
+        *SAMPLE_FLAGS,
+        "-m",
+        "cst",
+        "--columns",
+        "name",
+        "--max-batch",
+        str(MAX_BATCH),
+        "--max-body",
+        str(MAX_BODY),
+        "--body-timeout",
+        str(BODY_TIMEOUT),
+        *flags,
+    ) as live:
+        url = live.wait_ready()
+        with httpx.Client(base_url=url, timeout=30) as client:
+            # alice asks for the first 1,500 requests of the sample log: releases, queued
+            keys = sample_keys()[:1500]
+            answer = client.post(
+                "/v1/requests",
+                json={"requests": [{"key": k} for k in keys]},
+                headers=auth(TOKENS["alice"]),
+            )
+            assert answer.status_code == 200, answer.text
+            yield live, client, answer.json()["decisions"]
+        assert live.process.poll() is None, "the server died: " + live.stderr()
+        assert live.stop() == 0
+        assert "Traceback" not in live.stderr()
+
+
+def test_answers_carry_a_record_only_once_it_is_released(server):
+    live, client, decisions = server
+    words = {d["decision"] for d in decisions}
+    assert {"released", "queued", "duplicate"} <= words
+    table = {
+        line.split(",")[0]: line.split(",")
+        for line in (SAMPLE / "soldiers.csv").read_text().splitlines()[1:]
+    }
+    for d in decisions:
+        if "record" in d:
+            assert set(d) == {"request", "key", "decision", "released_at", "record"}
+            row = table[d["key"]]
+            assert d["record"]["name"] == row[1] and d["record"]["location"] == row[3]
+            assert set(d["record"]) == {"location", "age", "name"}
+        else:
+            assert set(d) == {"request", "key", "decision"}, d
+            assert d["decision"] in ("queued", "denied", "unknown")
+    # an unknown key, and a repeated request of a queued record (withheld): three fields
+    queued = next(d for d in decisions if d["decision"] == "queued" and "record" not in d)
+    for key in ("no-such-key", queued["key"]):
+        answer = client.post("/v1/requests", json={"key": key}, headers=auth(TOKENS["alice"]))
+        assert answer.status_code == 200
+        assert set(answer.json()) == {"request", "key", "decision"}, answer.json()
+
+
+def test_the_openapi_schema_says_a_withheld_answer_has_three_fields(server):
+    _, client, _ = server
+    schema = client.get("/openapi.json").json()
+    withheld = schema["components"]["schemas"]["Withheld"]
+    assert withheld["additionalProperties"] is False
+    assert sorted(withheld["required"]) == ["decision", "key", "request"]
+    assert set(withheld["properties"]) == {"request", "key", "decision"}
+    released = schema["components"]["schemas"]["Released"]
+    assert released["additionalProperties"] is False
+    assert set(released["required"]) == {"request", "key", "decision", "released_at", "record"}
+    assert schema["paths"]["/v1/requests"]["post"]["requestBody"]
+
+
+def test_tokens_and_roles(server):
+    _, client, decisions = server
+    alice, bob, operator = auth(TOKENS["alice"]), auth(TOKENS["bob"]), auth(OPERATOR)
+    for headers in ({}, auth("not-a-known-token-at-all"), {"Authorization": "Basic abc"}):
+        answer = client.get("/v1/requests/0", headers=headers)
+        assert answer.status_code == 401 and "error" in answer.json()
+        assert answer.headers["www-authenticate"].startswith("Bearer")
+    for path in ("/v1/summary", "/metrics", "/v1/requests/0?detail=1"):
+        answer = client.get(path, headers=alice)
+        assert answer.status_code == 403 and "error" in answer.json(), path
+        assert client.get(path, headers=operator).status_code == 200, path
+    # bob cannot tell alice's request from one that does not exist
+    mine = client.get("/v1/requests/0", headers=alice)
+    assert mine.status_code == 200 and mine.json()["key"] == decisions[0]["key"]
+    others, missing = (client.get(f"/v1/requests/{n}", headers=bob) for n in (0, 10**9))
+    assert others.status_code == missing.status_code == 404
+    assert others.json()["error"].replace("0", "N") == missing.json()["error"].replace(
+        str(10**9), "N"
+    )
+    assert client.get("/v1/releases?after=-1", headers=bob).json()["releases"] == []
+    # the operator sees who asked and the detail of the decisions file
+    detail = client.get("/v1/requests/1?detail=1", headers=operator).json()
+    assert detail["requester"] == "alice"
+    assert {"target", "value", "statistic", "critical"} <= set(detail)
+    assert "distgate_requests_total" in client.get("/metrics", headers=operator).text
+
+
+def test_releases_are_paged_and_a_requester_sees_only_its_own(server):
+    _, client, decisions = server
+    alice = auth(TOKENS["alice"])
+    bob_answer = client.post("/v1/requests", json={"key": "S00001"}, headers=auth(TOKENS["bob"]))
+    assert bob_answer.status_code == 200
+    seen, after = [], -1
+    for _ in range(1000):
+        page = client.get(f"/v1/releases?after={after}&limit=100", headers=alice).json()
+        if not page["releases"]:
+            break
+        seen += page["releases"]
+        after = page["next"]
+    requests = [r["request"] for r in seen]
+    assert len(requests) == len(set(requests))
+    # every release alice was told of (a duplicate's record was released before it was
+    # asked for: no release of its own), and no one else's
+    released = {d["request"] for d in decisions if "record" in d and d["decision"] != "duplicate"}
+    assert released <= set(requests)
+    owner = {d["request"] for d in decisions}
+    assert set(requests) <= owner | {r for r in requests if r >= len(decisions)}
+    assert bob_answer.json()["request"] not in requests
+    assert [r["released_at"] for r in seen] == sorted(r["released_at"] for r in seen)
+    for r in seen[:: max(1, len(seen) // 40)]:
+        now = client.get(f"/v1/requests/{r['request']}", headers=alice).json()
+        assert now["released_at"] == r["released_at"] and now["record"] == r["record"]
+
+
+@pytest.mark.parametrize(
+    "body, status, words",
+    [
+        (b"{not json", 400, "not JSON"),
+        (b'"S00001"', 422, "must be"),
+        (b"[1, 2]", 422, "must be"),
+        (b"{}", 422, "either"),
+        (b'{"key": 17}', 422, "'key' must be a string"),
+        (b'{"key": null}', 422, "'key' must be a string"),
+        (b'{"requests": {"key": "S00001"}}', 422, "must be a list"),
+        (b'{"requests": [{"id": "S00001"}]}', 422, "no 'key'"),
+        (b'{"requests": [{"key": ["S00001"]}]}', 422, "must be a string"),
+        (b'{"key": "S00001", "requests": []}', 422, "either"),
+        (
+            json.dumps({"requests": [{"key": "S1"}] * (MAX_BATCH + 1)}).encode(),
+            413,
+            "batch may hold",
+        ),
+        (json.dumps({"key": "x" * MAX_BODY}).encode(), 413, "over"),
+    ],
+)
+def test_bad_bodies_are_answered_with_a_json_error(server, body, status, words):
+    _, client, _ = server
+    answer = client.post("/v1/requests", content=body, headers=auth(TOKENS["alice"]))
+    assert answer.status_code == status, answer.text
+    assert words in answer.json()["error"]
+
+
+def test_unknown_paths_methods_and_a_chunked_body_over_the_limit(server):
+    _, client, _ = server
+    alice = auth(TOKENS["alice"])
+    answer = client.get("/v2/anything", headers=alice)
+    assert answer.status_code == 404 and answer.json()["error"]
+    answer = client.get("/v1/requests", headers=alice)
+    assert answer.status_code == 405 and answer.json()["error"]
+    answer = client.get("/v1/releases?after=abc", headers=alice)
+    assert answer.status_code == 422 and answer.json()["error"]
+
+    def chunks():  # no Content-Length: the limit is counted as the body arrives
+        for _ in range(MAX_BODY // 1000 + 2):
+            yield b" " * 1000
+
+    answer = client.post("/v1/requests", content=chunks(), headers=alice)
+    assert answer.status_code == 413
+
+
+def _raw(url: str) -> socket.socket:
+    host, port = url.removeprefix("http://").split(":")
+    return socket.create_connection((host, int(port)), timeout=30)
+
+
+def test_a_slow_body_times_out_and_a_client_gone_mid_body_harms_nothing(server):
+    live, client, _ = server
+    head = (
+        "POST /v1/requests HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Authorization: Bearer {TOKENS['alice']}\r\nContent-Length: 100\r\n\r\n"
+    )
+    slow = _raw(live.url)
+    slow.sendall(head.encode() + b'{"key": ')
+    started = time.monotonic()
+    reply = slow.recv(4096).decode()
+    assert reply.startswith("HTTP/1.1 408"), reply
+    assert time.monotonic() - started < BODY_TIMEOUT + 10
+    slow.close()
+    for _ in range(5):  # gone after a part of the body
+        gone = _raw(live.url)
+        gone.sendall(head.encode() + b'{"key": "S0')
+        gone.close()
+    gone = _raw(live.url)  # gone before its answer
+    gone.sendall(head.replace("100", "17").encode() + b'{"key": "S00002"}')
+    gone.close()
+    time.sleep(0.5)
+    assert client.get("/healthz").json() == {"status": "ok"}
+    answer = client.post("/v1/requests", json={"key": "S00003"}, headers=auth(TOKENS["alice"]))
+    assert answer.status_code == 200
+
+
+def test_health_and_the_open_schema_need_no_token(server):
+    _, client, _ = server
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/openapi.json").json()["openapi"].startswith("3.")

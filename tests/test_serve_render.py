@@ -1,0 +1,43 @@
+"""The batch JSON made a column at a time is the text of the views made one by one."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from distgate.data.inputs import load_inputs
+from distgate.gate.replay import ReplaySettings
+from distgate.gate.session import GateSession
+from distgate.serve.render import BatchRenderer, dumps, requester_view
+from tests.conftest import SAMPLE_OPTIONS
+from tests.serve_helpers import sample_keys
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    inputs = load_inputs(SAMPLE_OPTIONS, need_keys=True)
+    state = tmp_path_factory.mktemp("render") / "g.db"
+    with GateSession(inputs, ReplaySettings(metrics=["cst"]), str(state), durable=False) as s:
+        yield s
+
+
+STRANGE = ['a"b', "back\\slash", "new\nline", "tab\t", "é ü 東", "\u2028", "\x7f", "", " "]
+
+
+def test_the_batch_text_is_json_dumps_of_the_views(session):
+    renderer = BatchRenderer(session)
+    keys = sample_keys()
+    for start, stop in ((0, 1500), (1500, 1503), (1503, 3000)):
+        part = keys[start:stop] + STRANGE + keys[:50]  # unknown keys, duplicates
+        decided = session.decide_groups([(part, "alice")])[0]
+        text = renderer.decisions(decided)
+        views = [requester_view(session, d) for d in decided]
+        assert text == dumps({"decisions": views})
+        assert json.loads(text)["decisions"] == views
+    words = {d["decision"] for d in json.loads(text)["decisions"]}
+    assert {"released", "queued", "duplicate", "unknown"} <= words
+    # keys that need no escaping take the fast path, and give the same text
+    decided = session.decide_groups([(keys[3000:4000], "bob")])[0]
+    views = [requester_view(session, d) for d in decided]
+    assert renderer.decisions(decided) == dumps({"decisions": views})
