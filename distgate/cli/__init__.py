@@ -100,8 +100,10 @@ def run(argv: list[str] | None = None) -> int:
             return 0
         context = getattr(exc, "ctx", None)
         command = context.command_path if context is not None else "distgate"
-        message = exc.format_message().rstrip(".")
-        typer.echo(f"distgate: {message} (see '{command} --help').", err=True)
+        from distgate.report.labels import shown  # a value given may hold control characters
+
+        message = shown(exc.format_message().rstrip("."))
+        typer.echo(f"distgate: {message} (see '{shown(command)} --help').", err=True)
         return getattr(exc, "exit_code", 2)
     return code if isinstance(code, int) else 0
 

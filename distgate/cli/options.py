@@ -235,6 +235,15 @@ class OutputFlags:
     quiet: Annotated[
         bool, _option("--quiet", "-q", help="No progress bars or notes on stderr.")
     ] = False
+    spreadsheet_safe: Annotated[
+        bool,
+        _option(
+            "--spreadsheet-safe",
+            help="For csv opened in a spreadsheet (--format csv, replay's decisions file): "
+            "an apostrophe before a text starting with =, +, -, @, tab or CR that is not a "
+            "number, so it is not run as a formula [default: exact text].",
+        ),
+    ] = False
 
     def chosen(self, *, stdout_taken: bool = False) -> Format:
         """The format chosen by ``--format`` and ``--json`` (see

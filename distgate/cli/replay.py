@@ -134,6 +134,7 @@ def replay_command(
                 state=state,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
                 wait=wait,
+                spreadsheet=shown_as.spreadsheet_safe,
             )
         except Interrupted as stop:
             typer.echo(

@@ -30,6 +30,7 @@ import pyarrow.csv as pacsv
 from distgate.data.atomic import atomic_path
 from distgate.data.inputs import Inputs
 from distgate.data.requests import KeyColumn, RequestKeys, read_requests
+from distgate.data.spreadsheet import spreadsheet_array, spreadsheet_cell
 from distgate.data.tables import display_name
 from distgate.gate.core import Gate
 from distgate.gate.decisions import (
@@ -211,6 +212,7 @@ def replay(
     progress: Callable[[int, int], None] | None = None,
     wait: bool = False,
     batch: int = BATCH,
+    spreadsheet: bool = False,
 ) -> ReplayResult:
     """Run the gate over the request log ``requests`` (see the module docstring).
 
@@ -219,7 +221,9 @@ def replay(
     another replay on the same state is refused (or waited for, with ``wait``). SIGINT or
     SIGTERM stops the replay after the batch it is deciding, committed, with
     :class:`Interrupted`. ``progress(done, total)`` is called after every batch of
-    ``batch`` requests (the decisions do not depend on it).
+    ``batch`` requests (the decisions do not depend on it). ``spreadsheet``: the
+    decisions file quotes text a spreadsheet would run as a formula
+    (:mod:`distgate.data.spreadsheet`).
     """
     gate = make_gate(inputs, settings)
     prepared = _in_background(gate.prepare)  # critical-value tables while the log is read
@@ -294,7 +298,7 @@ def replay(
         gate.status(),
     )
     if decisions:
-        write_decisions(result, decisions)
+        write_decisions(result, decisions, spreadsheet=spreadsheet)
     return result
 
 
@@ -461,11 +465,21 @@ def _text_numbers(values: np.ndarray) -> pa.Array:
     return text(encoded.dictionary).take(encoded.indices)
 
 
-def write_decisions(result: ReplayResult, path: str, *, chunk: int = WRITE_CHUNK) -> None:
+def write_decisions(
+    result: ReplayResult, path: str, *, chunk: int = WRITE_CHUNK, spreadsheet: bool = False
+) -> None:
     """The decisions CSV (columns ``request,key,target,value,decision,released_at,
     statistic,critical``), written atomically, ``chunk`` rows at a time: the text of a
     chunk is made, written and dropped, so a long log's output never sits in memory as
-    text (the file is the same whatever the chunk size)."""
+    text (the file is the same whatever the chunk size). Keys and labels are written as
+    they are, or with ``spreadsheet`` with an apostrophe before what a spreadsheet would
+    run as a formula."""
+    if spreadsheet:
+        result = dataclasses.replace(
+            result,
+            target_labels=[spreadsheet_cell(label) for label in result.target_labels],
+            value_labels=[spreadsheet_cell(label) for label in result.value_labels],
+        )
     rows = result.rows
     keys = rows["key"]  # Arrow text, or key text made a slice at a time (RequestKeys)
     if not hasattr(keys, "slice"):
@@ -500,7 +514,9 @@ def write_decisions(result: ReplayResult, path: str, *, chunk: int = WRITE_CHUNK
         waiting: deque = deque()
         for start in range(0, size, chunk):
             stop = min(start + chunk, size)
-            waiting.append(pool.submit(_decision_table, result, keys, start, stop))
+            waiting.append(
+                pool.submit(_decision_table, result, keys, start, stop, spreadsheet)
+            )
             if len(waiting) > WRITE_AHEAD:
                 write(waiting.popleft().result())
         while waiting:
@@ -529,11 +545,15 @@ def needs_quoting(text: pa.Array | pa.ChunkedArray) -> bool:
     return False
 
 
-def _decision_table(result: ReplayResult, keys, start: int, stop: int) -> tuple[pa.Table, bool]:
+def _decision_table(
+    result: ReplayResult, keys, start: int, stop: int, spreadsheet: bool = False
+) -> tuple[pa.Table, bool]:
     """Rows [start, stop) of the decisions file as Arrow columns, and whether one of
     their keys needs CSV quoting."""
     rows = result.rows
     key = keys.slice(start, stop - start).cast(pa.string())
+    if spreadsheet:
+        key = spreadsheet_array(key)
     special = needs_quoting(key)
     record = rows["record"][start:stop]
     known = record >= 0

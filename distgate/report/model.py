@@ -94,6 +94,7 @@ class Report:
     inputs: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
     exit_code: int = 0
+    spreadsheet_safe: bool = False  # csv: text a spreadsheet would run as a formula quoted
 
     def table(self, title: str, columns: Sequence[Column | str], **kw: Any) -> Table:
         cols = [c if isinstance(c, Column) else Column(c) for c in columns]

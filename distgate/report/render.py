@@ -1,6 +1,7 @@
 """Renderers of a :class:`~distgate.report.model.Report`: the terminal (rich), csv and
 markdown. JSON stays each result's own ``to_dict`` (its documented shape); HTML lives in
-:mod:`distgate.report.html`."""
+:mod:`distgate.report.html`. The terminal and markdown show every text through
+:mod:`distgate.report.labels` (control characters escaped); csv keeps the exact text."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 from rich.text import Text as RichText
 
+from distgate.data.spreadsheet import spreadsheet_cell
+from distgate.report.labels import markdown_cell, markdown_line, shown
 from distgate.report.model import BAR, BLOCKED, DIM, SAFE, STRONG, WARN, Report, Table, Text
 
 FORMATS = ("table", "json", "csv", "markdown")
@@ -31,15 +34,15 @@ HEADER_WORD_MAX = 24  # longer header words are folded rather than widen their c
 def rich_text(line: Text) -> RichText:
     out = RichText()
     for text, style in line.parts:
-        out.append(text, style=RICH_STYLES.get(style or "", ""))
+        out.append(shown(text), style=RICH_STYLES.get(style or "", ""))
     return out
 
 
 def _cell_width(table: Table, j: int) -> int:
     """Narrowest width that shows every cell of column j whole: cells never wrap, headers
     wrap at spaces and fold only words longer than HEADER_WORD_MAX."""
-    cells = max((len(row[j].text) for row in table.rows), default=0)
-    words = max((len(w) for w in table.columns[j].name.split()), default=0)
+    cells = max((len(shown(row[j].text)) for row in table.rows), default=0)
+    words = max((len(w) for w in shown(table.columns[j].name).split()), default=0)
     return max(cells, min(words, HEADER_WORD_MAX), 1)
 
 
@@ -122,15 +125,17 @@ def rich_table(table: Table) -> RichTable:
     out = RichTable()
     for j, column in enumerate(table.columns):
         out.add_column(
-            escape(column.name),
+            escape(shown(column.name)),
             justify="right" if column.numeric else "left",
             min_width=_cell_width(table, j),
             overflow="fold",
         )
     for row in table.rows:
-        out.add_row(*(RichText(c.text, style=RICH_STYLES.get(c.style or "", "")) for c in row))
+        out.add_row(
+            *(RichText(shown(c.text), style=RICH_STYLES.get(c.style or "", "")) for c in row)
+        )
     if table.caption:
-        out.caption = escape(table.caption)
+        out.caption = escape(shown(table.caption))
     return out
 
 
@@ -140,7 +145,7 @@ def to_console(report: Report, out: Console) -> None:
         if isinstance(block, Table):
             for part in fit(block, out.width):
                 # the title on a line of its own: as a rich title it wraps to the table's width
-                out.print(RichText(part.title, style="italic"))
+                out.print(RichText(shown(part.title), style="italic"))
                 out.print(rich_table(part))
         elif isinstance(block, Text):
             out.print(rich_text(block))
@@ -156,18 +161,28 @@ def _csv_sections(report: Report) -> Iterator[tuple[str, list[str], list[list]]]
         yield table.title, header, rows
 
 
-def to_csv(report: Report) -> str:
+def to_csv(report: Report, *, spreadsheet: bool | None = None) -> str:
     """Every table as a csv section: a '# title' line, the header, the rows, a blank line.
-    Numbers are written in full; the bar chart column of the terminal is left out."""
+    Numbers are written in full; the bar chart column of the terminal is left out. Text is
+    written exactly as it is (a data file), or with ``spreadsheet`` (default: the report's
+    ``spreadsheet_safe``) with an apostrophe before what a spreadsheet would run as a
+    formula (:func:`~distgate.data.spreadsheet.spreadsheet_cell`)."""
     buffer = io.StringIO(newline="")
     writer = csv.writer(buffer, lineterminator="\n")
+    if spreadsheet is None:
+        spreadsheet = report.spreadsheet_safe
+    cell = spreadsheet_cell if spreadsheet else _as_is
     for n, (title, header, rows) in enumerate(_csv_sections(report)):
         if n:
             buffer.write("\n")
         writer.writerow([f"# {title}"])
-        writer.writerow(header)
-        writer.writerows(rows)
+        writer.writerow([cell(name) for name in header])
+        writer.writerows([cell(value) for value in row] for row in rows)
     return buffer.getvalue()
+
+
+def _as_is(value: object) -> object:
+    return value
 
 
 def parse_csv(text: str) -> dict[str, list[dict[str, str]]]:
@@ -184,12 +199,12 @@ def parse_csv(text: str) -> dict[str, list[dict[str, str]]]:
 
 
 def _md(text: str) -> str:
-    """A table cell: a pipe would end it, a newline the row."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """A table cell: a pipe would end it, a newline the row, markup would format it."""
+    return markdown_cell(text)
 
 
 def _line(text: str) -> str:
-    return text.replace("\n", " ").strip()
+    return markdown_line(text.strip())
 
 
 def to_markdown(report: Report) -> str:
