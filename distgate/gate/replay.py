@@ -514,9 +514,7 @@ def write_decisions(
         waiting: deque = deque()
         for start in range(0, size, chunk):
             stop = min(start + chunk, size)
-            waiting.append(
-                pool.submit(_decision_table, result, keys, start, stop, spreadsheet)
-            )
+            waiting.append(pool.submit(_decision_table, result, keys, start, stop, spreadsheet))
             if len(waiting) > WRITE_AHEAD:
                 write(waiting.popleft().result())
         while waiting:
