@@ -143,6 +143,8 @@ def replay_command(
                 err=True,
             )
             raise typer.Exit(128 + stop.signal) from None
+    for note in [] if shown_as.silent else result.notes:  # a migrated state
+        typer.echo(f"note: {note}", err=True)
     from distgate.report.replay import plot_evolution, replay_report
 
     if plot:

@@ -103,6 +103,7 @@ class ReplayResult:
     settings: ReplaySettings
     resumed: int = 0  # requests of this log found already decided in the state
     status: GateStatus | None = None  # idle requests, frozen queue (after the log)
+    notes: list[str] = field(default_factory=list)  # what opening the state did (a migration)
 
     def counts(self) -> dict[str, int]:
         tally = np.bincount(self.rows["decision"].astype(np.int64), minlength=len(DECISION_NAMES))
@@ -257,10 +258,11 @@ def replay(
         if progress:
             progress(size, size)
     else:
-        from distgate.gate.store import StateStore
+        from distgate.gate.store import StateStore, table_record
 
+        record = _settings_record(inputs, settings)
         with (
-            StateStore(state, _settings_record(inputs, settings), wait=wait) as store,
+            StateStore(state, record, wait=wait, table=table_record(inputs.table)) as store,
             _stop_at_batch_boundaries() as received,
             _Committer(store, log, size, progress) as committer,
         ):
@@ -274,7 +276,7 @@ def replay(
             while done < size:
                 stop = min(done + max(1, batch), size)
                 run = gate.run(records[done:stop])
-                committer.commit(done, stop, run, gate.checked, gate.next_request)
+                committer.commit(done, stop, run, gate.checked, gate.next_request, gate.counts)
                 runs.append(run)
                 done = stop
                 if received and done < size:
@@ -296,6 +298,7 @@ def replay(
         settings,
         resumed,
         gate.status(),
+        notes=store.notes if state is not None else [],
     )
     if decisions:
         write_decisions(result, decisions, spreadsheet=spreadsheet)
@@ -324,19 +327,14 @@ class _Committer:
     def __exit__(self, *exc) -> None:
         self.pool.shutdown(wait=True)
 
-    def commit(self, start: int, stop: int, run, checked: np.ndarray, next_request: int):
-        """Hand over requests [start, stop) decided in ``run``, with the gate's grace flags
-        and request counter after them (values, not views of the gate)."""
+    def commit(self, start: int, stop: int, run, *after):
+        """Hand over requests [start, stop) decided in ``run``, with the gate's grace flags,
+        request counter and counts after them (values, not views of the gate)."""
         self.wait()
-        keys = self.log.keys
+        keys, size = self.log.keys, stop - start  # sliced in the thread: it makes key text
         job = self.pool.submit(
             lambda: self.store.commit(
-                self.log.fingerprint,
-                stop,
-                keys.slice(start, stop - start),
-                run,
-                checked,
-                next_request,
+                self.log.fingerprint, stop, keys.slice(start, size), run, *after
             )
         )
         self.pending = (job, stop)
