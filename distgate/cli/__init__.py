@@ -54,6 +54,12 @@ for _name, _module, _function in COMMANDS:
     _command = getattr(importlib.import_module(f"distgate.cli.{_module}"), _function)
     app.command(_name)(_command)
 
+# (group name, module in distgate.cli holding its Typer app ``app``): commands of their own,
+# as ``distgate state inspect FILE``
+GROUPS: list[tuple[str, str]] = [("state", "state")]
+for _name, _module in GROUPS:
+    app.add_typer(importlib.import_module(f"distgate.cli.{_module}").app, name=_name)
+
 
 class Terminated(BaseException):
     """SIGTERM, raised like Ctrl-C's KeyboardInterrupt so that temporary files go."""

@@ -106,6 +106,15 @@ def _from_ipc(blob: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
 
 
+def decode_block(blob: bytes) -> pa.Table:
+    """A stored Arrow IPC block: a batch's decisions or late releases, the counts."""
+    return _from_ipc(blob)
+
+
+# what decoding a damaged block may raise (pyarrow raises OSError for a bad message)
+DECODE_ERRORS = (pa.ArrowException, OSError, KeyError, IndexError, ValueError, TypeError)
+
+
 @dataclass(frozen=True)
 class TableRecord:
     """What a state records of the table its gate decides on: a fingerprint of the
@@ -139,12 +148,9 @@ def counts_blob(counts: np.ndarray) -> bytes:
     """Released counts C[y, x] as an Arrow IPC block of the non-zero cells (target,
     value, count), the shape in the schema's metadata."""
     y, x = np.nonzero(counts)
-    table = pa.table(
-        {
-            "target": pa.array(y, pa.int32()),
-            "value": pa.array(x, pa.int32()),
-            "count": pa.array(counts[y, x], pa.int64()),
-        },
+    table = pa.Table.from_arrays(  # (pa.table() would look for pandas)
+        [pa.array(y, pa.int32()), pa.array(x, pa.int32()), pa.array(counts[y, x], pa.int64())],
+        names=["target", "value", "count"],
         metadata={"shape": f"{counts.shape[0]},{counts.shape[1]}"},
     )
     return _to_ipc(table)
@@ -349,7 +355,7 @@ class StateStore:
             return read_history(self.db)
         except sqlite3.Error as exc:
             raise sqlite_error(self.path, exc) from None
-        except (pa.ArrowException, OSError, KeyError, IndexError, ValueError) as exc:
+        except DECODE_ERRORS as exc:
             raise InputError(
                 f"State file '{self.path}' is damaged: a stored batch cannot be read "
                 f"({type(exc).__name__}: {exc}); {LEFT_ALONE}: restore it from a copy, or "
@@ -489,7 +495,11 @@ _NUMERIC = {
 
 def read_history(db: sqlite3.Connection) -> dict[str, np.ndarray] | None:
     """Every committed request's row of the state ``db`` (see :meth:`StateStore._history`)."""
-    batches = db.execute("SELECT decisions, late FROM batches ORDER BY first").fetchall()
+    return history_of(db.execute("SELECT decisions, late FROM batches ORDER BY first").fetchall())
+
+
+def history_of(batches: list[tuple[bytes, bytes]]) -> dict[str, np.ndarray] | None:
+    """The rows of stored batches given as (decisions, late) blocks in request order."""
     if not batches:
         return None
     decisions = pa.concat_tables([_from_ipc(blob) for blob, _ in batches])
@@ -507,6 +517,9 @@ def _table_rows(table: TableRecord | None) -> list[tuple[str, str]]:
         return []
     labels = {"targets": table.target_labels, "values": table.value_labels}
     return [("table", table.fingerprint), ("labels", json.dumps(labels))]
+
+
+BATCH_COLUMNS = tuple(_NUMERIC)  # the numeric columns of a stored batch
 
 
 def _empty_rows() -> dict:

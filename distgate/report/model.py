@@ -40,6 +40,7 @@ class Column:
     name: str
     numeric: bool = False
     decorative: bool = False  # a bar chart drawn in text: terminal only
+    wrap: bool = False  # sentences: wrapped at spaces on a terminal rather than widen it
 
 
 @dataclass

@@ -39,9 +39,13 @@ def rich_text(line: Text) -> RichText:
 
 
 def _cell_width(table: Table, j: int) -> int:
-    """Narrowest width that shows every cell of column j whole: cells never wrap, headers
-    wrap at spaces and fold only words longer than HEADER_WORD_MAX."""
-    cells = max((len(shown(row[j].text)) for row in table.rows), default=0)
+    """Narrowest width that shows every cell of column j whole: cells never wrap (but those
+    of a ``wrap`` column, at spaces), headers wrap at spaces and fold only words longer
+    than HEADER_WORD_MAX."""
+    texts = [shown(row[j].text) for row in table.rows]
+    if table.columns[j].wrap:  # a column of sentences wraps at spaces like a header
+        texts = [word for text in texts for word in text.split()]
+    cells = max(map(len, texts), default=0)
     words = max((len(w) for w in shown(table.columns[j].name).split()), default=0)
     return max(cells, min(words, HEADER_WORD_MAX), 1)
 
