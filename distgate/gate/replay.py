@@ -28,9 +28,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from distgate.data.atomic import atomic_path
+from distgate.data.csv_cells import spreadsheet_array, spreadsheet_cell, write_rows
 from distgate.data.inputs import Inputs
 from distgate.data.requests import KeyColumn, RequestKeys, read_requests
-from distgate.data.spreadsheet import spreadsheet_array, spreadsheet_cell
 from distgate.data.tables import display_name
 from distgate.gate.core import Gate
 from distgate.gate.decisions import (
@@ -224,7 +224,7 @@ def replay(
     :class:`Interrupted`. ``progress(done, total)`` is called after every batch of
     ``batch`` requests (the decisions do not depend on it). ``spreadsheet``: the
     decisions file quotes text a spreadsheet would run as a formula
-    (:mod:`distgate.data.spreadsheet`).
+    (:mod:`distgate.data.csv_cells`).
     """
     gate = make_gate(inputs, settings)
     prepared = _in_background(gate.prepare)  # critical-value tables while the log is read
@@ -578,11 +578,9 @@ def _decision_table(
 
 
 def _quoted_csv(table: pa.Table) -> str:
-    import csv
     import io
 
     text = io.StringIO(newline="")
-    writer = csv.writer(text, lineterminator="\n")
     columns = [table.column(c).to_pylist() for c in COLUMNS]
-    writer.writerows(["" if v is None else v for v in row] for row in zip(*columns, strict=True))
+    write_rows(text, (["" if v is None else v for v in row] for row in zip(*columns, strict=True)))
     return text.getvalue()

@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 
 from distgate.errors import InputError
+from distgate.gate import state_file
 from distgate.gate.decisions import DECISION_RULES_VERSION, GateRun, GateState
 from distgate.gate.state_file import (
     APPLICATION_ID,
@@ -219,13 +220,20 @@ class StateStore:
             found.close()
         try:
             # replay commits from a thread of its own, one statement at a time (_Committer)
-            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self.db = sqlite3.connect(
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=state_file.BUSY_WAIT,  # another program's lock: refused after it
+            )
         except sqlite3.Error as exc:
             raise sqlite_error(self.path, exc) from None
         try:
             if found.new:
                 self._create(settings, table)
-            elif found.schema < SCHEMA_VERSION:
+            else:  # read now (the gate needs it first): a damaged batch is a refusal
+                self._history()
+            if found.schema and found.schema < SCHEMA_VERSION:
                 self._migrate(found.schema, table)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")

@@ -16,7 +16,7 @@ characters that draw themselves. A backslash is shown as itself.
 Data files (CSV, JSON, Parquet outputs) keep the exact text: they are read by programs,
 which must get back the label they were given. Only for people who open a CSV output in a
 spreadsheet, ``--spreadsheet-safe`` puts an apostrophe before a text that a spreadsheet
-would run as a formula (:mod:`distgate.data.spreadsheet`).
+would run as a formula (:mod:`distgate.data.csv_cells`).
 
 Only the standard library is imported here: the error handler of every command uses it.
 """

@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 from rich.text import Text as RichText
 
-from distgate.data.spreadsheet import spreadsheet_cell
+from distgate.data.csv_cells import spreadsheet_cell, write_rows
 from distgate.report.labels import markdown_cell, markdown_line, shown
 from distgate.report.model import BAR, BLOCKED, DIM, SAFE, STRONG, WARN, Report, Table, Text
 
@@ -170,18 +170,16 @@ def to_csv(report: Report, *, spreadsheet: bool | None = None) -> str:
     Numbers are written in full; the bar chart column of the terminal is left out. Text is
     written exactly as it is (a data file), or with ``spreadsheet`` (default: the report's
     ``spreadsheet_safe``) with an apostrophe before what a spreadsheet would run as a
-    formula (:func:`~distgate.data.spreadsheet.spreadsheet_cell`)."""
+    formula (:func:`~distgate.data.csv_cells.spreadsheet_cell`)."""
     buffer = io.StringIO(newline="")
-    writer = csv.writer(buffer, lineterminator="\n")
     if spreadsheet is None:
         spreadsheet = report.spreadsheet_safe
     cell = spreadsheet_cell if spreadsheet else _as_is
     for n, (title, header, rows) in enumerate(_csv_sections(report)):
         if n:
             buffer.write("\n")
-        writer.writerow([f"# {title}"])
-        writer.writerow([cell(name) for name in header])
-        writer.writerows([cell(value) for value in row] for row in rows)
+        write_rows(buffer, [[f"# {title}"], [cell(name) for name in header]])
+        write_rows(buffer, ([cell(value) for value in row] for row in rows))
     return buffer.getvalue()
 
 
@@ -193,7 +191,7 @@ def parse_csv(text: str) -> dict[str, list[dict[str, str]]]:
     """Read back what :func:`to_csv` writes: {title: [row as {header: text}]}."""
     sections: dict[str, list[dict[str, str]]] = {}
     for block in text.split("\n\n"):
-        rows = list(csv.reader(io.StringIO(block)))
+        rows = list(csv.reader(io.StringIO(block, newline="")))
         rows = [r for r in rows if r]
         if not rows:
             continue

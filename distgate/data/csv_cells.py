@@ -1,4 +1,9 @@
-"""CSV outputs for people who open them in a spreadsheet (``--spreadsheet-safe``).
+"""CSV cells: written so that any text survives, and, for people who open an output in a
+spreadsheet, safe from formulas (``--spreadsheet-safe``).
+
+:func:`write_rows` writes rows with ``\n`` line ends as the csv module does, and also
+quotes a field that holds a carriage return (the module leaves it bare when lines end in
+``\n``, and every reader takes it for a line break).
 
 distgate's CSV outputs are data files: by default every text is written exactly as it is,
 since a program reading the file must get back the label it was given (and the baseline
@@ -12,8 +17,11 @@ decimal numbers (``-0.5``, ``+3``, ``1e-05``) are left alone, as are all other v
 
 from __future__ import annotations
 
+import csv
+import io
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -23,6 +31,20 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?"
 _NUMBER_RE = re.compile(_NUMBER)
 _STARTS_RE = "^[=+\\-@\t\r]"
+
+
+def write_rows(handle: TextIO, rows: Iterable[list]) -> None:
+    """Write ``rows`` to ``handle`` as CSV lines ending in ``\n``, every field that holds
+    a delimiter, a quote, a line feed or a carriage return quoted."""
+    writer = csv.writer(handle, lineterminator="\n")
+    for row in rows:
+        if any(isinstance(value, str) and "\r" in value for value in row):
+            # a writer whose line end holds \r quotes such a field; its line end is replaced
+            scratch = io.StringIO(newline="")
+            csv.writer(scratch, lineterminator="\r\n").writerow(row)
+            handle.write(scratch.getvalue()[:-2] + "\n")
+        else:
+            writer.writerow(row)
 
 
 def spreadsheet_cell(value: object) -> object:
