@@ -77,7 +77,7 @@ def verify_command(
     table: Annotated[
         str | None,
         typer.Argument(
-            metavar="[TABLE]",
+            metavar="TABLE",
             help="The table the state decides on: also check the state against it (read "
             "with the state's own columns, key and bins).",
         ),
