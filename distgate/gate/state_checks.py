@@ -178,7 +178,7 @@ class FileChecks:
                 rows["released_at"][request] = at
             self.rows = rows
         return (
-            f"{_n(len(self.stored.batches), 'batch', 'batches')} hold requests 0 to "
+            f"{_n(len(self.stored.batches), 'batch holds', 'batches hold')} requests 0 to "
             f"{expected - 1:,}, as the request counter says"
             if expected
             else "no request is stored"
@@ -198,7 +198,8 @@ class FileChecks:
                 f"the logs hold {end} recorded requests, the request counter says "
                 f"{self.next_request}."
             )
-        return f"{_n(len(self.stored.logs), 'log', 'logs')} hold the {end:,} requests in turn"
+        logs = _n(len(self.stored.logs), "log holds", "logs hold")
+        return f"{logs} the {end:,} requests, one after another"
 
     def decisions(self) -> str:
         if not self.rows:
