@@ -146,12 +146,12 @@ def table_fingerprint(target_labels, value_labels, target_codes, value_codes) ->
 
 
 def counts_blob(counts: np.ndarray) -> bytes:
-    """Released counts C[y, x] as an Arrow IPC block of the non-zero cells (target,
-    value, count), the shape in the schema's metadata."""
-    y, x = np.nonzero(counts)
+    """Released counts C[y, x] as an Arrow IPC block: one column of the counts in row
+    order, the shape in the schema's metadata (dense and compressed: half the time of
+    listing the non-zero cells for a million cells)."""
     table = pa.Table.from_arrays(  # (pa.table() would look for pandas)
-        [pa.array(y, pa.int32()), pa.array(x, pa.int32()), pa.array(counts[y, x], pa.int64())],
-        names=["target", "value", "count"],
+        [pa.array(np.ascontiguousarray(counts, dtype=np.int64).ravel())],
+        names=["count"],
         metadata={"shape": f"{counts.shape[0]},{counts.shape[1]}"},
     )
     return _to_ipc(table)
@@ -160,10 +160,7 @@ def counts_blob(counts: np.ndarray) -> bytes:
 def counts_from_blob(blob: bytes) -> np.ndarray:
     table = _from_ipc(blob)
     shape = tuple(int(n) for n in table.schema.metadata[b"shape"].split(b","))
-    counts = np.zeros(shape, dtype=np.int64)
-    y, x = table.column("target").to_numpy(), table.column("value").to_numpy()
-    counts[y, x] = table.column("count").to_numpy()
-    return counts
+    return table.column("count").to_numpy().astype(np.int64).reshape(shape)
 
 
 @dataclass
