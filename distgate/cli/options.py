@@ -273,6 +273,7 @@ OrderOption = _TABLE["order"]
 DelimiterOption = _TABLE["delimiter"]
 EncodingOption = _TABLE["encoding"]
 ConfigOption = _TABLE["config"]
+BaselineOption = _TABLE["baseline"]
 # The default of an OutputFlags parameter (a placeholder: @bundled replaces it by the flags
 # given); the bundle is written last so that its options come last in --help.
 AS_GIVEN = OutputFlags()

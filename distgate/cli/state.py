@@ -14,8 +14,8 @@ import typer
 
 from distgate.cli.common import EXIT_OK, EXIT_UNSAFE, handles_bad_input
 from distgate.cli.options import (
-    _TABLE,
     AS_GIVEN,
+    BaselineOption,
     ConfigOption,
     DelimiterOption,
     EncodingOption,
@@ -41,7 +41,6 @@ app = typer.Typer(
 StateArgument = Annotated[
     str, typer.Argument(metavar="FILE", help="A state file written by replay --state.")
 ]
-BaselineOption = _TABLE["baseline"]
 
 
 @app.command("inspect")
