@@ -1,6 +1,9 @@
 """Make the sample data deterministically: the reference soldiers table (SPEC 9 counts,
 10,000 records with an integer age inside each band) and a shuffled request log over it
-with a few repeated requests.
+with a few repeated requests; for the CI examples, the published baseline (the table's age
+distribution) and two candidate releases of its records: releases/2026-q1.csv follows the
+baseline in every location (safe), releases/2026-q2.csv is a plain random sample, in which
+the headquarters L2 stands out.
 
 Run from anywhere: python sample_data/make_sample_data.py
 """
@@ -57,6 +60,40 @@ def main() -> None:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(["request", "id"])
         writer.writerows((f"R{i:05d}", key) for i, key in enumerate(keys))
+    releases(rows)
+
+
+RELEASE_PER_LOCATION = 120  # records of each location in the balanced release
+SAMPLE_SIZE = 400  # records of the random release
+
+
+def band_of(age: int) -> int:
+    return next(i for i, ((low, high), _) in enumerate(BANDS) if low <= age <= high)
+
+
+def releases(rows: list[tuple[str, str, int, str]]) -> None:
+    """The baseline file and the two candidate releases (their own generator, so that
+    the files above do not change)."""
+    rng = random.Random(20261126)
+    totals = [sum(counts) for _, counts in BANDS]
+    labels = ["<18"] + [f"{low}-{high}" for (low, high), _ in BANDS[1:-1]] + [">=55"]
+    with open(HERE / "baseline.csv", "w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["age", "probability"])
+        writer.writerows((label, total / len(rows)) for label, total in zip(labels, totals))
+    folder = HERE / "releases"
+    folder.mkdir(exist_ok=True)
+    balanced = []
+    for location in LOCATIONS:
+        for band, total in enumerate(totals):
+            pool = [r for r in rows if r[3] == location and band_of(r[2]) == band]
+            balanced += rng.sample(pool, round(RELEASE_PER_LOCATION * total / len(rows)))
+    sample = rng.sample(rows, SAMPLE_SIZE)
+    for name, chosen in (("2026-q1.csv", balanced), ("2026-q2.csv", sample)):
+        with open(folder / name, "w", newline="") as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(["id", "name", "age", "location"])
+            writer.writerows(sorted(chosen))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,13 @@ SAMPLE_OPTIONS = TableOptions(
 )
 
 
+@pytest.fixture(autouse=True)
+def no_job_summary(monkeypatch):
+    """Commands append a markdown summary to $GITHUB_STEP_SUMMARY when it is set (as in a
+    GitHub Actions job, where this suite may run): no test writes to the job's own."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
 @pytest.fixture
 def write_csv(tmp_path):
     """Write rows (first row = header) to a CSV file in tmp_path and return its path."""

@@ -1,11 +1,13 @@
 """--report FILE.html checked in a real headless browser (Chromium): the page the browser
-renders holds every table of the csv output with the JSON's numbers, the verdict, the
-exit code and the plots, and prints to PDF. Chromium is installed from the system
+renders holds every table of the csv files (--csv-dir) with the JSON's numbers, the
+verdict, the exit code and the plots, and prints to PDF. Chromium is installed from the system
 packages when missing; the tests skip only when no browser can be found or installed."""
 
 from __future__ import annotations
 
+import csv
 import fcntl
+import io
 import json
 import os
 import shutil
@@ -16,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from distgate.report.render import parse_csv
 from tests.cli_helpers import run
 from tests.conftest import SAMPLE
 
@@ -117,6 +118,22 @@ class Tables(HTMLParser):
             self._row = None
 
 
+def csv_tables(folder: Path, command: str) -> list[tuple[list[str], int]]:
+    """(header, number of rows) of every csv file --csv-dir wrote for the report's tables
+    (the one table of results, COMMAND.csv, aside), sorted."""
+    found = []
+    for path in folder.glob("*.csv"):
+        if path.name != f"{command}.csv":
+            header, *rows = csv.reader(io.StringIO(path.read_text()))
+            found.append((header, len(rows)))
+    return sorted(found)
+
+
+def html_tables(tables: list[dict]) -> list[tuple[list[str], int]]:
+    """(header, number of rows) of the page's titled tables (the report's), sorted."""
+    return sorted((t["header"], len(t["rows"])) for t in tables if t["caption"])
+
+
 def rendered(browser: str, page: Path) -> Tables:
     dom = headless(browser, "--dump-dom", page.as_uri()).stdout.decode()
     parser = Tables()
@@ -131,12 +148,12 @@ def test_assess_report_in_a_browser_has_every_table_and_the_json_numbers(browser
     args += ["--metric", "kld,mis,cst", "--alpha", "0.05"]
     shown = run(*args, "--report", str(page))
     document = json.loads(run(*args, "--json").stdout)
-    sections = parse_csv(run(*args, "--format", "csv").stdout)
+    assert run(*args, "--csv-dir", str(tmp_path / "csv")).exit_code == 1
     assert shown.exit_code == 1
 
     dom = rendered(browser, page)
-    captions = [t["caption"] for t in dom.tables if t["caption"]]
-    assert captions == list(sections)  # every table of the csv output, in order
+    # every table of the csv files
+    assert html_tables(dom.tables) == csv_tables(tmp_path / "csv", "assess")
     assert dom.ids["exit-code"].strip() == "1"
     assert dom.ids["verdict"].startswith("UNSAFE: releasing 10000 records")
     by_caption = {t["caption"]: t for t in dom.tables}
@@ -200,25 +217,23 @@ PLOTS = {"baseline": 1, "assess": 0, "audit": 0, "randomize": 0, "replay": 1, "s
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
-def test_every_command_reports_every_table_of_its_csv_output(command, tmp_path, monkeypatch):
-    """The HTML file as written (no browser needed): each csv section is a table of the
-    page with the same header and cells, the plots are embedded, the exit code is shown."""
+def test_every_command_reports_every_table_of_its_csv_files(command, tmp_path, monkeypatch):
+    """The HTML file as written (no browser needed): each csv file of --csv-dir but the
+    table of results is a table of the page with the same header and number of rows, the
+    plots are embedded, the exit code is shown."""
     monkeypatch.chdir(SAMPLE)
     log = tmp_path / "requests.csv"
     log.write_text("\n".join((SAMPLE / "requests.csv").read_text().splitlines()[:300]) + "\n")
     args = [str(log) if a == "REQUESTS" else a for a in COMMANDS[command]]
     page = tmp_path / "report.html"
-    written = run(*args, "--report", str(page), "--format", "csv")
+    folder = tmp_path / "csv"
+    written = run(*args, "--report", str(page), "--csv-dir", str(folder), "--format", "csv")
     assert written.exit_code in (0, 1), written.output
-    sections = parse_csv(written.stdout)
+    assert (folder / f"{command}.csv").read_text() == written.stdout  # the table of results
     parser = Tables()
     parser.feed(page.read_text())
-    tables = {t["caption"]: t for t in parser.tables if t["caption"]}
-    assert list(tables) == list(sections)
-    for title, rows in sections.items():
-        table = tables[title]
-        assert len(table["rows"]) == len(rows)
-        assert table["header"] == list(rows[0]) if rows else True
+    assert html_tables(parser.tables) == csv_tables(folder, command)
+    assert len(html_tables(parser.tables)) == len(list(folder.glob("*.csv"))) - 1
     assert parser.ids["exit-code"] == str(written.exit_code)
     assert len(parser.images) == PLOTS[command]
     assert all(src.startswith("data:image/png;base64,") for src in parser.images)

@@ -1,5 +1,6 @@
-"""--format csv|markdown|json|table: the same rows in every format, csv parsed back, wide
-tables readable at 80 columns, and the output options' refusals."""
+"""--format csv|markdown|json|table: the same figures in every format, csv one table that
+parses back to the JSON numbers, markdown one table a reviewer reads, wide tables readable
+at 80 columns, and the output options' refusals."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from distgate.cli import app
-from distgate.report.model import Column, Report
-from distgate.report.render import fit, parse_csv, to_csv, to_markdown
+from distgate.report.model import BLOCKED, Cell, Column, Report
+from distgate.report.render import fit, read_csv, to_csv, to_markdown
 from tests.cli_helpers import assert_bad_input, run
 from tests.conftest import SAMPLE
 
 SOLDIERS = str(SAMPLE / "soldiers.csv")
+FORMATS_PAGE = SAMPLE.parent / "docs" / "output-formats.md"
 CONFIG = ["--config", str(SAMPLE / "distgate.toml")]
 OCCUPATIONS = [
     "Professional_specialty",
@@ -33,27 +35,48 @@ OCCUPATIONS = [
 ]
 
 
-def test_assess_csv_parses_back_to_the_json_numbers():
-    args = ["assess", SOLDIERS, *CONFIG, "--metric", "kld,mis"]
+def documented_columns(command: str) -> list[str]:
+    """The csv columns docs/output-formats.md lists for ``command`` (its table's row)."""
+    for line in FORMATS_PAGE.read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 3 and cells[0] == f"`{command}`":
+            return re.findall(r"`([^`]+)`", cells[2])
+    raise AssertionError(f"{FORMATS_PAGE.name} lists no columns for {command}")
+
+
+def test_assess_csv_is_one_long_table_with_the_json_numbers():
+    args = ["assess", SOLDIERS, *CONFIG, "--metric", "kld,mis,cst"]
     result = run(*args, "--format", "csv")
     assert result.exit_code == 1
-    sections = parse_csv(result.stdout)
+    assert not result.stdout.startswith("#") and "\n\n" not in result.stdout
+    rows = read_csv(result.stdout)
     document = json.loads(run(*args, "--json").stdout)
-    titles = list(sections)
-    assert [t.split(" ")[0] for t in titles] == ["kld", "mis", "Per"]
-    kld = sections[titles[0]]
-    assert [r["target"] for r in kld] == ["L1", "L2", "L3", "L4", "L5"]
-    for row, target in zip(kld, document["metrics"][0]["targets"], strict=True):
+    assert list(rows[0]) == [
+        "metric", "alpha", "target", "count", "statistic", "critical", "decision", "groups",
+        "metric_statistic", "metric_critical", "critical_values", "metric_decision",
+    ]  # fmt: skip
+    listed = documented_columns("assess")  # the page lists the columns every metric has
+    assert list(rows[0]) == listed[:7] + ["groups"] + listed[7:]
+    expected = [(m, t) for m in document["metrics"] for t in m["targets"]]
+    assert [(r["metric"], r["target"]) for r in rows] == [
+        (m["metric"], t["target"]) for m, t in expected
+    ]
+    for row, (metric, target) in zip(rows, expected, strict=True):
         assert float(row["statistic"]) == target["statistic"]  # written in full
-        assert float(row["critical"]) == target["critical"]
         assert int(row["count"]) == target["count"]
-        assert row["decision"] == ("safe" if target["safe"] else "BLOCKED")
-    assert list(sections[titles[1]][0]) == ["target", "count", "D(y)"]
-    kld_row, mis_row = sections["Per metric"]
-    assert kld_row["statistic"] == "" and kld_row["decision"] == "BLOCKED"
-    assert float(mis_row["statistic"]) == document["metrics"][1]["statistic"]  # I
-    assert float(mis_row["critical"]) == document["metrics"][1]["critical"]
-    assert mis_row["critical values"] == document["metrics"][1]["method"]
+        assert float(row["alpha"]) == metric["alpha"] == 0.2
+        assert row["critical_values"] == metric["method"]
+        assert row["metric_decision"] == ("safe" if metric["safe"] else "BLOCKED")
+        if metric["statistic"] is None:  # kld, cst: decided target by target
+            assert float(row["critical"]) == target["critical"]
+            assert row["decision"] == ("safe" if target["safe"] else "BLOCKED")
+            assert row["metric_statistic"] == row["metric_critical"] == ""
+        else:  # mis: one statistic, I against I_c, for the release
+            assert row["critical"] == row["decision"] == ""
+            assert float(row["metric_statistic"]) == metric["statistic"]
+            assert float(row["metric_critical"]) == metric["critical"]
+        assert row["groups"] == (str(target["groups"]) if "groups" in target else "")
+    assert {r["decision"] for r in rows if r["metric"] == "kld"} == {"BLOCKED"}
 
 
 def test_json_flag_is_an_alias_of_format_json():
@@ -65,24 +88,62 @@ def test_json_flag_is_an_alias_of_format_json():
 def test_format_choices_are_listed_in_help_of_every_table_command():
     for command in ("baseline", "assess", "audit", "randomize", "replay", "simulate"):
         text = run(command, "--help").stdout
-        assert "table|json|csv|markdown" in text, command
+        assert "table|json|csv|markdown|junit" in text, command
         assert "--report FILE.html" in text, command
 
 
-def test_markdown_has_a_section_per_table_with_the_terminal_rows():
-    result = run("baseline", SOLDIERS, *CONFIG, "--format", "markdown")
-    assert result.exit_code == 0
-    text = result.stdout
-    headings = re.findall(r"^### (.+)$", text, flags=re.M)
-    assert headings == [
-        "Baseline of age",
-        "Distribution of X within each target, q(x|y)",
-        "Per target",
-    ]
-    assert "| value | L1 | L2 | L3 | L4 | L5 |" in text
-    assert "| L2 | 1299 | 0.358836 | 0.046613 | yes |" in text
-    # the bar chart column is for terminals only
-    assert "█" not in text and "| value | p(x) |" in text
+def test_markdown_is_a_heading_the_verdict_and_one_table_with_blocked_rows_first():
+    result = run("assess", SOLDIERS, *CONFIG, "--metric", "kld,mis", "--alpha", "0.05",
+                 "--format", "markdown")  # fmt: skip
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"### distgate assess {SOLDIERS}"
+    assert "**UNSAFE: releasing 10000 records fails at least one metric.**" in lines
+    assert "- kld at alpha 0.05: L1, L2, L3, L4, L5" in lines
+    assert "- mis at alpha 0.05: whole release" in lines
+    assert sum(line.startswith("|--") or line.startswith("|---") for line in lines) == 1
+    header = next(line for line in lines if line.startswith("| metric"))
+    assert header == (
+        "| metric | alpha | target | count | statistic | critical | decision | metric_statistic "
+        "| metric_critical | critical_values | metric_decision |"
+    )
+    assert (
+        "| kld | 0.05 | L2 | 1299 | 0.358836 | 0.009395 | BLOCKED |  |  | chi-square | BLOCKED |"
+        in lines
+    )
+    mis = "| mis | 0.05 | L2 | 1299 | 0.358836 | - |  | 0.063285 | 0.004448 | chi-square |"
+    assert f"{mis} BLOCKED |" in lines
+
+
+def test_markdown_puts_failing_rows_first_and_drops_empty_columns():
+    report = Report("test")
+    table = report.data_table("t", [Column("name"), Column("value", True), Column("empty")])
+    table.add("a", Cell("1", 1), Cell("", ""))
+    table.add("b", Cell("2", 2, BLOCKED), Cell("", ""))
+    table.add("c", Cell("3", 3), Cell("", ""))
+    report.check("suite", "b", False, "b is 2")
+    text = to_markdown(report)
+    assert "| name | value |\n|---|---:|\n| b | 2 |\n| a | 1 |\n| c | 3 |" in text
+    assert "- suite: b" in text
+    assert "\n... and 1 more rows" in to_markdown(report, max_rows=2)
+
+
+def test_baseline_markdown_and_csv_have_one_row_per_target_and_value():
+    assert documented_columns("baseline") == [
+        "target", "value", "count", "probability", "conditional", "kl", "exposure", "outlier",
+    ]  # fmt: skip
+    text = run("baseline", SOLDIERS, *CONFIG, "--format", "markdown").stdout
+    assert "| L2 | 45-49 | 205 | 0.040000 | 0.157814 | 0.358836 | 0.046613 | yes |" in text
+    assert text.index("| L2 |") < text.index("| L1 |")  # the X-outlier first
+    rows = read_csv(run("baseline", SOLDIERS, *CONFIG, "--format", "csv").stdout)
+    assert len(rows) == 50 and list(rows[0]) == [
+        "target", "value", "count", "probability", "conditional", "kl", "exposure", "outlier",
+    ]  # fmt: skip
+    assert sum(int(r["count"]) for r in rows) == 10000
+    l2 = [r for r in rows if r["target"] == "L2"]
+    assert {r["outlier"] for r in l2} == {"yes"} and float(l2[0]["kl"]) == pytest.approx(
+        0.358836, abs=1e-6
+    )
 
 
 def test_baseline_csv_with_stdout_taken_by_the_baseline_file_is_refused():
@@ -132,32 +193,59 @@ def test_fold_repeats_the_key_column_and_keeps_every_cell():
 
 def test_csv_and_markdown_escape_what_would_break_them():
     report = Report("test")
-    table = report.table('a "title", with commas', ["name", "value"])
+    table = report.data_table('a "title", with commas', ["name", "value"])
     table.add("x|y", 'say "hi", twice')
-    assert parse_csv(to_csv(report)) == {
-        'a "title", with commas': [{"name": "x|y", "value": 'say "hi", twice'}]
-    }
+    assert read_csv(to_csv(report)) == [{"name": "x|y", "value": 'say "hi", twice'}]
     assert "| x\\|y |" in to_markdown(report)
 
 
-@pytest.mark.parametrize("command", ["audit", "randomize"])
-def test_audit_and_randomize_print_csv_sections(command):
-    if command == "audit":
-        args = ["audit", str(SAMPLE / "published_counts.csv"), "--fix"]
-    else:
-        args = ["randomize", str(SAMPLE / "patients.csv"), "--qi", "gender", "--sensitive"]
-        args += ["disease", "--tau", "0.6"]
+@pytest.mark.parametrize("command", ["audit", "randomize", "replay", "simulate"])
+def test_every_command_prints_one_csv_table(command, tmp_path):
+    args = {
+        "audit": ["audit", str(SAMPLE / "published_counts.csv"), "--fix"],
+        "randomize": ["randomize", str(SAMPLE / "patients.csv"), "--qi", "gender", "--sensitive",
+                      "disease", "--tau", "0.6"],
+        "replay": ["replay", SOLDIERS, str(SAMPLE / "requests.csv"), *CONFIG],
+        "simulate": ["simulate", SOLDIERS, *CONFIG, "--metric", "kld,mis", "--alpha", "0.2",
+                     "--sequences", "2", "--requests", "1000", "--draws", "200"],
+    }[command]  # fmt: skip
     result = run(*args, "--format", "csv")
-    sections = parse_csv(result.stdout)
-    assert sections, result.output
-    if command == "audit":
-        assert result.exit_code == 1
-        first = next(iter(sections.values()))
-        assert first[0][""] == "P1" and first[0]["T1"] == "13 [2..16] E"
+    assert result.exit_code == (1 if command == "audit" else 0), result.output
+    assert "#" not in result.stdout and "\n\n" not in result.stdout
+    rows = read_csv(result.stdout)
+    document = json.loads(run(*args, "--json").stdout)
+    header = list(rows[0])
+    if command == "randomize":  # the quasi-identifiers and the sensitive attribute first
+        assert header[-3:] == documented_columns(command)
     else:
-        assert result.exit_code == 0
-        assert "Retention probabilities" in sections
-        assert "gender" not in result.stdout.splitlines()[0]  # no randomized data on stdout
+        assert header == documented_columns(command)
+    if command == "audit":
+        assert list(rows[0]) == ["row", "column", "value", "released", "lower", "upper",
+                                 "disclosures"]  # fmt: skip
+        assert len(rows) == len(document["cells"]) == 20
+        for row, cell in zip(rows, document["cells"], strict=True):
+            assert (row["row"], row["column"]) == (cell["row"], cell["column"])
+            assert (int(row["lower"]), int(row["upper"])) == (cell["lower"], cell["upper"])
+            assert row["disclosures"] == ", ".join(cell["disclosures"])
+        assert rows[0]["disclosures"] == "existence" and rows[0]["value"] == "13"
+    elif command == "randomize":
+        assert list(rows[0]) == ["gender", "disease", "records", "confidence", "risk"]
+        assert [float(r["risk"]) for r in rows] == [r["risk"] for r in document["risk"]]
+        assert "gender" not in result.stdout.splitlines()[1]  # no randomized data on stdout
+    elif command == "replay":
+        assert list(rows[0]) == list(document["targets"][0])
+        for row, target in zip(rows, document["targets"], strict=True):
+            assert {k: float(v) if k != "target" else v for k, v in row.items()} == target
+    else:
+        release = document["release"]
+        assert [(r["metric"], r["target"]) for r in rows] == [
+            (r["metric"], r["target"]) for r in release
+        ]
+        for row, entry in zip(rows, release, strict=True):
+            assert float(row["mean_released"]) == entry["mean_released"]
+            assert float(row["percent"]) == entry["percent"]
+        totals = {s["metric"]: s for s in document["spread"]}
+        assert float(rows[0]["total_mean"]) == totals[rows[0]["metric"]]["mean"]
 
 
 def test_a_narrow_terminal_drops_the_bar_chart_before_folding_numbers():

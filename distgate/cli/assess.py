@@ -130,7 +130,7 @@ def assess_command(
     from distgate.stats.metrics.registry import parse_metrics
 
     chosen = shown_as.chosen()
-    check_outputs([table.table, table.baseline], [shown_as.report])
+    check_outputs([table.table, table.baseline], shown_as.files)
     if output and not fix:
         raise InputError("-o DIR goes with --fix (it names the folder of the repaired release).")
     if budget is not None and budget < 0:
@@ -202,6 +202,6 @@ def assess_command(
                 else {"fix": {**repair.to_dict(), "after": repair.assessment.to_dict()}}
             ),
         },
-        html=shown_as.report,
+        outputs=shown_as,
     )
     raise typer.Exit(code)

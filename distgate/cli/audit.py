@@ -166,7 +166,7 @@ def audit_command(
     from distgate.release.audit import audit, merge_plan
 
     chosen_format = shown_as.chosen()
-    check_outputs([counts, released], [shown_as.report])
+    check_outputs([counts, released], shown_as.files)
     if not (tau > 0) or tau == float("inf"):
         raise InputError(f"--tau must be a positive number; got {tau:g}.")
     chosen = _parse_types(types)
@@ -237,5 +237,5 @@ def audit_command(
 
     shown = audit_report(result)
     describe(shown, context, [counts, released], settings, EXIT_OK if result.safe else EXIT_UNSAFE)
-    show(shown, chosen_format, result.to_dict, html=shown_as.report)
+    show(shown, chosen_format, result.to_dict, outputs=shown_as)
     raise typer.Exit(shown.exit_code)

@@ -13,7 +13,7 @@ from distgate.data.atomic import check_outputs
 
 
 @handles_bad_input
-@bundled(without=("quiet",))
+@bundled(without=("junit",))
 def baseline_command(
     context: typer.Context,
     table: TableFlags,
@@ -34,10 +34,10 @@ def baseline_command(
     from distgate.data.baseline import write_baseline
     from distgate.release.baseline import profile_table
 
-    chosen = shown_as.chosen(stdout_taken=output == "-")
-    check_outputs([table.table, table.baseline], [output, shown_as.report])
+    chosen = shown_as.chosen(stdout_taken=output == "-", judges=False)
+    check_outputs([table.table, table.baseline], [output, *shown_as.files])
     settings = table.settings()
-    inputs = table.read(settings, counts_only=True, quiet=shown_as.json)
+    inputs = table.read(settings, counts_only=True, quiet=shown_as.silent)
     profile = profile_table(inputs.counts, inputs.baseline, inputs.table.target_labels)
     if output:
         write_baseline(output, inputs.baseline)
@@ -54,5 +54,5 @@ def baseline_command(
             "engine": inputs.engine,
         },
         stderr=output == "-",
-        html=shown_as.report,
+        outputs=shown_as,
     )

@@ -14,6 +14,7 @@ import copy
 import dataclasses
 import functools
 import inspect
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -206,8 +207,8 @@ class TableFlags:
 
 @dataclass(frozen=True)
 class OutputFlags:
-    """What stdout shows and where the HTML report goes (every command that prints
-    tables)."""
+    """What stdout shows and which report files are written besides (every command that
+    prints tables; a command that judges nothing is given it without ``--junit``)."""
 
     format: Annotated[
         Format | None,
@@ -215,8 +216,9 @@ class OutputFlags:
             "--format",
             "-f",
             case_sensitive=False,
-            help="What stdout shows: tables for a terminal, one JSON document, or the same "
-            "tables as csv or markdown [default: table].",
+            help="What stdout shows: tables for a terminal, one JSON document, the table of "
+            "results as csv, a markdown summary for a CI comment, or a JUnit XML test report "
+            "[default: table].",
         ),
     ] = None
     json: Annotated[
@@ -232,6 +234,34 @@ class OutputFlags:
             "the exit code.",
         ),
     ] = None
+    junit: Annotated[
+        str | None,
+        _option(
+            "--junit",
+            metavar="FILE.xml",
+            help="Also write a JUnit XML test report: one test case per metric and target "
+            "(per cell, per target of a replay), a failure for each blocked one. The exit "
+            "code stays the same.",
+        ),
+    ] = None
+    summary: Annotated[
+        str | None,
+        _option(
+            "--summary",
+            metavar="FILE.md",
+            help="Append the markdown summary (verdict, failing rows first, one table) to "
+            "FILE [default: $GITHUB_STEP_SUMMARY when set, as in a GitHub Actions job].",
+        ),
+    ] = None
+    csv_dir: Annotated[
+        str | None,
+        _option(
+            "--csv-dir",
+            metavar="DIR",
+            help="Also write every table as a csv file of its own in DIR (created if "
+            "needed): the table of results as COMMAND.csv and each table the terminal shows.",
+        ),
+    ] = None
     quiet: Annotated[
         bool, _option("--quiet", "-q", help="No progress bars or notes on stderr.")
     ] = False
@@ -239,18 +269,48 @@ class OutputFlags:
         bool,
         _option(
             "--spreadsheet-safe",
-            help="For csv opened in a spreadsheet (--format csv, replay's decisions file): "
-            "an apostrophe before a text starting with =, +, -, @, tab or CR that is not a "
-            "number, so it is not run as a formula [default: exact text].",
+            help="For csv opened in a spreadsheet (--format csv, --csv-dir, replay's "
+            "decisions file): an apostrophe before a text starting with =, +, -, @, tab or "
+            "CR that is not a number, so it is not run as a formula [default: exact text].",
         ),
     ] = False
 
-    def chosen(self, *, stdout_taken: bool = False) -> Format:
+    def chosen(self, *, stdout_taken: bool = False, judges: bool = True) -> Format:
         """The format chosen by ``--format`` and ``--json`` (see
-        :func:`distgate.cli.output.output_format`)."""
+        :func:`distgate.cli.output.output_format`), after refusing report files that
+        cannot be written: a JUnit report of a command that ``judges`` nothing, a report
+        file named '-' (standard output is the format's), a --csv-dir that is a file."""
         from distgate.cli.output import output_format
+        from distgate.errors import InputError
 
-        return output_format(self.format, self.json, stdout_taken=stdout_taken)
+        chosen = output_format(self.format, self.json, stdout_taken=stdout_taken)
+        if not judges and (self.junit or chosen == Format.junit):
+            raise InputError(
+                "A JUnit report lists pass/fail checks, and this command makes none here "
+                "(assess, audit, replay and randomize with --tau do)."
+            )
+        for flag, value, instead in (
+            ("--junit", self.junit, "junit"),
+            ("--summary", self.summary, "markdown"),
+        ):
+            if value == "-":
+                raise InputError(
+                    f"{flag} names a file; for standard output use --format {instead}."
+                )
+        if self.csv_dir and os.path.exists(self.csv_dir) and not os.path.isdir(self.csv_dir):
+            raise InputError(f"--csv-dir names a folder, and '{self.csv_dir}' is a file.")
+        return chosen
+
+    @property
+    def summary_file(self) -> str | None:
+        """Where the markdown summary goes: ``--summary``, else the file GitHub Actions
+        names in GITHUB_STEP_SUMMARY (an empty variable counts as unset)."""
+        return self.summary or os.environ.get(SUMMARY_VARIABLE) or None
+
+    @property
+    def files(self) -> list[str | None]:
+        """The report files to write, for the check that none of them is an input."""
+        return [self.report, self.junit, self.summary_file]
 
     @property
     def silent(self) -> bool:
@@ -258,6 +318,7 @@ class OutputFlags:
         return self.quiet or self.json or self.format == Format.json
 
 
+SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"
 BUNDLES = (TableFlags, OutputFlags)
 
 # One option of a bundle, for a command that takes it alone (audit counts a table of

@@ -18,6 +18,7 @@ class Format(StrEnum):
     json = "json"
     csv = "csv"
     markdown = "markdown"
+    junit = "junit"
 
 
 def output_format(format: Format | None, json: bool, *, stdout_taken: bool = False) -> Format:
@@ -70,34 +71,83 @@ def show(
     document: Callable[[], Any] | None = None,
     *,
     stderr: bool = False,
+    outputs=None,
     html: str | None = None,
     silent: bool = False,
 ) -> None:
-    """Print ``report`` in ``format`` (JSON: ``document()``, the result's own shape) and,
-    with ``html``, write the HTML report too, with its exit code. ``silent``: print
-    nothing (the HTML report is still written)."""
+    """Write the report files the output options ask for (``outputs``, the command's
+    :class:`~distgate.cli.options.OutputFlags`: HTML, JUnit, csv folder, markdown summary;
+    or only the HTML report ``html``) and print ``report`` in ``format`` (JSON:
+    ``document()``, the result's own shape). ``silent``: print nothing (the files are still
+    written)."""
     from distgate.cli.common import emit_json
+
+    if outputs is not None:
+        write_outputs(
+            report,
+            html=outputs.report,
+            junit=outputs.junit,
+            csv_dir=outputs.csv_dir,
+            summary=outputs.summary_file,
+        )
+    elif html:
+        write_outputs(report, html=html)
+    if silent:
+        return
+    if format == Format.json:
+        emit_json(document() if document is not None else {})
+        return
+    if format == Format.table:
+        from distgate.report.common import console
+        from distgate.report.render import to_console
+
+        to_console(report, console(stderr=stderr))
+        return
+    if format == Format.csv:
+        from distgate.report.render import to_csv as render
+    elif format == Format.markdown:
+        from distgate.report.render import to_markdown as render
+    else:
+        from distgate.report.junit import to_junit as render
+    sys.stdout.write(render(report))
+    sys.stdout.flush()
+
+
+def write_outputs(
+    report,
+    *,
+    html: str | None = None,
+    junit: str | None = None,
+    csv_dir: str | None = None,
+    summary: str | None = None,
+) -> None:
+    """Write the report's files: the HTML page, the JUnit XML and every csv table (each
+    written whole and renamed into place), and append the markdown summary to
+    ``summary`` (a CI job summary collects what each step appends)."""
+    from distgate.data.atomic import atomic_text
 
     if html:
         from distgate.report.html import write_html
 
         write_html(report, html)
-    if silent:
-        return
-    if format == Format.json:
-        emit_json(document() if document is not None else {})
-    elif format == Format.csv:
-        from distgate.report.render import to_csv
+    if junit:
+        from distgate.report.junit import to_junit
 
-        sys.stdout.write(to_csv(report))
-        sys.stdout.flush()
-    elif format == Format.markdown:
-        from distgate.report.render import to_markdown
+        with atomic_text(junit, newline="\n") as handle:
+            handle.write(to_junit(report))
+    if csv_dir:
+        from pathlib import Path
 
-        sys.stdout.write(to_markdown(report))
-        sys.stdout.flush()
-    else:
-        from distgate.report.common import console
-        from distgate.report.render import to_console
+        from distgate.report.render import csv_files
 
-        to_console(report, console(stderr=stderr))
+        folder = Path(csv_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in csv_files(report).items():
+            with atomic_text(folder / name) as handle:
+                handle.write(text)
+    if summary:
+        from distgate.report.render import job_summary
+
+        text = job_summary(report)
+        with open(summary, "a", encoding="utf-8") as handle:
+            handle.write(text if text.endswith("\n") else text + "\n")

@@ -144,8 +144,9 @@ def randomize_command(
     from distgate.randomize import parse_p, randomize_table, reconstruct_table, write_table
     from distgate.report.randomize import randomize_report, reconstruct_report
 
-    chosen = shown_as.chosen()
-    check_outputs([table, matrix], [output, shown_as.report])
+    # with a tau (or l) to meet, each risk row is a check of a JUnit report
+    chosen = shown_as.chosen(judges=not reconstruct and (tau, l_diversity) != (None, None))
+    check_outputs([table, matrix], [output, *shown_as.files])
     fmt = text_format({}, delimiter, encoding)
     columns = _columns(qi)
     fixed = parse_p(p or [])
@@ -218,7 +219,7 @@ def randomize_command(
     describe(shown, context, [table, matrix], None, code)
     # --quiet with the data on stdout: no tables on stderr, unless tau is out of reach
     silent = chosen == Format.table and to_stdout and shown_as.quiet and code == EXIT_OK
-    show(shown, chosen, document, stderr=to_stdout, html=shown_as.report, silent=silent)
+    show(shown, chosen, document, stderr=to_stdout, outputs=shown_as, silent=silent)
     raise typer.Exit(code)
 
 

@@ -32,7 +32,9 @@ def replay_command(
     requests: Annotated[
         str,
         typer.Argument(
-            metavar="REQUESTS", help="Request log CSV, rows in arrival order ('-' = stdin)."
+            metavar="REQUESTS",
+            help="Request log (any table format: CSV, TSV, Parquet, Excel), rows in arrival order "
+            "('-' = stdin).",
         ),
     ],
     output: Annotated[
@@ -100,7 +102,7 @@ def replay_command(
             "give one of them as a file."
         )
     chosen = shown_as.chosen(stdout_taken=output == "-")
-    check_outputs([table.table, requests, state], [output, plot, shown_as.report])
+    check_outputs([table.table, requests, state], [output, plot, *shown_as.files])
     check_outputs([table.table, requests], [state])
     settings = table.settings()
     if table.weight or settings.get("weight"):
@@ -156,7 +158,7 @@ def replay_command(
         chosen,
         lambda: {**result.to_dict(output, state), "engine": inputs.engine},
         stderr=output == "-",
-        html=shown_as.report,
+        outputs=shown_as,
     )
 
 

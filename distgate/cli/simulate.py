@@ -10,7 +10,6 @@ import typer
 from distgate.cli.common import (
     CriticalOption,
     DrawsOption,
-    SeedOption,
     handles_bad_input,
     joined,
 )
@@ -22,7 +21,7 @@ DEFAULT_ALPHAS = "0.2,0.05"
 
 
 @handles_bad_input
-@bundled()
+@bundled(without=("junit",))
 def simulate_command(
     context: typer.Context,
     table: TableFlags,
@@ -55,7 +54,14 @@ def simulate_command(
             help="Records requested per order [default: every record of the table].",
         ),
     ] = None,
-    seed: SeedOption = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed",
+            metavar="S",
+            help="Seed of the request orders and of the Monte Carlo draws [default: 0].",
+        ),
+    ] = None,
     critical: CriticalOption = None,
     draws: DrawsOption = 10_000,
     grace: Annotated[
@@ -106,9 +112,9 @@ def simulate_command(
     from distgate.stats.critical import check_alpha
     from distgate.stats.metrics.registry import parse_metrics
 
-    chosen = shown_as.chosen()
+    chosen = shown_as.chosen(judges=False)
     report = shown_as.report
-    check_outputs([table.table, table.baseline], [report])
+    check_outputs([table.table, table.baseline], shown_as.files)
     if plots is not None and os.path.exists(plots) and not os.path.isdir(plots):
         raise InputError(f"--plots names a folder for the plots, and '{plots}' is a file.")
     settings = table.settings()
@@ -153,7 +159,7 @@ def simulate_command(
         written = write_plots(result, plots, sample)
     shown = simulation_report(result, sample, written)
     describe(shown, context, [table.table, table.baseline], settings)
-    show(shown, chosen, lambda: {**result.to_dict(), "engine": inputs.engine}, html=report)
+    show(shown, chosen, lambda: {**result.to_dict(), "engine": inputs.engine}, outputs=shown_as)
     if chosen == "table":
         for path in written:
             typer.echo(f"wrote {path}", err=True)

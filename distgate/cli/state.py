@@ -45,7 +45,7 @@ StateArgument = Annotated[
 
 @app.command("inspect")
 @handles_bad_input
-@bundled(without=("quiet", "spreadsheet_safe"))
+@bundled(without=("quiet", "junit"))
 def inspect_command(
     context: typer.Context, state: StateArgument, shown_as: OutputFlags = AS_GIVEN
 ) -> None:
@@ -59,17 +59,17 @@ def inspect_command(
     from distgate.gate.inspect import inspect_state
     from distgate.report.state import inspect_report
 
-    chosen = shown_as.chosen()
-    check_outputs([state], [shown_as.report])
+    chosen = shown_as.chosen(judges=False)
+    check_outputs([state], shown_as.files)
     summary = inspect_state(state)
     shown = inspect_report(summary)
     describe(shown, context, [state])
-    show(shown, chosen, summary.to_dict, html=shown_as.report)
+    show(shown, chosen, summary.to_dict, outputs=shown_as)
 
 
 @app.command("verify")
 @handles_bad_input
-@bundled(without=("quiet", "spreadsheet_safe"))
+@bundled(without=("quiet",))
 def verify_command(
     context: typer.Context,
     state: StateArgument,
@@ -107,7 +107,7 @@ def verify_command(
     from distgate.report.state import verify_report
 
     chosen = shown_as.chosen()
-    check_outputs([state, table, baseline], [shown_as.report])
+    check_outputs([state, table, baseline], shown_as.files)
     settings = load_config(config)
     inputs = None
     if table is not None:
@@ -130,5 +130,5 @@ def verify_command(
     code = EXIT_OK if result.verified else EXIT_UNSAFE
     shown = verify_report(result)
     describe(shown, context, [state, table, baseline], settings, code)
-    show(shown, chosen, result.to_dict, html=shown_as.report)
+    show(shown, chosen, result.to_dict, outputs=shown_as)
     raise typer.Exit(code)

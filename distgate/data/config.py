@@ -168,7 +168,13 @@ def load_config(path: str | None = None) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class TableOptions:
-    """Which columns of a table make the key, the attribute X and the target Y."""
+    """Which table to read and how: the file, which columns make the key, the attribute X
+    and the target Y, and how their values are read.
+
+    ``source``: the table's path (or ``-``); ``attributes``/``targets``: the X and Y
+    columns (several make one joint value); ``id_column``: the record key (None: the row
+    number); ``bins``: (column, edges) pairs cutting numeric columns into ranges;
+    ``baseline``: a baseline file (None: the table's own X distribution)."""
 
     source: str
     attributes: tuple[str, ...]

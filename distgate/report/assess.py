@@ -1,6 +1,10 @@
 """The report of ``distgate assess``: one table per metric (safe/BLOCKED per target, with
 the columns the metric's record names), the classic models' failing classes, and a table
-of every metric's own verdict."""
+of every metric's own verdict.
+
+For pipelines, the same figures as one long table (one row per metric and target, with how
+the metric decided as a whole) and one check per metric and target (per global metric:
+one for the whole release)."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from distgate.report.model import (
     Cell,
     Column,
     Report,
+    Table,
     count,
     num,
     verdict_cell,
@@ -24,15 +29,32 @@ def _bound(value: float) -> Cell:
     return Cell(f"{value:g}", value) if value == value else Cell("-", "")
 
 
-def _cell(r: MetricResult, column: MetricColumn, i: int) -> Cell:
-    value = r.column(column.field)[i]
+SAFE_CELL, BLOCKED_CELL, EMPTY = verdict_cell(True), verdict_cell(False), Cell("", "")
+
+
+def _cells(r: MetricResult, column: MetricColumn) -> list[Cell]:
+    """One column of a metric's table, a cell per target (formatted from Python numbers:
+    a table of 100,000 targets is built in a blink)."""
+    values = r.column(column.field).tolist()
     if column.field == "target_safe":
-        return verdict_cell(bool(value))
+        return [SAFE_CELL if v else BLOCKED_CELL for v in values]
     if column.field == "groups":
-        return count(value)
-    if column.whole:
-        return _bound(float(value))
-    return num(float(value))
+        return [count(v) for v in values]
+    return [(_bound if column.whole else num)(float(v)) for v in values]
+
+
+class _Columns:
+    """The cells of one metric's per-target figures, made once for both its table and
+    the long table."""
+
+    def __init__(self, r: MetricResult) -> None:
+        self.r = r
+        self.cells = {c.field: _cells(r, c) for c in r.record.columns}
+
+    def get(self, field: str) -> list[Cell]:
+        if field not in self.cells:  # a figure its table does not show (a global critical)
+            self.cells[field] = _cells(self.r, MetricColumn(field, field))
+        return self.cells[field]
 
 
 def _whole(r: MetricResult) -> bool:
@@ -59,20 +81,137 @@ def _classic_summary(report: Report, assessment: Assessment, r: MetricResult) ->
     report.text(f"  {method}failing classes: {', '.join(failing) if failing else 'none'}")
 
 
+# the per-target figures every metric has; the long table adds the others a metric's record
+# names (cst's groups, ldiv's distinct and entropy l) after them
+_SHARED = ("statistic", "critical", "target_safe")
+
+
+def long_columns(assessment: Assessment) -> list[str]:
+    """The long table's columns: fixed ones, then each further per-target figure a chosen
+    metric reports (by its field name), then how each metric decided as a whole."""
+    extra = [
+        c.field for r in assessment.results for c in r.record.columns if c.field not in _SHARED
+    ]
+    return (
+        ["metric", "alpha", "target", "count", "statistic", "critical", "decision"]
+        + list(dict.fromkeys(extra))
+        + ["metric_statistic", "metric_critical", "critical_values", "metric_decision"]
+    )
+
+
+def long_rows(
+    assessment: Assessment, columns: list[str], made: list[_Columns] | None = None
+) -> list[list[Cell]]:
+    """One row per (metric, target) of the long table with ``columns``; ``made``: the
+    metrics' cells when the per-metric tables have made them already."""
+    made = made or [_Columns(r) for r in assessment.results]
+    targets = [Cell(t) for t in assessment.target_labels]
+    counts = [count(n) for n in assessment.sizes.tolist()]
+    n = len(targets)
+    rows: list[list[Cell]] = []
+    for r, cells in zip(assessment.results, made, strict=True):
+        single = r.global_statistic is not None
+        show = _bound if _whole(r) else num
+        whole = {
+            "metric": Cell(r.metric),
+            "alpha": Cell(f"{r.alpha:g}", r.alpha),
+            "metric_statistic": show(float(r.global_statistic)) if single else EMPTY,
+            "metric_critical": show(float(r.global_critical)) if single else EMPTY,
+            "critical_values": Cell(r.method),
+            "metric_decision": verdict_cell(bool(r.safe)),
+        }
+        decisions = cells.get("target_safe")
+        if single and not r.record.lists_failing:
+            # a global metric decides on the release: its targets have no decision of
+            # their own, unless one holds a value the baseline rules out
+            decisions = [EMPTY if c is SAFE_CELL else c for c in decisions]
+        by_name = {"target": targets, "count": counts, "decision": decisions}
+        table = []
+        for name in columns:
+            if name in whole:
+                table.append([whole[name]] * n)
+            elif name in by_name:
+                table.append(by_name[name])
+            elif name in cells.cells or name in ("statistic", "critical"):
+                table.append(cells.get(name))
+            else:  # a figure another metric reports
+                table.append([EMPTY] * n)
+        rows += [list(row) for row in zip(*table, strict=True)]
+    return rows
+
+
+def long_table(assessment: Assessment, made: list[_Columns] | None = None) -> Table:
+    """The long table of an assessment: a row per metric and target."""
+    columns = long_columns(assessment)
+    table = Table("assess: one row per metric and target", [Column(c) for c in columns])
+    table.rows = long_rows(assessment, columns, made)
+    return table
+
+
+def _figure(value: float) -> str:
+    if value != value:
+        return "none"
+    return "inf" if value == float("inf") else f"{value:.6g}"
+
+
+def _label(r: MetricResult) -> str:
+    """What the metric's statistic is called in its table (statistic, E(y), class size)."""
+    return next((c.label for c in r.record.columns if c.field == "statistic"), "statistic")
+
+
+def add_checks(report: Report, assessment: Assessment, prefix: str = "") -> None:
+    """One check per (metric, target); a global metric (one statistic for the release)
+    has one check for the whole release. The message gives the statistic, the critical
+    value and alpha."""
+    for r in assessment.results:
+        suite = f"{prefix}{r.metric} at alpha {r.alpha:g}"
+        key = f"{prefix.split(':')[0].replace(' ', '_')}.{r.metric}" if prefix else r.metric
+        how = f"alpha {r.alpha:g}, {r.method}"
+        if r.global_statistic is not None and not r.record.lists_failing:
+            symbol = r.record.summary or "statistic"
+            message = (
+                f"{symbol} = {_figure(float(r.global_statistic))} for the release, critical "
+                f"value {_figure(float(r.global_critical))} ({how})"
+            )
+            ruled_out = [t for i, t in enumerate(assessment.target_labels) if not r.target_safe[i]]
+            if ruled_out:
+                message += f"; a released value the baseline rules out: {', '.join(ruled_out)}"
+            report.check(suite, "whole release", bool(r.safe), message, key)
+            continue
+        label = _label(r)
+        figures = zip(
+            assessment.target_labels,
+            r.statistic.tolist(),
+            r.critical.tolist(),
+            r.target_safe.tolist(),
+            assessment.sizes.tolist(),
+            strict=True,
+        )
+        for target, statistic, critical, safe, size in figures:
+            message = (
+                f"{target}: {label} {_figure(statistic)}, critical value "
+                f"{_figure(critical)} ({how}), {size:.0f} records"
+            )
+            report.check(suite, target, safe, message, key)
+
+
 def assessment_report(assessment: Assessment) -> Report:
     report = Report("assess")
-    for r in assessment.results:
+    made = [_Columns(r) for r in assessment.results]
+    report.data = lambda: long_table(assessment, made)
+    report.defer_checks(lambda: add_checks(report, assessment))
+    targets = [Cell(t) for t in assessment.target_labels]
+    counts = [count(n) for n in assessment.sizes.tolist()]
+    for r, cells in zip(assessment.results, made, strict=True):
         record = r.record
         columns = [Column("target"), Column("count", True)] + [
             Column(c.label, c.field != "target_safe") for c in record.columns
         ]
-        table = report.table(f"{r.metric} at alpha {r.alpha:g}: {record.description}", columns)
-        for i, target in enumerate(assessment.target_labels):
-            table.add(
-                target,
-                count(assessment.sizes[i]),
-                *(_cell(r, column, i) for column in record.columns),
-            )
+        table = report.table(
+            f"{r.metric} at alpha {r.alpha:g}: {record.description}", columns, name=r.metric
+        )
+        figures = [cells.get(c.field) for c in record.columns]
+        table.rows = [list(row) for row in zip(targets, counts, *figures, strict=True)]
         if record.lists_failing:
             _classic_summary(report, assessment, r)
         report.text("")
@@ -86,6 +225,7 @@ def assessment_report(assessment: Assessment) -> Report:
             Column("critical values"),
             Column("decision"),
         ],
+        name="per-metric",
     )
     for r in assessment.results:
         # global metrics and the classic models have one statistic for the table (I, Q,

@@ -1,11 +1,12 @@
 """Presentation of ``distgate baseline``: a bar chart of p(x), the conditional
-distributions, D(y), E(y) and the X-outliers."""
+distributions, D(y), E(y) and the X-outliers. For pipelines: one row per target and value
+of X."""
 
 from __future__ import annotations
 
 from distgate.data.baseline import Baseline
 from distgate.release.baseline import TableProfile
-from distgate.report.model import BAR, BLOCKED, Cell, Column, Report, count, num
+from distgate.report.model import BAR, BLOCKED, Cell, Column, Report, Table, count, num
 
 BAR_WIDTH = 40
 
@@ -40,13 +41,46 @@ def _bar(value: float, scale: float) -> str:
     return "█" * full + ("▌" if cells - full >= 0.5 else "")
 
 
+def _outlier(outlier: bool) -> Cell:
+    return Cell("yes", style=BLOCKED) if outlier else Cell("no")
+
+
+def long_table(baseline: Baseline, profile: TableProfile) -> Table:
+    """One row per (target, value): the count C[y, x], p(x), q(x|y), and the target's
+    D(y), E(y) and whether it is an X-outlier (repeated on each of its rows)."""
+    names = ["target", "value", "count", "probability", "conditional", "kl", "exposure"]
+    data = Table("baseline: one row per target and value", [Column(n) for n in names])
+    data.columns.append(Column("outlier"))
+    values = [Cell(label) for label in baseline.labels]
+    probabilities = [num(p) for p in baseline.probabilities.tolist()]
+    outliers = set(profile.outliers)
+    figures = zip(
+        profile.target_labels,
+        profile.counts.tolist(),
+        profile.conditional.tolist(),
+        profile.kl.tolist(),
+        profile.exposure.tolist(),
+        strict=True,
+    )
+    for target, counts, conditional, kl, exposure in figures:
+        # the target's own cells, shared by its rows (cells are never changed once made)
+        own = (Cell(target), num(kl), num(exposure), _outlier(target in outliers))
+        data.rows += [
+            [own[0], value, count(c), p, num(q), *own[1:]]
+            for value, c, p, q in zip(values, counts, probabilities, conditional, strict=True)
+        ]
+    return data
+
+
 def baseline_report(baseline: Baseline, profile: TableProfile, written: str | None) -> Report:
     """p(x) with a bar chart, q(x|y) per target, D(y), E(y) and the X-outliers."""
     report = Report("baseline")
+    report.data = lambda: long_table(baseline, profile)
     top = float(baseline.probabilities.max())
     chart = report.table(
         f"Baseline of {' | '.join(baseline.attributes)}",
         [Column("value"), Column("p(x)", True), Column("", decorative=True)],
+        name="distribution",
     )
     for label, prob in zip(baseline.labels, baseline.probabilities, strict=True):
         chart.add(label, num(float(prob), 4), Cell(_bar(float(prob), top), style=BAR))
@@ -55,12 +89,11 @@ def baseline_report(baseline: Baseline, profile: TableProfile, written: str | No
         "Distribution of X within each target, q(x|y)",
         [Column("value")] + [Column(label, True) for label in profile.target_labels],
         across="target",
+        name="conditional",
     )
-    for j, value in enumerate(baseline.labels):
-        cond.add(
-            value,
-            *(num(float(profile.conditional[i, j]), 4) for i in range(len(profile.target_labels))),
-        )
+    by_value = profile.conditional.T.tolist()  # formatted from Python numbers: fast
+    for value, row in zip(baseline.labels, by_value, strict=True):
+        cond.rows.append([Cell(value), *(num(q, 4) for q in row)])
 
     summary = report.table(
         "Per target",
@@ -71,16 +104,18 @@ def baseline_report(baseline: Baseline, profile: TableProfile, written: str | No
             Column("E(y)", True),
             Column("X-outlier"),
         ],
+        name="per-target",
     )
-    for i, label in enumerate(profile.target_labels):
-        outlier = label in profile.outliers
-        summary.add(
-            label,
-            count(profile.counts[i].sum()),
-            num(float(profile.kl[i])),
-            num(float(profile.exposure[i])),
-            Cell("yes", style=BLOCKED) if outlier else Cell("no"),
-        )
+    outliers = set(profile.outliers)
+    figures = zip(
+        profile.target_labels,
+        profile.counts.sum(axis=1).tolist(),
+        profile.kl.tolist(),
+        profile.exposure.tolist(),
+        strict=True,
+    )
+    for label, size, kl, exposure in figures:
+        summary.add(label, count(size), num(kl), num(exposure), _outlier(label in outliers))
     report.text(
         f"I = {profile.mutual_information:.6f}, sigma_D = {profile.kl_std:.6f}; X-outliers "
         f"(D(y) > I + sigma_D): {', '.join(profile.outliers) or 'none'}"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from distgate.release.assess import Assessment
 from distgate.release.fix import FixPlan
-from distgate.report.assess import assessment_report
-from distgate.report.model import BLOCKED, SAFE, Report
+from distgate.report.assess import add_checks, assessment_report, long_columns, long_rows
+from distgate.report.model import BLOCKED, SAFE, Cell, Column, Report, Table
 
 
 def _how(plan: FixPlan) -> str:
@@ -18,9 +18,27 @@ def _how(plan: FixPlan) -> str:
     return "greedy heuristic: not proven to use the fewest merges"
 
 
+def _long_table(original: Assessment, plan: FixPlan) -> Table:
+    """The long table of assess with a first column ``release``: ``given`` rows, then
+    (when a repair was searched for) ``repaired`` rows."""
+    columns = long_columns(original)
+    table = Table(
+        "assess --fix: one row per release, metric and target",
+        [Column(c) for c in ["release", *columns]],
+    )
+    table.rows = [[Cell("given"), *row] for row in long_rows(original, columns)]
+    if not plan.was_safe:
+        repaired = long_rows(plan.assessment, columns)
+        table.rows += [[Cell("repaired"), *row] for row in repaired]
+    return table
+
+
 def fix_report(original: Assessment, plan: FixPlan, written: list[str] | None = None) -> Report:
-    """The release as given, then (when it is unsafe) the plan and the repaired release."""
+    """The release as given, then (when it is unsafe) the plan and the repaired release.
+    Its checks are those of the release it ends with: as given when it was safe, else the
+    repair plan's and the repaired release's (so that they agree with the exit code)."""
     report = assessment_report(original)
+    report.data = lambda: _long_table(original, plan)
     if plan.was_safe:
         for path in written or []:
             report.text(f"Wrote {path}")
@@ -35,6 +53,7 @@ def fix_report(original: Assessment, plan: FixPlan, written: list[str] | None = 
         f"Repair plan: {plan.merges} merge{'' if plan.merges == 1 else 's'} ({_how(plan)}; "
         f"{plan.evaluated} plans re-assessed)",
         ["merge", "of", "into"],
+        name="repair-plan",
     )
     for values, label in plan.value_merges():
         table.add("values", " + ".join(values), label)
@@ -45,7 +64,22 @@ def fix_report(original: Assessment, plan: FixPlan, written: list[str] | None = 
     for block in after.blocks:
         if hasattr(block, "title"):
             block.title = f"Repaired release: {block.title}"
+        if isinstance(block, Table):
+            block.name = f"repaired-{block.name}"
         report.blocks.append(block)
+    merged = ", ".join(
+        [f"{' + '.join(values)} -> {label}" for values, label in plan.value_merges()]
+        + [f"{' + '.join(targets)} -> {label}" for targets, label in plan.target_merges()]
+    )
+    report.checks = []
+    report.check(
+        "repair",
+        "repair plan",
+        plan.found,
+        f"{plan.merges} merge{'' if plan.merges == 1 else 's'} ({_how(plan)}): {merged or 'none'}",
+        "repair",
+    )
+    report.defer_checks(lambda: add_checks(report, plan.assessment, "repaired release: "))
     for path in written or []:
         report.text(f"Wrote {path}")
     if plan.found:

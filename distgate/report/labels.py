@@ -26,10 +26,14 @@ from __future__ import annotations
 import re
 
 # what markdown would read as markup, each escaped with a backslash (CommonMark lets a
-# backslash escape any ASCII punctuation): the backslash itself, code, emphasis, links and
-# images, strikethrough, math (on GitHub), an HTML tag or comment (``<`` before a letter,
-# ``/``, ``!`` or ``?``; ``<18`` stays as it is) and an entity (``&amp;``, ``&#65;``)
-_MARKUP = r"[\\`*_\[\]~$]|<(?=[A-Za-z/!?])|&(?=#|[A-Za-z][A-Za-z0-9]*;)"
+# backslash escape any ASCII punctuation): the backslash itself, code, emphasis (an
+# underscore only at a word's edge: sample_data stays), links and images, strikethrough,
+# math (on GitHub), an HTML tag or comment (``<`` before a letter, ``/``, ``!`` or ``?``;
+# ``<18`` stays as it is) and an entity (``&amp;``, ``&#65;``)
+_MARKUP = (
+    r"[\\`*\[\]~$]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])"  # (inside a word, _ is no markup)
+    r"|<(?=[A-Za-z/!?])|&(?=#|[A-Za-z][A-Za-z0-9]*;)"
+)
 _MARKDOWN_LINE = re.compile(_MARKUP)
 _MARKDOWN_CELL = re.compile(_MARKUP + r"|\|")  # in a table, | would end the cell
 

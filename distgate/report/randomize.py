@@ -1,18 +1,61 @@
 """The report of ``distgate randomize``: the chosen retention probabilities, the verdict
-against tau, the error and utility figures and the risk table (worst first)."""
+against tau, the error and utility figures and the risk table (worst first). For
+pipelines: the risk table is the one table, and with tau each of its rows is a check."""
 
 from __future__ import annotations
 
-from distgate.report.model import Column, Report, count, num, verdict_part
+from distgate.report.model import BLOCKED, Cell, Column, Report, count, num, verdict_part
 
 
-def _risk_table(report: Report, rows, qi: list[str], sensitive: str, title: str) -> None:
+def _risk_data(report: Report, rows, qi: list[str], sensitive: str, tau: float | None) -> None:
+    """The risk rows as the one table: QI values, the sensitive value, records, the
+    confidence pi(u|alpha) and the risk (marked when above tau)."""
+    data = report.data_table(
+        f"{report.command}: one row per QI combination and sensitive value",
+        [*qi, sensitive, "records", "confidence", "risk"],
+    )
+    for row in rows:
+        above = tau is not None and row.risk > tau
+        risk = num(row.risk, 4)
+        data.add(
+            *row.qi.values(),
+            row.sensitive,
+            count(row.count),
+            Cell(num(row.confidence, 4).text, row.confidence),
+            Cell(risk.text, row.risk, BLOCKED if above else None),
+        )
+
+
+def _risk_checks(report: Report, result) -> None:
+    """With tau: one check per (QI combination, sensitive value), failing above tau."""
+    if result.tau is None:
+        return
+    suite = f"randomize at tau {result.tau:g}"
+    for row in result.risk:
+        name = ", ".join(
+            [*(f"{a}={v}" for a, v in row.qi.items()), f"{result.sensitive}={row.sensitive}"]
+        )
+        report.check(
+            suite,
+            name,
+            row.risk <= result.tau,
+            f"{name}: risk {row.risk:.6g}, tau {result.tau:g} ({row.count} records, "
+            f"confidence {row.confidence:.6g})",
+            "risk",
+        )
+
+
+def _risk_table(
+    report: Report, rows, qi: list[str], sensitive: str, title: str, tau: float | None = None
+) -> None:
+    _risk_data(report, rows, qi, sensitive, tau)
     table = report.table(
         title,
         [Column(c) for c in qi]
         + [Column(sensitive), Column("records", True), Column("π(u|α)", True)]
         + [Column("risk", True)],
         key=len(qi) + 1,
+        name="risk",
     )
     for row in rows:
         table.add(
@@ -31,6 +74,7 @@ def randomize_report(result, top: int | None, output: str | None) -> Report:
     p_table = report.table(
         "Mixing weights of the retention matrices" if matrix else "Retention probabilities",
         [Column("attribute"), Column("weight" if matrix else "p", True), Column("how")],
+        name="retention",
     )
     for attribute, p in result.p.items():
         fixed = "fixed (--mix)" if matrix else "fixed (--p)"
@@ -73,7 +117,10 @@ def randomize_report(result, top: int | None, output: str | None) -> Report:
         )
     rows = result.risk if not top else result.risk[:top]
     shown = f"worst {len(rows)} of {len(result.risk)}" if len(rows) < len(result.risk) else "all"
-    _risk_table(report, rows, result.qi, result.sensitive, f"Risk ({shown}, worst first)")
+    _risk_table(
+        report, rows, result.qi, result.sensitive, f"Risk ({shown}, worst first)", result.tau
+    )
+    _risk_checks(report, result)
     if output and result.table is not None:
         report.text(f"wrote {output} ({result.records:,} records, seed {result.seed})")
     return report

@@ -1,13 +1,20 @@
 """Renderers of a :class:`~distgate.report.model.Report`: the terminal (rich), csv and
 markdown. JSON stays each result's own ``to_dict`` (its documented shape); HTML lives in
-:mod:`distgate.report.html`. The terminal and markdown show every text through
-:mod:`distgate.report.labels` (control characters escaped); csv keeps the exact text."""
+:mod:`distgate.report.html`, JUnit in :mod:`distgate.report.junit`. The terminal and
+markdown show every text through :mod:`distgate.report.labels` (control characters
+escaped); csv keeps the exact text (or quotes formulas, ``--spreadsheet-safe``).
+
+csv and markdown are for pipelines and CI: each prints the report's one table of results
+(:attr:`~distgate.report.model.Report.data`), csv with every number in full, markdown as
+a summary a reviewer reads (verdict, failed checks, the table with its failing rows
+first). :func:`csv_files` gives every table of the report as a file of its own."""
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable
 
 from rich.console import Console
 from rich.markup import escape
@@ -16,7 +23,7 @@ from rich.text import Text as RichText
 
 from distgate.data.csv_cells import spreadsheet_cell, write_rows
 from distgate.report.labels import markdown_cell, markdown_line, shown
-from distgate.report.model import BAR, BLOCKED, DIM, SAFE, STRONG, WARN, Report, Table, Text
+from distgate.report.model import BAR, BLOCKED, DIM, SAFE, STRONG, WARN, Cell, Report, Table, Text
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -157,29 +164,13 @@ def to_console(report: Report, out: Console) -> None:
         out.print(rich_text(report.verdict))
 
 
-def _csv_sections(report: Report) -> Iterator[tuple[str, list[str], list[list]]]:
-    for table in report.tables():
-        keep = [j for j, c in enumerate(table.columns) if not c.decorative]
-        header = [table.columns[j].name for j in keep]
-        rows = [[row[j].data for j in keep] for row in table.rows]
-        yield table.title, header, rows
-
-
-def to_csv(report: Report, *, spreadsheet: bool | None = None) -> str:
-    """Every table as a csv section: a '# title' line, the header, the rows, a blank line.
-    Numbers are written in full; the bar chart column of the terminal is left out. Text is
-    written exactly as it is (a data file), or with ``spreadsheet`` (default: the report's
-    ``spreadsheet_safe``) with an apostrophe before what a spreadsheet would run as a
-    formula (:func:`~distgate.data.csv_cells.spreadsheet_cell`)."""
+def _csv_text(header: list[str], rows: list[list], spreadsheet: bool = False) -> str:
+    """Exact text (a data file), or with ``spreadsheet`` an apostrophe before what a
+    spreadsheet would run as a formula (:func:`~distgate.data.csv_cells.spreadsheet_cell`)."""
     buffer = io.StringIO(newline="")
-    if spreadsheet is None:
-        spreadsheet = report.spreadsheet_safe
     cell = spreadsheet_cell if spreadsheet else _as_is
-    for n, (title, header, rows) in enumerate(_csv_sections(report)):
-        if n:
-            buffer.write("\n")
-        write_rows(buffer, [[f"# {title}"], [cell(name) for name in header]])
-        write_rows(buffer, ([cell(value) for value in row] for row in rows))
+    write_rows(buffer, [[cell(name) for name in header]])
+    write_rows(buffer, ([cell(value) for value in row] for row in rows))
     return buffer.getvalue()
 
 
@@ -187,17 +178,55 @@ def _as_is(value: object) -> object:
     return value
 
 
-def parse_csv(text: str) -> dict[str, list[dict[str, str]]]:
-    """Read back what :func:`to_csv` writes: {title: [row as {header: text}]}."""
-    sections: dict[str, list[dict[str, str]]] = {}
-    for block in text.split("\n\n"):
-        rows = list(csv.reader(io.StringIO(block, newline="")))
-        rows = [r for r in rows if r]
-        if not rows:
-            continue
-        title = rows[0][0].removeprefix("# ")
-        sections[title] = [dict(zip(rows[1], r, strict=True)) for r in rows[2:]]
-    return sections
+def _table_csv(table: Table, spreadsheet: bool = False) -> str:
+    keep = [j for j, c in enumerate(table.columns) if not c.decorative]
+    header = [table.columns[j].name for j in keep]
+    rows = [[row[j].data for j in keep] for row in table.rows]
+    return _csv_text(header, rows, spreadsheet)
+
+
+def to_csv(report: Report) -> str:
+    """The report's one table of results (:attr:`Report.data`) as csv: a header and one
+    line per row, numbers written in full, text exact (or, with the report's
+    ``spreadsheet_safe``, formulas quoted). A report without one (none of distgate's
+    commands) gives its first table."""
+    table = report.data if report.data is not None else next(iter(report.tables()), None)
+    return "" if table is None else _table_csv(table, report.spreadsheet_safe)
+
+
+def slug(text: str, limit: int = 48) -> str:
+    """A file-name stem: lower-case words joined by '-', at most ``limit`` characters."""
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    out = ""
+    for word in words:
+        if len(out) + len(word) + 1 > limit and out:
+            break
+        out = f"{out}-{word}" if out else word
+    return out[:limit] or "table"
+
+
+def csv_files(report: Report) -> dict[str, str]:
+    """One csv file per table, for ``--csv-dir``: the one table of results as
+    ``<command>.csv``, then every table the terminal and HTML show, each under its name
+    (``kld.csv``, ``per-metric.csv``...; a name used twice gets ``-2``)."""
+    files: dict[str, str] = {}
+
+    def add(stem: str, text: str) -> None:
+        name, n = f"{stem}.csv", 2
+        while name in files:
+            name, n = f"{stem}-{n}.csv", n + 1
+        files[name] = text
+
+    if report.data is not None:
+        add(slug(report.command), _table_csv(report.data, report.spreadsheet_safe))
+    for table in report.tables():
+        add(table.name or slug(table.title), _table_csv(table, report.spreadsheet_safe))
+    return files
+
+
+def read_csv(text: str) -> list[dict[str, str]]:
+    """Read back what :func:`to_csv` writes: one dict per row, by header."""
+    return list(csv.DictReader(io.StringIO(text, newline="")))
 
 
 def _md(text: str) -> str:
@@ -209,25 +238,74 @@ def _line(text: str) -> str:
     return markdown_line(text.strip())
 
 
-def to_markdown(report: Report) -> str:
-    """Every table as a GitHub-flavoured markdown table under a '###' title, lines of text
-    as paragraphs, the verdict in bold."""
-    lines: list[str] = []
-    for block in report.blocks:
-        if isinstance(block, Table):
-            keep = [j for j, c in enumerate(block.columns) if not c.decorative]
-            lines += [f"### {_line(block.title)}", ""]
-            lines.append("| " + " | ".join(_md(block.columns[j].name) for j in keep) + " |")
-            lines.append(
-                "|" + "|".join("---:" if block.columns[j].numeric else "---" for j in keep) + "|"
-            )
-            for row in block.rows:
-                lines.append("| " + " | ".join(_md(row[j].text) for j in keep) + " |")
-            if block.caption:
-                lines += ["", _line(block.caption)]
-            lines.append("")
-        elif isinstance(block, Text) and block.plain.strip():
-            lines += [_line(block.plain), ""]
-    if report.verdict_last():
+def _numbers(cells: Iterable[Cell]) -> bool:
+    """Whether a column holds numbers (empty cells aside): right-aligned in markdown."""
+    values = [c.data for c in cells if c.data != ""]
+    return bool(values) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in values
+    )
+
+
+def _blocked(row: list[Cell]) -> int:
+    """How many of the row's cells say BLOCKED: a target blocked by a blocked metric (2)
+    comes before a safe target of that metric (1), which comes before a safe one (0)."""
+    return sum(cell.style == BLOCKED for cell in row)
+
+
+def _failures(report: Report, most: int = 12) -> list[str]:
+    """The failed checks, grouped by suite: 'kld at alpha 0.05: L1, L2'."""
+    by_suite: dict[str, list[str]] = {}
+    for check in report.checks:
+        if not check.passed:
+            by_suite.setdefault(check.suite, []).append(check.name)
+    lines = []
+    for suite, names in by_suite.items():
+        shown = ", ".join(_md(n) for n in names[:most])
+        more = f" and {len(names) - most} more" if len(names) > most else ""
+        lines.append(f"- {_md(suite)}: {shown}{more}")
+    return lines
+
+
+def to_markdown(report: Report, max_rows: int | None = None) -> str:
+    """The report for a CI comment or job summary: a heading naming the command and its
+    input, the verdict in bold, what failed (by metric or check), the lines of text and
+    the one table of results with its failing rows first. ``max_rows`` cuts the table
+    (a job summary has a size limit); the csv output has every row."""
+    what = " ".join(["distgate", report.command, *report.inputs[:1]])
+    lines = [f"### {_line(what)}", ""]
+    if report.verdict is not None:
         lines += [f"**{_line(report.verdict.plain)}**", ""]
+    failures = _failures(report)
+    if failures:
+        lines += ["Failed checks:", "", *failures, ""]
+    for block in report.blocks:
+        if isinstance(block, Text) and block is not report.verdict and block.plain.strip():
+            lines += [_line(block.plain), ""]
+    table = report.data if report.data is not None else next(iter(report.tables()), None)
+    if table is None:
+        return "\n".join(lines)
+    rows = sorted(table.rows, key=lambda row: -_blocked(row))  # stable: failing rows first
+    # a column empty in every row says nothing to a reader (csv keeps it, for a fixed shape)
+    keep = [
+        j
+        for j, c in enumerate(table.columns)
+        if not c.decorative and (not rows or any(row[j].data != "" for row in rows))
+    ]
+    numeric = [table.columns[j].numeric or _numbers(row[j] for row in rows) for j in keep]
+    lines.append("| " + " | ".join(_md(table.columns[j].name) for j in keep) + " |")
+    lines.append("|" + "|".join("---:" if n else "---" for n in numeric) + "|")
+    for row in rows[:max_rows]:
+        lines.append("| " + " | ".join(_md(row[j].text) for j in keep) + " |")
+    if max_rows is not None and len(rows) > max_rows:
+        lines += ["", f"... and {len(rows) - max_rows} more rows (--format csv lists all)."]
+    lines.append("")
     return "\n".join(lines)
+
+
+SUMMARY_ROWS = 200  # rows of the table in a job summary (GitHub's limit is 1 MiB a step)
+
+
+def job_summary(report: Report) -> str:
+    """The markdown of :func:`to_markdown` for a CI job summary, its table cut to
+    ``SUMMARY_ROWS`` rows (failing ones first)."""
+    return to_markdown(report, SUMMARY_ROWS)

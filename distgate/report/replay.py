@@ -1,17 +1,81 @@
-"""The report of a replay: the per-target summary table and the evolution plot."""
+"""The report of a replay: the per-target summary table and the evolution plot. For
+pipelines: the summary as the one table (the JSON document's targets) and one check per
+target, which fails while requests of the target stay blocked (still queued, or denied)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from distgate.gate.decisions import RELEASED
+from distgate.gate.decisions import DENIED, QUEUED, RELEASED
 from distgate.gate.replay import ReplayResult
-from distgate.report.model import WARN, Cell, Column, Report, count
+from distgate.report.model import BLOCKED, WARN, Cell, Column, Report, count
+
+
+def _figure(value: float) -> str:
+    if value != value:
+        return "none"
+    return "inf" if value == float("inf") else f"{value:.6g}"
+
+
+def target_checks(report: Report, result: ReplayResult) -> None:
+    """One check per target: it fails when requests of the target are still queued or
+    were denied; the message gives the last blocked request's statistic and critical
+    value."""
+    s = result.settings
+    rows = result.rows
+    own = (rows["request"] >= result.first_request) & (rows["record"] >= 0)
+    blocked = own & np.isin(rows["decision"], (QUEUED, DENIED)) & (rows["released_at"] < 0)
+    target = np.full(len(rows["record"]), -1)
+    target[own] = result.target_codes[rows["record"][own]]
+    denied = np.bincount(
+        target[own & (rows["decision"] == DENIED)], minlength=len(result.target_labels)
+    )
+    suite = f"replay: {', '.join(s.metrics)} at alpha {s.alpha:g}"
+    for y, row in enumerate(result.summary):
+        released = row.released_at_once + row.released_from_queue
+        message = (
+            f"{row.target}: {row.requested} requested, {released} released "
+            f"({row.released_at_once} at once, {row.released_from_queue} from the queue), "
+            f"{row.still_queued} still queued"
+        )
+        if denied[y]:
+            message += f", {denied[y]} denied"
+        last = np.flatnonzero(blocked & (target == y))
+        if last.size:
+            i = last[-1]
+            message += (
+                f"; last blocked request {int(rows['request'][i])}: statistic "
+                f"{_figure(float(rows['statistic'][i]))}, critical value "
+                f"{_figure(float(rows['critical'][i]))} (alpha {s.alpha:g}, "
+                f"{', '.join(s.metrics)})"
+            )
+        report.check(suite, row.target, not (row.still_queued or denied[y]), message, "targets")
 
 
 def replay_report(result: ReplayResult, decisions: str | None, plot: str | None = None) -> Report:
     report = Report("replay")
     s = result.settings
+    data = report.data_table(
+        "replay: one row per target",
+        [
+            "target",
+            "requested",
+            "released_at_once",
+            "released_from_queue",
+            "still_queued",
+            "percent_released",
+        ],
+    )
+    for row in result.summary:
+        data.add(
+            row.target,
+            count(row.requested),
+            count(row.released_at_once),
+            count(row.released_from_queue),
+            Cell(str(row.still_queued), row.still_queued, BLOCKED if row.still_queued else None),
+            Cell(f"{row.percent_released:.2f}", round(row.percent_released, 2)),
+        )
+    target_checks(report, result)
     table = report.table(
         f"replay: {', '.join(s.metrics)} at alpha {s.alpha:g}, "
         f"{'queue' if s.queue else 'no queue'}, grace {s.grace}",
@@ -23,6 +87,7 @@ def replay_report(result: ReplayResult, decisions: str | None, plot: str | None 
             Column("still queued", True),
             Column("% released", True),
         ],
+        name="summary",
     )
     for row in result.summary:
         table.add(
@@ -37,7 +102,8 @@ def replay_report(result: ReplayResult, decisions: str | None, plot: str | None 
     report.text("  " + ", ".join(f"{n} {name}" for name, n in counts.items() if n))
     status = result.status
     if status and status.queued:
-        report.text(f"  nothing released for the last {status.idle_requests} requests")
+        idle = status.idle_requests
+        report.text(f"  nothing released for the last {idle} request{'' if idle == 1 else 's'}")
         if status.frozen:
             report.text(
                 "  ",

@@ -1,6 +1,7 @@
 """The report of ``distgate simulate``: the release table per alpha (percent of requested
 records released, per target and in total, beside the fit-the-baseline bound on the same
-base), the spread of released totals, the cross-safety matrices and the plots."""
+base), the spread of released totals, the cross-safety matrices and the plots. For
+pipelines: one row per metric, alpha and target, with the spread of the totals."""
 
 from __future__ import annotations
 
@@ -12,12 +13,59 @@ from distgate.gate.simulate import Evolution, Simulation
 from distgate.report.model import WARN, Cell, Column, Report, count
 
 
+def long_table(report: Report, sim: Simulation) -> None:
+    """One row per (metric, alpha, target): the mean requested and released records, the
+    percent released, the fit-the-baseline bound on the same base, and the spread of the
+    configuration's released totals over the sequences (repeated on each of its rows)."""
+    data = report.data_table(
+        "simulate: one row per metric, alpha and target",
+        [
+            "metric",
+            "alpha",
+            "target",
+            "requested",
+            "mean_released",
+            "percent",
+            "fit_baseline",
+            "fit_percent",
+            "total_mean",
+            "total_min",
+            "total_median",
+            "total_max",
+            "stalled",
+        ],
+    )
+    percents = sim.percent_released()
+    means = sim.mean_released()
+    requested = sim.requested.mean(axis=0)
+    fit = np.minimum(sim.fit_requested, sim.requested).mean(axis=0)
+    fit_percent = sim.fit_percent()
+    for k, s in enumerate(sim.spread()):
+        for y, target in enumerate(sim.target_labels):
+            data.add(
+                s.metric,
+                Cell(f"{s.alpha:g}", s.alpha),
+                target,
+                Cell(f"{requested[y]:.1f}", round(float(requested[y]), 4)),
+                Cell(f"{means[k, y]:.1f}", round(float(means[k, y]), 4)),
+                Cell(f"{percents[k, y]:.2f}", round(float(percents[k, y]), 4)),
+                Cell(f"{fit[y]:.1f}", round(float(fit[y]), 4)),
+                Cell(f"{fit_percent[y]:.2f}", round(float(fit_percent[y]), 4)),
+                Cell(f"{s.mean:.1f}", round(s.mean, 4)),
+                count(s.minimum),
+                Cell(f"{s.median:g}", s.median),
+                count(s.maximum),
+                Cell(str(len(s.stalled)), len(s.stalled), WARN if s.stalled else None),
+            )
+
+
 def simulation_report(
     sim: Simulation,
     fit_sample: tuple[np.ndarray, int] | None = None,
     plots: list[str] | None = None,
 ) -> Report:
     report = Report("simulate")
+    long_table(report, sim)
     percents = sim.percent_released()
     means = sim.mean_released()
     requested = sim.requested.mean(axis=0)
@@ -35,6 +83,7 @@ def simulation_report(
             [Column("target"), Column("requested", True)]
             + [Column(metric, True) for metric in sim.metrics]
             + [Column("fit baseline", True)],
+            name=f"released-alpha-{alpha:g}",
         )
         for y, label in enumerate([*sim.target_labels, "total"]):
             asked = requested[y] if y < len(requested) else requested.sum()
@@ -62,6 +111,7 @@ def simulation_report(
             f"Cross-safety at alpha {alpha:g}: final releases of the row metric "
             f"(out of {sim.sequences}) that are safe under the column metric",
             [Column("released by")] + [Column(metric, True) for metric in sim.metrics],
+            name=f"cross-safety-alpha-{alpha:g}",
         )
         for row_metric in sim.metrics:
             table.add(row_metric, *(count(matrix[row_metric][c]) for c in sim.metrics))
@@ -92,6 +142,7 @@ def spread(report: Report, sim: Simulation) -> None:
         f"Released in total over the {sim.sequences} sequences",
         [Column("metric")]
         + [Column(n, True) for n in ("alpha", "mean", "min", "median", "max", "s.e.", "stalled")],
+        name="spread",
     )
     spreads = sim.spread()
     for s in spreads:
