@@ -287,7 +287,7 @@ class OutputFlags:
         if not judges and (self.junit or chosen == Format.junit):
             raise InputError(
                 "A JUnit report lists pass/fail checks, and this command makes none here "
-                "(assess, audit, replay and randomize with --tau do)."
+                "(assess, audit, replay, randomize with --tau and state verify do)."
             )
         for flag, value, instead in (
             ("--junit", self.junit, "junit"),

@@ -79,7 +79,7 @@ def verify_report(result: Verification) -> Report:
     against = f" against {result.table}" if result.table else ""
     table = report.table(
         f"Checks of {result.path}{against}",
-        [Column("check"), Column("result"), Column("detail", wrap=True)],
+        [Column("check"), Column("status"), Column("detail", wrap=True)],
     )
     report.data = table  # the one table of results (csv, the markdown summary)
     for check in result.checks:
