@@ -3,23 +3,35 @@ broken CSV, wrong encodings, corrupt compressed streams, bad options and config 
 standard input misuse, named pipes, outputs that would destroy an input or cannot be
 written, foreign state files. Every case must end with exit code 2 and one sentence on
 stderr starting with "distgate: " (no traceback), and must leave the folder exactly as it
-was: no output created, no file changed."""
+was: no output created, no file changed.
+
+Then hostile labels in every output format (terminal, markdown, csv, JSON, HTML, plots,
+error messages: escaped where a person reads them, exact in data files), and hostile
+state files for replay, state inspect and state verify (another program's database, a
+newer schema, the first layout, truncated, damaged and locked files)."""
 
 from __future__ import annotations
 
 import bz2
+import csv
 import gzip
+import json
 import lzma
 import os
+import re
 import shutil
 import signal
+import sqlite3
 import sys
 import threading
 
+import numpy as np
+import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
 from distgate.cli import run
+from distgate.report.render import read_csv
 from tests.conftest import SAMPLE
 
 HEAD = "id,age,location\n"
@@ -291,6 +303,7 @@ def check(folder, args, words, stdin=None):
     assert code == 2, (code, message)
     assert message.startswith("distgate: "), message
     assert len(message.splitlines()) == 1, message
+    assert not ACTING.search(message), message  # what a file holds is shown escaped
     assert "Traceback" not in message
     for word in words:
         assert word in message, (word, message)
@@ -366,6 +379,368 @@ def test_writing_into_a_read_only_folder_is_one_sentence(folder, read_only_folde
     args = [part.replace("{out}", str(read_only_folder)) for part in command]
     check(folder, args, (str(read_only_folder),))
     assert os.listdir(read_only_folder) == []
+
+
+# ---------------------------------------------------------------------- hostile labels
+# Labels from someone else's data: each output a person reads shows what does not draw
+# itself escaped; data files keep the exact text.
+LABELS = {
+    "ansi": "\x1b[32mSAFE\x1b[0m",
+    "carriage-return": "L9\rSAFE",
+    "right-to-left": "L\u202eDEKCOLB",
+    "newline-pipe": "x|y\nz",
+    "bell-backspace": "A\x07\x08B",
+    "zero-width": "L\u200b1",
+    "c1-csi": "\x9b31mX",
+    "formula": '=HYPERLINK("http://x","L1")',
+    "math": "$\\frac$",
+    "markup": "*em* <b>bold</b> [l](http://x) `c` &amp;",
+    "plain": "plain",
+}
+# how the terminal and HTML show the labels that hold characters that act
+ESCAPED = {
+    "ansi": "\\x1b[32mSAFE\\x1b[0m",
+    "carriage-return": "L9\\rSAFE",
+    "right-to-left": "L\\u202eDEKCOLB",
+    "newline-pipe": "x|y\\nz",
+    "bell-backspace": "A\\x07\\x08B",
+    "zero-width": "L\\u200b1",
+    "c1-csi": "\\x9b31mX",
+}
+RANKS = ["private", "=1+2", "\x1b[31mcaptain", "@SUM(A1)", "-2+3", "colonel$"]
+# characters that act instead of showing: C0 and C1 controls (but the newline ending a
+# line), zero-width and bidirectional formatting, the byte order mark
+ACTING = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+HX = ["-x", "rank", "-y", "location", "--id", "id"]
+LABEL_COMMANDS = {
+    "assess": ["assess", "hostile.parquet", *HX],
+    "baseline": ["baseline", "hostile.parquet", *HX],
+    "replay": ["replay", "hostile.parquet", "hostile_log.csv", *HX],
+    "state-inspect": ["state", "inspect", "hostile.db"],
+    "state-verify": ["state", "verify", "disagreeing.db", "hostile.parquet"],
+}
+FORMATS = ["table", "markdown", "csv", "json", "html"]
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory):
+    """A Parquet table (it keeps any text, a carriage return included) whose targets and
+    values are hostile labels, a request log, its state, and a copy of the state whose
+    counts disagree on the ANSI target (verify names it)."""
+    import pyarrow.parquet as pq
+
+    from distgate.gate.store import counts_blob, counts_from_blob
+
+    path = tmp_path_factory.mktemp("labels")
+    rng = np.random.default_rng(3)
+    n = 2200
+    table = pa.table(
+        {
+            "id": [f"S{i}" for i in range(n)],
+            "rank": [RANKS[i] for i in rng.integers(0, len(RANKS), n)],
+            "location": [list(LABELS.values())[i % len(LABELS)] for i in range(n)],
+        }
+    )
+    pq.write_table(table, path / "hostile.parquet")
+    (path / "hostile_log.csv").write_text(
+        "id\n" + "".join(f"S{i}\n" for i in rng.integers(0, n, 800))
+    )
+    code, err = invoke_in(path, [*LABEL_COMMANDS["replay"], "--state", "hostile.db", "-q"])
+    assert code == 0, err
+    shutil.copy(path / "hostile.db", path / "disagreeing.db")
+    db = sqlite3.connect(path / "disagreeing.db")
+    (blob,) = db.execute("SELECT value FROM meta WHERE name = 'counts'").fetchone()
+    counts = counts_from_blob(blob)
+    y = sorted(LABELS.values()).index(LABELS["ansi"])  # targets in sorted order
+    x = int(np.flatnonzero(counts[y])[0])
+    counts[y, x] -= 1
+    counts[y, (x + 1) % counts.shape[1]] += 1
+    with db:
+        db.execute("UPDATE meta SET value = ? WHERE name = 'counts'", (counts_blob(counts),))
+    db.close()
+    return path
+
+
+def invoke_in(folder, args):
+    old = os.getcwd()
+    os.chdir(folder)
+    try:
+        return invoke(args)
+    finally:
+        os.chdir(old)
+
+
+def output_of(folder, args) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of a command run in ``folder``, in this process."""
+    runner = CliRunner()
+    old = os.getcwd()
+    os.chdir(folder)
+    try:
+        with runner.isolation() as (out, err, _):
+            code = run(list(args))
+            return code, out.getvalue().decode(), err.getvalue().decode()
+    finally:
+        os.chdir(old)
+
+
+def strings_in(document) -> set[str]:
+    if isinstance(document, str):
+        return {document}
+    if isinstance(document, dict):
+        return set().union(*map(strings_in, document.values()), *map(strings_in, document))
+    if isinstance(document, list):
+        return set().union(set(), *map(strings_in, document))
+    return set()
+
+
+def unescaped_pipes(line: str) -> int:
+    """Pipes that end a markdown cell (not preceded by an odd number of backslashes)."""
+    return len(re.findall(r"(?<!\\)(?:\\\\)*\|", line))
+
+
+@pytest.mark.parametrize("shown", FORMATS)
+@pytest.mark.parametrize("command", list(LABEL_COMMANDS))
+def test_hostile_labels_in_every_output_format(labelled, command, shown):
+    args = list(LABEL_COMMANDS[command])
+    args += ["--report", "report.html"] if shown == "html" else ["--format", shown]
+    code, out, err = output_of(labelled, args)
+    expected = 1 if command in ("assess", "state-verify") else 0
+    assert code == expected, (code, err)
+    assert not ACTING.search(err), err
+    lists_labels = command != "state-verify"
+    if shown == "html":
+        page = (labelled / "report.html").read_text()
+        assert not ACTING.search(page)
+        assert "<b>bold</b>" not in page
+        if lists_labels:
+            assert "&lt;b&gt;bold&lt;/b&gt;" in page
+            for escaped in ESCAPED.values():
+                assert escaped in page, escaped
+        else:
+            assert "\\x1b[32mSAFE\\x1b[0m" in page  # named in the disagreement
+        return
+    if shown in ("table", "markdown"):
+        assert not ACTING.search(out), [line for line in out.splitlines() if ACTING.search(line)]
+    if shown == "table":
+        for escaped in ESCAPED.values() if lists_labels else ["\\x1b[32mSAFE\\x1b[0m"]:
+            assert escaped in out.replace("\n", ""), escaped
+    elif shown == "markdown":
+        tables = re.findall(r"(?:^\|.*\n)+", out, flags=re.M)
+        assert tables
+        for block in tables:  # every row of a table has as many cells as its header
+            assert len({unescaped_pipes(line) for line in block.splitlines()}) == 1, block
+        if command in ("assess", "baseline", "replay"):  # the table of results names them
+            assert "| x\\|y\\\\nz |" in out
+            assert "\\\\x1b\\[32mSAFE\\\\x1b\\[0m" in out
+            assert "\\*em\\* \\<b>bold\\</b> \\[l\\](http://x) \\`c\\` \\&amp;" in out
+            assert "\\$\\\\frac\\$" in out
+    elif shown == "csv" and command in ("assess", "baseline", "replay"):
+        cells = {value for row in read_csv(out) for value in row.values()}
+        assert set(LABELS.values()) <= cells  # the exact text, control characters and all
+    elif shown == "json" and lists_labels:
+        assert set(LABELS.values()) <= strings_in(json.loads(out))
+
+
+@pytest.mark.parametrize("spreadsheet", [False, True], ids=["exact", "spreadsheet-safe"])
+def test_csv_outputs_keep_labels_or_quote_formulas_for_a_spreadsheet(labelled, spreadsheet):
+    flag = ["--spreadsheet-safe"] if spreadsheet else []
+    code, out, err = output_of(
+        labelled, [*LABEL_COMMANDS["replay"], "-o", "decisions.csv", "--format", "csv", *flag]
+    )
+    assert code == 0, err
+    with open(labelled / "decisions.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    targets = {row["target"] for row in rows if row["target"]}
+    values = {row["value"] for row in rows if row["value"]}
+    reported = {row["target"] for row in read_csv(out)}
+    quoted = {"=1+2": "'=1+2", "@SUM(A1)": "'@SUM(A1)", "-2+3": "'-2+3"}
+    if spreadsheet:
+        formula = "'" + LABELS["formula"]
+        assert formula in targets and formula in reported
+        assert values == {quoted.get(v, v) for v in RANKS}
+        untouched = set(LABELS.values()) - {LABELS["formula"]}
+        assert untouched <= targets and untouched <= reported
+    else:
+        assert targets == set(LABELS.values()) and set(LABELS.values()) <= reported
+        assert values == set(RANKS)
+
+
+def test_plot_titles_ticks_and_legends_show_labels_escaped(labelled):
+    """A '$' pair would be drawn as mathematics (and '$\\frac$' stops the drawing with an
+    error), a control character as a missing glyph: the plots escape both."""
+    import matplotlib.pyplot as plt
+
+    from distgate.data.config import TableOptions
+    from distgate.data.inputs import load_inputs
+    from distgate.release.baseline import profile_table
+    from distgate.report.baseline import baseline_figure
+    from distgate.report.plots import evolution_figure
+
+    inputs = load_inputs(
+        TableOptions(str(labelled / "hostile.parquet"), ("rank",), ("location",), "id")
+    )
+    labels = inputs.table.target_labels
+    profile = profile_table(inputs.counts, inputs.baseline, labels)
+    n = len(labels)
+    figures = [
+        baseline_figure(inputs.baseline, profile),
+        evolution_figure(
+            released_total=np.arange(1, n + 1),
+            statistic=np.linspace(0.1, 0.2, n),
+            critical=np.full(n, 0.3),
+            target=np.arange(n),
+            target_labels=labels,
+            metric="kld",
+            title="replay",
+        ),
+    ]
+    for figure in figures:
+        figure.canvas.draw()  # mathematics in a label would be parsed here
+        texts = [t.get_text() for t in figure.findobj(plt.Text)]
+        assert not [t for t in texts if ACTING.search(t)]
+        labelled_texts = [t for t in texts if "frac" in t]  # (log axes tick in $...$)
+        assert labelled_texts and all("\\$\\frac\\$" in t for t in labelled_texts), texts
+        plt.close(figure)
+    ticks = [t.get_text() for t in figures[0].axes[0].get_xticklabels()]
+    assert "\\x1b[31mcaptain" in ticks and "colonel\\$" in ticks
+
+
+def test_an_error_message_shows_a_hostile_name_escaped(labelled):
+    for column, shown in (("ra\x1b[2Jnk", "ra\\x1b[2Jnk"), ("rank\u202e", "rank\\u202e")):
+        check(labelled, ["assess", "hostile.parquet", "-x", column, "-y", "location"], (shown,))
+    (labelled / "bad_keys.csv").write_text("id\nS1\nS\x1b[31mX\n")
+    check(labelled, ["replay", "hostile.parquet", "bad_keys.csv", *HX], ("'S\\x1b[31mX'",))
+
+
+# ------------------------------------------------------------------ hostile state files
+def _state_copy(folder, name):
+    shutil.copy(folder / "hostile.db", folder / name)
+    return folder / name
+
+
+def _sqlite(path, *statements):
+    db = sqlite3.connect(path)
+    with db:
+        for statement in statements:
+            db.execute(statement)
+    db.close()
+
+
+def _truncated(folder, name):
+    data = (folder / "hostile.db").read_bytes()
+    (folder / name).write_bytes(data[: len(data) // 2])
+
+
+def _flip_a_batch(folder, name):
+    path = _state_copy(folder, name)
+    db = sqlite3.connect(path)
+    (first, blob) = db.execute("SELECT first, decisions FROM batches").fetchone()
+    broken = bytes(b ^ 0x5A if 200 <= i < 260 else b for i, b in enumerate(blob))
+    with db:
+        db.execute("UPDATE batches SET decisions = ? WHERE first = ?", (broken, first))
+    db.close()
+
+
+STATE_FILES = {
+    # name: (make it in the folder, words of the sentence)
+    "other-tables.db": (
+        lambda f, n: _sqlite(
+            f / n, "CREATE TABLE users (id, name)", "INSERT INTO users VALUES (1, 'a')"
+        ),
+        ("another program (tables: users)",),
+    ),
+    "other-application.db": (
+        lambda f, n: _sqlite(f / n, "PRAGMA application_id = 4660", "CREATE TABLE t (x)"),
+        ("application id 0x00001234",),
+    ),
+    "empty-sqlite.db": (lambda f, n: _sqlite(f / n, "VACUUM"), ("without tables",)),
+    "future.db": (
+        lambda f, n: _sqlite(_state_copy(f, n), "PRAGMA user_version = 4"),
+        ("newer distgate (state schema 4",),
+    ),
+    "future-layout.db": (
+        lambda f, n: _sqlite(
+            f / n,
+            "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+            "INSERT INTO meta VALUES ('version', '9'), ('settings', '{}')",
+        ),
+        ("newer distgate (state schema 9",),
+    ),
+    "first-layout.db": (
+        lambda f, n: _sqlite(
+            f / n,
+            "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+            "INSERT INTO meta VALUES ('settings', '{}')",
+        ),
+        ("earlier distgate (state schema 1)",),
+    ),
+    "truncated-state.db": (_truncated, ("is damaged: it holds",)),
+    "header-cut.db": (
+        lambda f, n: (f / n).write_bytes((f / "hostile.db").read_bytes()[:60]),
+        ("ends inside its 100-byte SQLite header",),
+    ),
+    "damaged-batch.db": (_flip_a_batch, ("a stored batch cannot be read",)),
+}
+STATE_COMMANDS = {
+    "replay": lambda name: [*LABEL_COMMANDS["replay"], "--state", name],
+    "inspect": lambda name: ["state", "inspect", name],
+    "verify": lambda name: ["state", "verify", name, "hostile.parquet"],
+}
+
+
+@pytest.fixture(scope="module")
+def state_files(labelled):
+    for name, (make, _) in STATE_FILES.items():
+        make(labelled, name)
+    return labelled
+
+
+@pytest.mark.parametrize("command", list(STATE_COMMANDS))
+@pytest.mark.parametrize("name", list(STATE_FILES))
+def test_a_hostile_state_file_is_refused_untouched(state_files, name, command):
+    """Foreign, future, earlier, truncated and damaged state files: exit 2 and one
+    sentence, the file and its folder as they were (verify reports a batch it cannot
+    read as its first disagreement instead, with exit code 1)."""
+    args = STATE_COMMANDS[command](name)
+    words = (name, *STATE_FILES[name][1])
+    if name == "damaged-batch.db" and command == "verify":
+        before = snapshot(state_files)
+        code, out, err = output_of(state_files, [*args, "--json"])
+        assert code == 1, err
+        assert json.loads(out)["first_disagreement"].startswith("batches: the batch of requests")
+        assert snapshot(state_files) == before
+        return
+    check(state_files, args, words)
+
+
+@pytest.mark.parametrize("command", list(STATE_COMMANDS))
+def test_a_state_locked_by_another_program_is_refused_untouched(labelled, command, monkeypatch):
+    from distgate.gate import state_file
+
+    monkeypatch.setattr(state_file, "BUSY_WAIT", 0.05)
+    path = _state_copy(labelled, f"locked-{command}.db")
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        holder.execute("PRAGMA locking_mode = EXCLUSIVE")  # held until the holder closes
+        holder.execute("INSERT INTO meta VALUES ('held', 'by another program')")
+        check(labelled, STATE_COMMANDS[command](path.name), ("locked by another program",))
+    finally:
+        holder.close()
+
+
+def test_a_state_in_use_by_a_replay_is_refused_to_another_and_read_by_inspect(labelled):
+    import fcntl
+
+    path = _state_copy(labelled, "in-use.db")
+    before = path.read_bytes()
+    with open(f"{path}.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write("4242")
+        held.flush()
+        check(labelled, STATE_COMMANDS["replay"](path.name), ("in use by another replay", "4242"))
+        code, out, err = output_of(labelled, ["state", "inspect", path.name, "--json"])
+        assert code == 0 and json.loads(out)["requests"] == 800, err
+    assert path.read_bytes() == before
 
 
 if sys.platform != "linux":  # pragma: no cover

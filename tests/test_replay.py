@@ -364,9 +364,9 @@ def test_a_truncated_a_garbage_and_a_newer_state_are_refused(tmp_path, small_log
         db.executemany("INSERT INTO meta VALUES (?, ?)", [("version", "9"), ("settings", "{}")])
     db.close()
     for path, words in (
-        (truncated, "is not a distgate state"),
+        (truncated, "is damaged: it holds 5,000 bytes of the "),
         (garbage, "is not a distgate state"),
-        (newer, "newer distgate (state layout 9"),
+        (newer, "newer distgate (state schema 9"),
     ):
         before = path.read_bytes()
         result = replay(table, small_log, "--state", str(path))

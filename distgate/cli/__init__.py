@@ -55,9 +55,11 @@ for _name, _module, _function in COMMANDS:
     _command = getattr(importlib.import_module(f"distgate.cli.{_module}"), _function)
     app.command(_name)(_command)
 
-from distgate.cli.state import state_app  # noqa: E402 (the `state` group after the commands)
-
-app.add_typer(state_app, name="state")
+# (group name, module in distgate.cli holding its Typer app ``app``): commands of their own,
+# as ``distgate state inspect FILE``
+GROUPS: list[tuple[str, str]] = [("state", "state")]
+for _name, _module in GROUPS:
+    app.add_typer(importlib.import_module(f"distgate.cli.{_module}").app, name=_name)
 
 
 class Terminated(BaseException):
@@ -105,8 +107,10 @@ def run(argv: list[str] | None = None) -> int:
             return 0
         context = getattr(exc, "ctx", None)
         command = context.command_path if context is not None else "distgate"
-        message = exc.format_message().rstrip(".")
-        typer.echo(f"distgate: {message} (see '{command} --help').", err=True)
+        from distgate.report.labels import shown  # a value given may hold control characters
+
+        message = shown(exc.format_message().rstrip("."))
+        typer.echo(f"distgate: {message} (see '{shown(command)} --help').", err=True)
         return getattr(exc, "exit_code", 2)
     return code if isinstance(code, int) else 0
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from distgate.errors import InputError
+from distgate.report.labels import shown
 from distgate.stats.metrics.registry import names
 
 EXIT_OK = 0
@@ -23,10 +24,10 @@ EXIT_BAD_INPUT = 2
 
 def fail(message: str) -> typer.Exit:
     """Print one sentence on stderr and return the exit-2 exception to raise. Control
-    characters quoted from a file (a stray newline, \x1e) are escaped, so that the
-    sentence stays one line."""
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
-    typer.echo(f"distgate: {text}", err=True)
+    characters quoted from a file (a stray newline, \x1e, an ANSI escape) are escaped
+    (:func:`distgate.report.labels.shown`), so that the sentence stays one line and shows
+    what the file holds."""
+    typer.echo(f"distgate: {shown(message)}", err=True)
     return typer.Exit(EXIT_BAD_INPUT)
 
 

@@ -265,6 +265,15 @@ class OutputFlags:
     quiet: Annotated[
         bool, _option("--quiet", "-q", help="No progress bars or notes on stderr.")
     ] = False
+    spreadsheet_safe: Annotated[
+        bool,
+        _option(
+            "--spreadsheet-safe",
+            help="For csv opened in a spreadsheet (--format csv, --csv-dir, replay's "
+            "decisions file): an apostrophe before a text starting with =, +, -, @, tab or "
+            "CR that is not a number, so it is not run as a formula [default: exact text].",
+        ),
+    ] = False
 
     def chosen(self, *, stdout_taken: bool = False, judges: bool = True) -> Format:
         """The format chosen by ``--format`` and ``--json`` (see
@@ -278,7 +287,7 @@ class OutputFlags:
         if not judges and (self.junit or chosen == Format.junit):
             raise InputError(
                 "A JUnit report lists pass/fail checks, and this command makes none here "
-                "(assess, audit, replay and randomize with --tau do)."
+                "(assess, audit, replay, randomize with --tau and state verify do)."
             )
         for flag, value, instead in (
             ("--junit", self.junit, "junit"),
@@ -325,6 +334,7 @@ OrderOption = _TABLE["order"]
 DelimiterOption = _TABLE["delimiter"]
 EncodingOption = _TABLE["encoding"]
 ConfigOption = _TABLE["config"]
+BaselineOption = _TABLE["baseline"]
 # The default of an OutputFlags parameter (a placeholder: @bundled replaces it by the flags
 # given); the bundle is written last so that its options come last in --help.
 AS_GIVEN = OutputFlags()

@@ -44,7 +44,7 @@ def describe(
 ) -> None:
     """Fill in what a report says about its run: the input files (with the settings file
     when one was read), the options as given (unset ones left out) followed by the
-    settings taken from the settings file, and the exit code."""
+    settings taken from the settings file, the exit code, and how its csv is written."""
     from distgate.data.config import CONFIG_NAME
 
     shown: dict[str, Any] = {}
@@ -62,6 +62,7 @@ def describe(
     report.inputs = files
     report.options = shown
     report.exit_code = exit_code
+    report.spreadsheet_safe = bool(context.params.get("spreadsheet_safe"))
 
 
 def show(

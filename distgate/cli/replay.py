@@ -136,6 +136,7 @@ def replay_command(
                 state=state,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
                 wait=wait,
+                spreadsheet=shown_as.spreadsheet_safe,
             )
         except Interrupted as stop:
             typer.echo(
@@ -144,6 +145,8 @@ def replay_command(
                 err=True,
             )
             raise typer.Exit(128 + stop.signal) from None
+    for note in [] if shown_as.silent else result.notes:  # a migrated state
+        typer.echo(f"note: {note}", err=True)
     from distgate.report.replay import plot_evolution, replay_report
 
     if plot:

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from distgate.data.atomic import atomic_path
+from distgate.data.csv_cells import spreadsheet_array, spreadsheet_cell, write_rows
 from distgate.data.inputs import Inputs
 from distgate.data.requests import KeyColumn, RequestKeys, read_requests
 from distgate.data.tables import display_name
@@ -102,6 +103,7 @@ class ReplayResult:
     settings: ReplaySettings
     resumed: int = 0  # requests of this log found already decided in the state
     status: GateStatus | None = None  # idle requests, frozen queue (after the log)
+    notes: list[str] = field(default_factory=list)  # what opening the state did (a migration)
 
     def counts(self) -> dict[str, int]:
         tally = np.bincount(self.rows["decision"].astype(np.int64), minlength=len(DECISION_NAMES))
@@ -224,6 +226,7 @@ def replay(
     progress: Callable[[int, int], None] | None = None,
     wait: bool = False,
     batch: int = BATCH,
+    spreadsheet: bool = False,
 ) -> ReplayResult:
     """Run the gate over the request log ``requests`` (see the module docstring).
 
@@ -232,7 +235,9 @@ def replay(
     another replay on the same state is refused (or waited for, with ``wait``). SIGINT or
     SIGTERM stops the replay after the batch it is deciding, committed, with
     :class:`Interrupted`. ``progress(done, total)`` is called after every batch of
-    ``batch`` requests (the decisions do not depend on it).
+    ``batch`` requests (the decisions do not depend on it). ``spreadsheet``: the
+    decisions file quotes text a spreadsheet would run as a formula
+    (:mod:`distgate.data.csv_cells`).
     """
     gate = make_gate(inputs, settings)
     prepared = _in_background(gate.prepare)  # critical-value tables while the log is read
@@ -266,10 +271,11 @@ def replay(
         if progress:
             progress(size, size)
     else:
-        from distgate.gate.store import StateStore
+        from distgate.gate.store import StateStore, table_record
 
+        record = _settings_record(inputs, settings)
         with (
-            StateStore(state, _settings_record(inputs, settings), wait=wait) as store,
+            StateStore(state, record, wait=wait, table=table_record(inputs.table)) as store,
             _stop_at_batch_boundaries() as received,
             _Committer(store, log, size, progress) as committer,
         ):
@@ -286,7 +292,7 @@ def replay(
             while done < size:
                 stop = min(done + max(1, batch), size)
                 run = gate.run(records[done:stop])
-                committer.commit(done, stop, run, gate.checked, gate.next_request)
+                committer.commit(done, stop, run, gate.checked, gate.next_request, gate.counts)
                 runs.append(run)
                 done = stop
                 if received and done < size:
@@ -308,9 +314,10 @@ def replay(
         settings,
         resumed,
         gate.status(),
+        notes=store.notes if state is not None else [],
     )
     if decisions:
-        write_decisions(result, decisions)
+        write_decisions(result, decisions, spreadsheet=spreadsheet)
     return result
 
 
@@ -336,19 +343,14 @@ class _Committer:
     def __exit__(self, *exc) -> None:
         self.pool.shutdown(wait=True)
 
-    def commit(self, start: int, stop: int, run, checked: np.ndarray, next_request: int):
-        """Hand over requests [start, stop) decided in ``run``, with the gate's grace flags
-        and request counter after them (values, not views of the gate)."""
+    def commit(self, start: int, stop: int, run, *after):
+        """Hand over requests [start, stop) decided in ``run``, with the gate's grace flags,
+        request counter and counts after them (values, not views of the gate)."""
         self.wait()
-        keys = self.log.keys
+        keys, size = self.log.keys, stop - start  # sliced in the thread: it makes key text
         job = self.pool.submit(
             lambda: self.store.commit(
-                self.log.fingerprint,
-                stop,
-                keys.slice(start, stop - start),
-                run,
-                checked,
-                next_request,
+                self.log.fingerprint, stop, keys.slice(start, size), run, *after
             )
         )
         self.pending = (job, stop)
@@ -477,11 +479,21 @@ def _text_numbers(values: np.ndarray) -> pa.Array:
     return text(encoded.dictionary).take(encoded.indices)
 
 
-def write_decisions(result: ReplayResult, path: str, *, chunk: int = WRITE_CHUNK) -> None:
+def write_decisions(
+    result: ReplayResult, path: str, *, chunk: int = WRITE_CHUNK, spreadsheet: bool = False
+) -> None:
     """The decisions CSV (columns ``request,key,target,value,decision,released_at,
     statistic,critical``), written atomically, ``chunk`` rows at a time: the text of a
     chunk is made, written and dropped, so a long log's output never sits in memory as
-    text (the file is the same whatever the chunk size)."""
+    text (the file is the same whatever the chunk size). Keys and labels are written as
+    they are, or with ``spreadsheet`` with an apostrophe before what a spreadsheet would
+    run as a formula."""
+    if spreadsheet:
+        result = dataclasses.replace(
+            result,
+            target_labels=[spreadsheet_cell(label) for label in result.target_labels],
+            value_labels=[spreadsheet_cell(label) for label in result.value_labels],
+        )
     rows = result.rows
     keys = rows["key"]  # Arrow text, or key text made a slice at a time (RequestKeys)
     if not hasattr(keys, "slice"):
@@ -516,7 +528,7 @@ def write_decisions(result: ReplayResult, path: str, *, chunk: int = WRITE_CHUNK
         waiting: deque = deque()
         for start in range(0, size, chunk):
             stop = min(start + chunk, size)
-            waiting.append(pool.submit(_decision_table, result, keys, start, stop))
+            waiting.append(pool.submit(_decision_table, result, keys, start, stop, spreadsheet))
             if len(waiting) > WRITE_AHEAD:
                 write(waiting.popleft().result())
         while waiting:
@@ -545,11 +557,15 @@ def needs_quoting(text: pa.Array | pa.ChunkedArray) -> bool:
     return False
 
 
-def _decision_table(result: ReplayResult, keys, start: int, stop: int) -> tuple[pa.Table, bool]:
+def _decision_table(
+    result: ReplayResult, keys, start: int, stop: int, spreadsheet: bool = False
+) -> tuple[pa.Table, bool]:
     """Rows [start, stop) of the decisions file as Arrow columns, and whether one of
     their keys needs CSV quoting."""
     rows = result.rows
     key = keys.slice(start, stop - start).cast(pa.string())
+    if spreadsheet:
+        key = spreadsheet_array(key)
     special = needs_quoting(key)
     record = rows["record"][start:stop]
     known = record >= 0
@@ -578,11 +594,9 @@ def _decision_table(result: ReplayResult, keys, start: int, stop: int) -> tuple[
 
 
 def _quoted_csv(table: pa.Table) -> str:
-    import csv
     import io
 
     text = io.StringIO(newline="")
-    writer = csv.writer(text, lineterminator="\n")
     columns = [table.column(c).to_pylist() for c in COLUMNS]
-    writer.writerows(["" if v is None else v for v in row] for row in zip(*columns, strict=True))
+    write_rows(text, (["" if v is None else v for v in row] for row in zip(*columns, strict=True)))
     return text.getvalue()

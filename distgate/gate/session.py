@@ -51,7 +51,7 @@ from distgate.gate.replay import (
     _summary,
     make_gate,
 )
-from distgate.gate.store import StateStore, read_history, state_of_history
+from distgate.gate.store import StateStore, read_history, state_of_history, table_record
 
 RETRY_AFTER = 1.0  # seconds without trying to write after a failed commit
 
@@ -197,7 +197,11 @@ class GateSession:
         self.columns = _record_columns(inputs, columns)
         self._cells: dict[tuple[int, int], dict] = {}  # a cell's target and attribute values
         self.store = StateStore(
-            self.path, _settings_record(inputs, settings), wait=wait, durable=durable
+            self.path,
+            _settings_record(inputs, settings),
+            wait=wait,
+            durable=durable,
+            table=table_record(table),
         )
         try:
             self._load()
@@ -288,7 +292,14 @@ class GateSession:
             started = time.perf_counter()
             try:
                 self.store.commit(
-                    None, 0, text, run, self.gate.checked, self.gate.next_request, names
+                    None,
+                    0,
+                    text,
+                    run,
+                    self.gate.checked,
+                    self.gate.next_request,
+                    counts=self.gate.counts,
+                    requesters=names,
                 )
             except (sqlite3.Error, OSError) as exc:
                 self._undo(checked, next_request)

@@ -1,10 +1,14 @@
 """The SQLite state of a gate, so that a later ``replay`` continues where the last stopped.
 
-Tables:
+The file says it is distgate's (SQLite application id and schema version, checked by
+:mod:`distgate.gate.state_file` before anything is written; a state of schema 2 is
+migrated in place, in one transaction). Tables:
 
 - ``meta``: the settings the state was built with (options, baseline fingerprint, table
   size), the version of the gate's decision rules and of this layout, the next request
-  index and which targets have left their grace;
+  index and which targets have left their grace; the table's fingerprint and labels
+  (``table``, ``labels``) and the gate's released counts C[y, x] after the last commit
+  (``counts``, the running sums ``state verify`` checks against the decisions);
 - ``batches``: one row per committed batch of requests: its first request index, its size,
   its decisions as one Arrow IPC column block (key, record, decision, released_at,
   statistic, critical, released_total, enqueued) and the requests of earlier batches whose
@@ -12,7 +16,9 @@ Tables:
 - ``logs``: each request log by fingerprint, its first request index and how many of its
   requests are recorded;
 - ``requesters``: for batches decided by ``distgate serve``, who asked for each request
-  (one Arrow IPC block per batch, keyed like ``batches``; replay's batches have none).
+  (one Arrow IPC block per batch, keyed like ``batches``; replay's batches have none);
+- ``encoding``: each record's target and value codes (:mod:`distgate.gate.archive`), so
+  that ``distgate state export`` writes the decisions file from the state alone.
 
 A replay commits one batch per transaction: one row of ``batches`` with everything the
 batch decided and changed, and the log position. The released records and the queue are
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import sqlite3
@@ -38,20 +45,32 @@ import numpy as np
 import pyarrow as pa
 
 from distgate.errors import InputError
+from distgate.gate import state_file
 from distgate.gate.decisions import DECISION_RULES_VERSION, GateRun, GateState
+from distgate.gate.state_file import (
+    APPLICATION_ID,
+    LEFT_ALONE,
+    SCHEMA_VERSION,
+    identify,
+    sqlite_error,
+)
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS batches (
+SCHEMA = (
+    "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE batches (
     first INTEGER PRIMARY KEY, size INTEGER NOT NULL, decisions BLOB NOT NULL,
-    late BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS logs (
+    late BLOB NOT NULL)""",
+    """CREATE TABLE logs (
     fingerprint TEXT PRIMARY KEY, first INTEGER NOT NULL, size INTEGER NOT NULL,
-    done INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS requesters (first INTEGER PRIMARY KEY, names BLOB NOT NULL);
-"""
+    done INTEGER NOT NULL)""",
+    "CREATE TABLE requesters (first INTEGER PRIMARY KEY, names BLOB NOT NULL)",
+    "CREATE TABLE encoding (name TEXT PRIMARY KEY, data BLOB NOT NULL)",
+)
 COMPRESS_FROM = 128  # rows of a block from which it is compressed
-VERSION = "2"  # the layout of the tables (1: one row per request, released and queue tables)
+# the layout of the tables, also kept in meta (where distgate 0.1 read it): 1: one row per
+# request, released and queue tables; 2: batches; 3: application id, user_version, table
+# fingerprint, labels and counts
+VERSION = str(SCHEMA_VERSION)
 
 
 def _lock(path: str, wait: bool):
@@ -98,6 +117,62 @@ def _from_ipc(blob: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
 
 
+def decode_block(blob: bytes) -> pa.Table:
+    """A stored Arrow IPC block: a batch's decisions or late releases, the counts."""
+    return _from_ipc(blob)
+
+
+# what decoding a damaged block may raise (pyarrow raises OSError for a bad message)
+DECODE_ERRORS = (pa.ArrowException, OSError, KeyError, IndexError, ValueError, TypeError)
+
+
+@dataclass(frozen=True)
+class TableRecord:
+    """What a state records of the table its gate decides on: a fingerprint of the
+    records' cells and labels (a state is not continued on another table), the labels
+    (``state inspect`` shows them) and each record's codes (the released counts)."""
+
+    fingerprint: str
+    target_labels: list[str]
+    value_labels: list[str]
+    target_codes: np.ndarray
+    value_codes: np.ndarray
+
+
+def table_record(table) -> TableRecord:
+    """The :class:`TableRecord` of an encoded table (``Inputs.table``)."""
+    labels = (list(table.target_labels), list(table.value_labels))
+    codes = (table.target_codes, table.value_codes)
+    return TableRecord(table_fingerprint(*labels, *codes), *labels, *codes)
+
+
+def table_fingerprint(target_labels, value_labels, target_codes, value_codes) -> str:
+    """A digest of what a gate decides on: the labels, and each record's target and value
+    in table order (so another table, or the same rows in another order, differs)."""
+    digest = hashlib.sha256(json.dumps([list(target_labels), list(value_labels)]).encode())
+    for codes in (target_codes, value_codes):
+        digest.update(np.ascontiguousarray(codes, dtype="<i8").data)
+    return digest.hexdigest()[:32]
+
+
+def counts_blob(counts: np.ndarray) -> bytes:
+    """Released counts C[y, x] as an Arrow IPC block: one column of the counts in row
+    order, the shape in the schema's metadata (dense and compressed: half the time of
+    listing the non-zero cells for a million cells)."""
+    table = pa.Table.from_arrays(  # (pa.table() would look for pandas)
+        [pa.array(np.ascontiguousarray(counts, dtype=np.int64).ravel())],
+        names=["count"],
+        metadata={"shape": f"{counts.shape[0]},{counts.shape[1]}"},
+    )
+    return _to_ipc(table)
+
+
+def counts_from_blob(blob: bytes) -> np.ndarray:
+    table = _from_ipc(blob)
+    shape = tuple(int(n) for n in table.schema.metadata[b"shape"].split(b","))
+    return table.column("count").to_numpy().astype(np.int64).reshape(shape)
+
+
 @dataclass
 class LogPosition:
     first: int  # request index of the log's first request
@@ -108,7 +183,12 @@ class StateStore:
     """An open state database (``with StateStore(path, settings) as store: ...``).
 
     ``settings`` is a JSON-able dict of everything decisions depend on; a state built
-    under other settings is refused with an InputError naming the first difference.
+    under other settings (or, given ``table``, on another table) is refused with an
+    InputError naming the first difference, and so is a file that is not a distgate state
+    (:func:`~distgate.gate.state_file.identify`); either is left untouched. ``notes``:
+    what opening did that the user should hear of (a migration). ``durable``: every commit
+    is flushed to the disk before it returns (a service answers only then); otherwise a
+    commit survives the process being killed, not a power cut.
     """
 
     def __init__(
@@ -117,12 +197,12 @@ class StateStore:
         settings: dict[str, Any],
         *,
         wait: bool = False,
+        table: TableRecord | None = None,
         durable: bool = False,
     ) -> None:
         self.path = str(path)
-        # durable: every commit is flushed to the disk before it returns (a service answers
-        # only then); otherwise a commit survives the process being killed, not a power cut
         self.durable = durable
+        self.notes: list[str] = []
         self._read: tuple | None = None  # the history as first read, and releases since
         self._late_since_read: list[tuple[np.ndarray, np.ndarray]] = []
         if os.path.isdir(self.path):
@@ -130,7 +210,7 @@ class StateStore:
         lock_existed = os.path.exists(self.path + ".lock")
         self._lock = _lock(self.path, wait)
         try:
-            self._open(settings)
+            self._open(settings, table)
         except BaseException:
             self._lock.close()  # a refused state is not kept locked ...
             if not lock_existed:  # ... nor left with a lock file it did not have
@@ -138,21 +218,92 @@ class StateStore:
                     os.unlink(self.path + ".lock")
             raise
 
-    def _open(self, settings: dict[str, Any]) -> None:
+    def _open(self, settings: dict[str, Any], table: TableRecord | None) -> None:
+        """Check the file read-only (what it is, its settings and table), and only then
+        open it for writing: create a new state, or migrate an older schema."""
+        found = identify(self.path, locked=True)
+        try:
+            if not found.new:
+                self.db = found.db
+                self._check_settings(settings)
+                self._check_table(table)
+        finally:
+            found.close()
         try:
             # replay commits from a thread of its own, one statement at a time (_Committer)
-            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self._check_layout()  # before anything is written to the file
+            self.db = sqlite3.connect(
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=state_file.BUSY_WAIT,  # another program's lock: refused after it
+            )
+        except sqlite3.Error as exc:
+            raise sqlite_error(self.path, exc) from None
+        try:
+            if found.new:
+                self._create(settings, table)
+            else:  # read now (the gate needs it first): a damaged batch is a refusal
+                self._history()
+            if found.schema and found.schema < SCHEMA_VERSION:
+                self._migrate(found.schema, table)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
-            self.db.executescript(SCHEMA)
-        except sqlite3.DatabaseError as exc:
-            raise InputError(f"State file '{self.path}' is not a distgate state ({exc}).") from None
-        try:
-            self._check_settings(settings)
+        except sqlite3.Error as exc:
+            self.db.close()
+            raise sqlite_error(self.path, exc) from None
         except BaseException:
             self.db.close()
             raise
+
+    def _create(self, settings: dict[str, Any], table: TableRecord | None) -> None:
+        """A new state, identity, tables and settings in one transaction (a file left
+        by a failure is empty, and taken as new)."""
+        rows = [
+            ("version", VERSION),
+            ("decision_rules", str(DECISION_RULES_VERSION)),
+            ("settings", json.dumps(settings, sort_keys=True)),
+            ("next_request", "0"),
+            ("checked", "null"),
+        ]
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            self._identify_as_distgate()
+            for statement in SCHEMA:
+                self.db.execute(statement)
+            self.db.executemany("INSERT INTO meta VALUES (?, ?)", rows + _table_rows(table))
+
+    def _identify_as_distgate(self) -> None:
+        self.db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _migrate(self, schema: int, table: TableRecord | None) -> None:
+        """Schema 2 -> 3 in place, in one transaction: the application id and schema
+        version, and what schema 3 records of the table (its fingerprint, its labels and
+        the released counts, made from the stored decisions)."""
+        rows = _table_rows(table)
+        if table is not None:
+            history = self._history()
+            counts = np.zeros((len(table.target_labels), len(table.value_labels)), np.int64)
+            if history is not None:
+                record = history["record"]
+                released = record[(history["released_at"] >= 0) & (record >= 0)]
+                np.add.at(counts, (table.target_codes[released], table.value_codes[released]), 1)
+            rows.append(("counts", counts_blob(counts)))
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            self._identify_as_distgate()
+            for statement in SCHEMA[3:]:  # the tables schema 3 added
+                self.db.execute(statement.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS"))
+            self.db.execute("UPDATE meta SET value = ? WHERE name = 'version'", (VERSION,))
+            self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows)
+        added = "application id and schema version"
+        if table is not None:
+            added += ", the table's fingerprint and labels, the released counts"
+        self.notes.append(
+            f"state file '{self.path}' was migrated in place from schema {schema} to "
+            f"{SCHEMA_VERSION} ({added} added); earlier distgate versions no longer "
+            "continue it."
+        )
 
     def __enter__(self) -> StateStore:
         return self
@@ -162,49 +313,19 @@ class StateStore:
         self._lock.close()
 
     def _meta(self, name: str) -> str | None:
-        row = self.db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        try:
+            row = self.db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        except sqlite3.Error as exc:
+            raise sqlite_error(self.path, exc) from None
         return row[0] if row else None
-
-    def _check_layout(self) -> None:
-        """Refuse a state of another table layout (an earlier or a newer distgate)."""
-        has_meta = self.db.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
-        ).fetchone()
-        layout = self._meta("version") if has_meta else None
-        if has_meta and self._meta("settings") is not None and layout is None:
-            layout = "1"
-        if layout is None or layout == VERSION:
-            return
-        newer = layout.isdigit() and int(layout) > int(VERSION)
-        raise InputError(
-            f"State file '{self.path}' was written by "
-            + (
-                f"a newer distgate (state layout {layout}, this one reads {VERSION}): "
-                "upgrade distgate to continue it."
-                if newer
-                else f"an earlier distgate (state layout {layout}), which this one does not "
-                "continue: replay the request logs into a new state file."
-            )
-        )
 
     def _check_settings(self, settings: dict[str, Any]) -> None:
         stored = self._meta("settings")
-        wanted = json.dumps(settings, sort_keys=True)
-        if stored is None:
-            with self.db:
-                self.db.execute("BEGIN")
-                self.db.executemany(
-                    "INSERT INTO meta VALUES (?, ?)",
-                    [
-                        ("version", VERSION),
-                        ("decision_rules", str(DECISION_RULES_VERSION)),
-                        ("settings", wanted),
-                        ("next_request", "0"),
-                        ("checked", "null"),
-                    ],
-                )
-            return
         rules = self._meta("decision_rules") or "1"  # states of the first rules had none
+        if stored is None:
+            raise InputError(
+                f"State file '{self.path}' is damaged: it has no settings entry; {LEFT_ALONE}."
+            )
         if rules != str(DECISION_RULES_VERSION):
             raise InputError(
                 f"State file '{self.path}' was written under the gate's decision rules "
@@ -213,7 +334,15 @@ class StateStore:
                 "judged per target); it does not continue a state under other rules: "
                 "replay the request logs into a new state file."
             )
-        old = json.loads(stored)
+        try:
+            old = json.loads(stored)
+        except ValueError:
+            old = None
+        if not isinstance(old, dict):
+            raise InputError(
+                f"State file '{self.path}' is damaged: its settings are not a JSON object; "
+                f"{LEFT_ALONE}."
+            )
         for name in sorted(set(old) | set(settings)):
             if old.get(name) != settings.get(name):
                 raise InputError(
@@ -221,6 +350,15 @@ class StateStore:
                     f"{json.dumps(old.get(name))}, not {json.dumps(settings.get(name))}; "
                     "use a new state file for other options."
                 )
+
+    def _check_table(self, table: TableRecord | None) -> None:
+        stored = self._meta("table")
+        if table is not None and stored is not None and stored != table.fingerprint:
+            raise InputError(
+                f"State file '{self.path}' was built on another table (fingerprint {stored}; "
+                f"this table's is {table.fingerprint}): use a new state file for another "
+                "table."
+            )
 
     # ------------------------------------------------------------------ reading
     def _history(self) -> dict[str, np.ndarray] | None:
@@ -234,7 +372,16 @@ class StateStore:
         return self._read[0]
 
     def _read_history(self) -> dict[str, np.ndarray] | None:
-        return read_history(self.db)
+        try:
+            return read_history(self.db)
+        except sqlite3.Error as exc:
+            raise sqlite_error(self.path, exc) from None
+        except DECODE_ERRORS as exc:
+            raise InputError(
+                f"State file '{self.path}' is damaged: a stored batch cannot be read "
+                f"({type(exc).__name__}: {exc}); {LEFT_ALONE}: restore it from a copy, or "
+                "replay the request logs into a new state file."
+            ) from None
 
     def gate_state(self, n_targets: int) -> GateState | None:
         next_request = int(self._meta("next_request") or 0)
@@ -246,9 +393,12 @@ class StateStore:
 
     def log_position(self, fingerprint: str, size: int) -> LogPosition:
         """Where a log stands: new logs start at the next request index."""
-        row = self.db.execute(
-            "SELECT first, size, done FROM logs WHERE fingerprint = ?", (fingerprint,)
-        ).fetchone()
+        try:
+            row = self.db.execute(
+                "SELECT first, size, done FROM logs WHERE fingerprint = ?", (fingerprint,)
+            ).fetchone()
+        except sqlite3.Error as exc:
+            raise sqlite_error(self.path, exc) from None
         next_request = int(self._meta("next_request") or 0)
         if row is None:
             with self.db:
@@ -305,11 +455,13 @@ class StateStore:
         run: GateRun,
         checked: np.ndarray,
         next_request: int,
+        counts: np.ndarray | None = None,
         requesters: pa.Array | None = None,
     ) -> None:
-        """Record one batch of decisions (one row of ``batches``) and the log position in
-        one transaction (with ``requesters``: who asked for each request of the batch).
-        ``fingerprint`` None: the requests came from no log file (``distgate serve``)."""
+        """Record one batch of decisions (one row of ``batches``), the log position and the
+        gate's ``counts`` C[y, x] after the batch in one transaction (with ``requesters``:
+        who asked for each request of the batch). ``fingerprint`` None: the requests came
+        from no log file (``distgate serve``)."""
         decisions = pa.table(
             {
                 "key": keys if keys.type == pa.string() else keys.cast(pa.string()),
@@ -341,6 +493,10 @@ class StateStore:
                 "UPDATE meta SET value = ? WHERE name = ?",
                 [(str(next_request), "next_request"), (json.dumps(checked.tolist()), "checked")],
             )
+            if counts is not None:
+                db.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('counts', ?)", (counts_blob(counts),)
+                )
         if self._read is not None:
             self._late_since_read.append((run.earlier_request, run.earlier_released_at))
 
@@ -363,24 +519,13 @@ _NUMERIC = {
 }
 
 
-def _empty_rows() -> dict:
-    return {
-        "request": np.zeros(0, np.int64),
-        "key": pa.array([], type=pa.string()),
-        "record": np.zeros(0, np.int64),
-        "decision": np.zeros(0, np.int8),
-        "released_at": np.zeros(0, np.int64),
-        "statistic": np.zeros(0),
-        "critical": np.zeros(0),
-        "released_total": np.zeros(0, np.int64),
-    }
-
-
 def read_history(db: sqlite3.Connection) -> dict[str, np.ndarray] | None:
-    """Every committed request's row of the state open in ``db``, indexed by request
-    (they are numbered densely across logs), with released_at as later batches set it;
-    None when nothing is committed."""
-    batches = db.execute("SELECT decisions, late FROM batches ORDER BY first").fetchall()
+    """Every committed request's row of the state ``db`` (see :meth:`StateStore._history`)."""
+    return history_of(db.execute("SELECT decisions, late FROM batches ORDER BY first").fetchall())
+
+
+def history_of(batches: list[tuple[bytes, bytes]]) -> dict[str, np.ndarray] | None:
+    """The rows of stored batches given as (decisions, late) blocks in request order."""
     if not batches:
         return None
     decisions = pa.concat_tables([_from_ipc(blob) for blob, _ in batches])
@@ -413,3 +558,26 @@ def state_of_history(
         next_request=next_request,
         checked=np.ones(n_targets, bool) if checked is None else np.array(checked, bool),
     )
+
+
+def _table_rows(table: TableRecord | None) -> list[tuple[str, str]]:
+    if table is None:
+        return []
+    labels = {"targets": table.target_labels, "values": table.value_labels}
+    return [("table", table.fingerprint), ("labels", json.dumps(labels))]
+
+
+BATCH_COLUMNS = tuple(_NUMERIC)  # the numeric columns of a stored batch
+
+
+def _empty_rows() -> dict:
+    return {
+        "request": np.zeros(0, np.int64),
+        "key": pa.array([], type=pa.string()),
+        "record": np.zeros(0, np.int64),
+        "decision": np.zeros(0, np.int8),
+        "released_at": np.zeros(0, np.int64),
+        "statistic": np.zeros(0),
+        "critical": np.zeros(0),
+        "released_total": np.zeros(0, np.int64),
+    }

@@ -120,12 +120,14 @@ def baseline_figure(baseline: Baseline, profile: TableProfile):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    labels = list(baseline.labels)
+    from distgate.report.labels import plot_text
+
+    labels = [plot_text(label) for label in baseline.labels]
     x = np.arange(len(labels))
     figure, ax = plt.subplots(figsize=(8, 3.6))
     ax.bar(x, baseline.probabilities, color="0.8", label="baseline p(x)")
     for i, target in enumerate(profile.target_labels[:20]):
-        ax.plot(x, profile.conditional[i], marker=".", lw=1, label=f"q(x | {target})")
+        ax.plot(x, profile.conditional[i], marker=".", lw=1, label=f"q(x | {plot_text(target)})")
     ax.set_xticks(
         x,
         labels,
@@ -133,7 +135,7 @@ def baseline_figure(baseline: Baseline, profile: TableProfile):
         ha="right" if len(labels) > 8 else "center",
         fontsize=8,
     )
-    ax.set_xlabel(" | ".join(baseline.attributes) + " (value of X)")
+    ax.set_xlabel(plot_text(" | ".join(baseline.attributes)) + " (value of X)")
     ax.set_ylabel("probability")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=7, ncols=2 if len(profile.target_labels) > 6 else 1, loc="upper right")

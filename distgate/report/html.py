@@ -1,5 +1,6 @@
 """A report as one self-contained HTML file: inline CSS, plots as PNG data URIs, the
-inputs' fingerprints, the options, every table, the verdict and the exit code. Nothing is
+inputs' fingerprints, the options, every table, the verdict and the exit code. Every text is
+shown through :func:`escape` (markup and control characters escaped). Nothing is
 fetched from elsewhere, and the page prints to PDF from a browser (tables are not split
 across pages where avoidable, plots fit the page width)."""
 
@@ -10,8 +11,9 @@ import hashlib
 import io
 import os
 from datetime import UTC, datetime
-from html import escape
+from html import escape as _markup_escape
 
+from distgate.report.labels import shown
 from distgate.report.model import Plot, Report, Table, Text
 
 CSS = """
@@ -44,6 +46,13 @@ p.line { margin: .2rem 0; white-space: pre-wrap; }
 @media print { body { max-width: none; margin: 0; font-size: 11px; }
                h2 { break-after: avoid; } }
 """
+
+
+def escape(text: str) -> str:
+    """Text for the page: markup escaped, and control characters shown escaped
+    (:func:`distgate.report.labels.shown`: a right-to-left override would reverse the
+    cell in every browser)."""
+    return _markup_escape(shown(text))
 
 
 def fingerprint(path: str) -> dict:

@@ -17,22 +17,20 @@ in any other format.
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 
+from distgate.report.labels import shown
 from distgate.report.model import Check, Report
 
 FAILURE_TYPE = "blocked"
 
 
-# characters XML 1.0 does not allow: control characters but tab, newline and carriage
-# return, lone surrogates, U+FFFE and U+FFFF
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
 def _clean(text: str) -> str:
-    """A label read from a file may hold a character XML cannot: it is shown escaped."""
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    """A label read from a file may hold a character XML cannot (a control character, a
+    lone surrogate), or one that acts when a CI system shows it (an ANSI escape, a
+    right-to-left override): every such character is shown escaped
+    (:func:`distgate.report.labels.shown`)."""
+    return shown(str(text))
 
 
 def _classname(command: str, check: Check) -> str:

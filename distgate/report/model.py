@@ -45,6 +45,7 @@ class Column:
     name: str
     numeric: bool = False
     decorative: bool = False  # a bar chart drawn in text: terminal only
+    wrap: bool = False  # sentences: wrapped at spaces on a terminal rather than widen it
 
 
 @dataclass
@@ -118,6 +119,7 @@ class Report:
     inputs: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
     exit_code: int = 0
+    spreadsheet_safe: bool = False  # csv: text a spreadsheet would run as a formula quoted
     _data: Table | Callable[[], Table] | None = field(default=None, repr=False)
     _checks: list[Check] = field(default_factory=list, repr=False)
     _pending: list[Callable[[], None]] = field(default_factory=list, repr=False)

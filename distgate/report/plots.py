@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from distgate.report.labels import plot_text, shown
 from distgate.stats.metrics.registry import REGISTRY
 
 RELEASED_AXIS = "released tuples (log scale)"
@@ -25,7 +26,10 @@ def pyplot():
 
 
 def short(label: str) -> str:
-    return label if len(label) <= LABEL_MAX else label[: LABEL_MAX - 1] + "…"
+    """A label for a panel title: control characters escaped, shortened to LABEL_MAX
+    characters, and safe from matplotlib's mathematical notation."""
+    text = shown(label)
+    return plot_text(text if len(text) <= LABEL_MAX else text[: LABEL_MAX - 1] + "…")
 
 
 def nonnegative_y(ax, values: np.ndarray) -> None:

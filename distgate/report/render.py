@@ -1,6 +1,8 @@
 """Renderers of a :class:`~distgate.report.model.Report`: the terminal (rich), csv and
 markdown. JSON stays each result's own ``to_dict`` (its documented shape); HTML lives in
-:mod:`distgate.report.html`, JUnit in :mod:`distgate.report.junit`.
+:mod:`distgate.report.html`, JUnit in :mod:`distgate.report.junit`. The terminal and
+markdown show every text through :mod:`distgate.report.labels` (control characters
+escaped); csv keeps the exact text (or quotes formulas, ``--spreadsheet-safe``).
 
 csv and markdown are for pipelines and CI: each prints the report's one table of results
 (:attr:`~distgate.report.model.Report.data`), csv with every number in full, markdown as
@@ -19,6 +21,8 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 from rich.text import Text as RichText
 
+from distgate.data.csv_cells import spreadsheet_cell, write_rows
+from distgate.report.labels import markdown_cell, markdown_line, shown
 from distgate.report.model import BAR, BLOCKED, DIM, SAFE, STRONG, WARN, Cell, Report, Table, Text
 
 FORMATS = ("table", "json", "csv", "markdown")
@@ -37,15 +41,19 @@ HEADER_WORD_MAX = 24  # longer header words are folded rather than widen their c
 def rich_text(line: Text) -> RichText:
     out = RichText()
     for text, style in line.parts:
-        out.append(text, style=RICH_STYLES.get(style or "", ""))
+        out.append(shown(text), style=RICH_STYLES.get(style or "", ""))
     return out
 
 
 def _cell_width(table: Table, j: int) -> int:
-    """Narrowest width that shows every cell of column j whole: cells never wrap, headers
-    wrap at spaces and fold only words longer than HEADER_WORD_MAX."""
-    cells = max((len(row[j].text) for row in table.rows), default=0)
-    words = max((len(w) for w in table.columns[j].name.split()), default=0)
+    """Narrowest width that shows every cell of column j whole: cells never wrap (but those
+    of a ``wrap`` column, at spaces), headers wrap at spaces and fold only words longer
+    than HEADER_WORD_MAX."""
+    texts = [shown(row[j].text) for row in table.rows]
+    if table.columns[j].wrap:  # a column of sentences wraps at spaces like a header
+        texts = [word for text in texts for word in text.split()]
+    cells = max(map(len, texts), default=0)
+    words = max((len(w) for w in shown(table.columns[j].name).split()), default=0)
     return max(cells, min(words, HEADER_WORD_MAX), 1)
 
 
@@ -128,15 +136,17 @@ def rich_table(table: Table) -> RichTable:
     out = RichTable()
     for j, column in enumerate(table.columns):
         out.add_column(
-            escape(column.name),
+            escape(shown(column.name)),
             justify="right" if column.numeric else "left",
             min_width=_cell_width(table, j),
             overflow="fold",
         )
     for row in table.rows:
-        out.add_row(*(RichText(c.text, style=RICH_STYLES.get(c.style or "", "")) for c in row))
+        out.add_row(
+            *(RichText(shown(c.text), style=RICH_STYLES.get(c.style or "", "")) for c in row)
+        )
     if table.caption:
-        out.caption = escape(table.caption)
+        out.caption = escape(shown(table.caption))
     return out
 
 
@@ -146,7 +156,7 @@ def to_console(report: Report, out: Console) -> None:
         if isinstance(block, Table):
             for part in fit(block, out.width):
                 # the title on a line of its own: as a rich title it wraps to the table's width
-                out.print(RichText(part.title, style="italic"))
+                out.print(RichText(shown(part.title), style="italic"))
                 out.print(rich_table(part))
         elif isinstance(block, Text):
             out.print(rich_text(block))
@@ -154,26 +164,34 @@ def to_console(report: Report, out: Console) -> None:
         out.print(rich_text(report.verdict))
 
 
-def _csv_text(header: list[str], rows: list[list]) -> str:
+def _csv_text(header: list[str], rows: list[list], spreadsheet: bool = False) -> str:
+    """Exact text (a data file), or with ``spreadsheet`` an apostrophe before what a
+    spreadsheet would run as a formula (:func:`~distgate.data.csv_cells.spreadsheet_cell`)."""
     buffer = io.StringIO(newline="")
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
+    cell = spreadsheet_cell if spreadsheet else _as_is
+    write_rows(buffer, [[cell(name) for name in header]])
+    write_rows(buffer, ([cell(value) for value in row] for row in rows))
     return buffer.getvalue()
 
 
-def _table_csv(table: Table) -> str:
+def _as_is(value: object) -> object:
+    return value
+
+
+def _table_csv(table: Table, spreadsheet: bool = False) -> str:
     keep = [j for j, c in enumerate(table.columns) if not c.decorative]
     header = [table.columns[j].name for j in keep]
-    return _csv_text(header, [[row[j].data for j in keep] for row in table.rows])
+    rows = [[row[j].data for j in keep] for row in table.rows]
+    return _csv_text(header, rows, spreadsheet)
 
 
 def to_csv(report: Report) -> str:
     """The report's one table of results (:attr:`Report.data`) as csv: a header and one
-    line per row, numbers written in full. A report without one (none of distgate's
+    line per row, numbers written in full, text exact (or, with the report's
+    ``spreadsheet_safe``, formulas quoted). A report without one (none of distgate's
     commands) gives its first table."""
     table = report.data if report.data is not None else next(iter(report.tables()), None)
-    return "" if table is None else _table_csv(table)
+    return "" if table is None else _table_csv(table, report.spreadsheet_safe)
 
 
 def slug(text: str, limit: int = 48) -> str:
@@ -200,24 +218,24 @@ def csv_files(report: Report) -> dict[str, str]:
         files[name] = text
 
     if report.data is not None:
-        add(slug(report.command), _table_csv(report.data))
+        add(slug(report.command), _table_csv(report.data, report.spreadsheet_safe))
     for table in report.tables():
-        add(table.name or slug(table.title), _table_csv(table))
+        add(table.name or slug(table.title), _table_csv(table, report.spreadsheet_safe))
     return files
 
 
 def read_csv(text: str) -> list[dict[str, str]]:
     """Read back what :func:`to_csv` writes: one dict per row, by header."""
-    return list(csv.DictReader(io.StringIO(text)))
+    return list(csv.DictReader(io.StringIO(text, newline="")))
 
 
 def _md(text: str) -> str:
-    """A table cell: a pipe would end it, a newline the row."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """A table cell: a pipe would end it, a newline the row, markup would format it."""
+    return markdown_cell(text)
 
 
 def _line(text: str) -> str:
-    return text.replace("\n", " ").strip()
+    return markdown_line(text.strip())
 
 
 def _numbers(cells: Iterable[Cell]) -> bool:
