@@ -80,7 +80,7 @@ def releases(rows: list[tuple[str, str, int, str]]) -> None:
     with open(HERE / "baseline.csv", "w", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(["age", "probability"])
-        writer.writerows((label, total / len(rows)) for label, total in zip(labels, totals))
+        writer.writerows((label, total / len(rows)) for label, total in zip(labels, totals, strict=True))
     folder = HERE / "releases"
     folder.mkdir(exist_ok=True)
     balanced = []
