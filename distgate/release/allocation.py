@@ -35,6 +35,21 @@ LN2 = float(np.log(2.0))
 ENUMERATE_LIMIT = 20_000
 
 
+_STEPS = np.zeros(1)
+
+
+def _steps(most: int) -> np.ndarray:
+    """k ln k - (k-1) ln(k-1) for k = 0..most (at least), computed as
+    ln k + (k-1) (-log1p(-1/k)) to avoid the cancellation, kept and extended as needed."""
+    global _STEPS
+    if len(_STEPS) <= most:
+        k = np.arange(1, max(most, 2 * len(_STEPS)) + 1, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.log(k) + np.where(k > 1, (k - 1) * -np.log1p(-1.0 / np.maximum(k, 2)), 0.0)
+        _STEPS = np.concatenate([[0.0], step])
+    return _STEPS
+
+
 def _xlnx(values: np.ndarray) -> np.ndarray:
     values = np.asarray(values, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -72,13 +87,11 @@ class Closest:
         usable = (p > 0) & (counts > 0)
         values = np.flatnonzero(usable)
         sizes = counts[values]
-        k = np.concatenate([np.arange(1, c + 1, dtype=float) for c in sizes]) if len(sizes) else []
-        k = np.asarray(k, dtype=float)
+        steps = _steps(int(sizes.max(initial=0)))
+        cost = np.concatenate(
+            [steps[1 : c + 1] - np.log(p[x]) for x, c in zip(values, sizes, strict=True)] or [[]]
+        )
         owner = np.repeat(values, sizes)
-        # k ln k - (k-1) ln(k-1) = ln k + (k-1) (-log1p(-1/k)), without the cancellation
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = np.log(k) + np.where(k > 1, (k - 1) * -np.log1p(-1.0 / k), 0.0)
-        cost = step - np.log(p[owner]) if len(owner) else np.zeros(0)
         order = np.argsort(cost, kind="stable")  # ties: the lower value first
         mass = np.concatenate([[0.0], np.cumsum(cost[order])])
         return cls(counts, p, owner[order].astype(np.int64), mass)
@@ -92,6 +105,10 @@ class Closest:
         """The closest row of each size in ``sizes``, shape (len(sizes), |X|)."""
         sizes = np.asarray(sizes, dtype=np.int64)
         out = np.zeros((len(sizes), len(self.counts)), dtype=np.int64)
+        if len(sizes) <= 4:  # counting the first picks beats finding every value's picks
+            for i, n in enumerate(sizes.tolist()):
+                out[i] = np.bincount(self.picks[:n], minlength=len(self.counts))
+            return out
         for x, taken in self._positions().items():
             out[:, x] = np.searchsorted(taken, sizes, side="left")
         return out

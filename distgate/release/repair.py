@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from distgate.data.baseline import written_probabilities
 from distgate.data.values import MISSING_LABEL
 from distgate.errors import InputError
 from distgate.release.assess import Assessment
@@ -197,13 +198,11 @@ class _Setting:
         return judge_release(counts, self.targets, p, self.metrics, self.alpha, **self.options)
 
     def suppressed(self, merge: FixPlan) -> Plan:
+        """Records withheld after ``merge``, judged against the baseline as it is written
+        (and read back by ``distgate assess``)."""
+        p = written_probabilities(merge.probabilities)
         plan = suppress_counts(
-            merge.counts,
-            self.targets,
-            merge.probabilities,
-            self.metrics,
-            self.alpha,
-            **self.options,
+            merge.counts, self.targets, p, self.metrics, self.alpha, **self.options
         )
         return self.plan(merge, plan)
 

@@ -125,7 +125,7 @@ def _resolution(weights: np.ndarray, groups: Groups) -> float:
     if whole <= 0:
         return 1.0
     grouped = np.array([weights[g].sum() for g in groups]) / total
-    return float(entropy(grouped)) / whole
+    return max(0.0, float(entropy(grouped)) / whole)
 
 
 def jensen_shannon(a: np.ndarray, b: np.ndarray) -> float:
