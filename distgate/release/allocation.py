@@ -179,3 +179,29 @@ def choose_per_size(rows: np.ndarray, passes: np.ndarray, p: np.ndarray, size: i
     first = np.searchsorted(n[order], np.arange(size + 1), side="left")
     pick = order[first]
     return passes[pick], rows[pick]
+
+
+@dataclass
+class Patched:
+    """Closest rows, but at one size another row (found by a search of its own, such as
+    cst's groupings: :mod:`distgate.release.groupings`)."""
+
+    base: Closest
+    at: int
+    row: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return self.base.size
+
+    def rows(self, sizes) -> np.ndarray:
+        sizes = np.asarray(sizes, dtype=np.int64)
+        out = self.base.rows(sizes)
+        out[sizes == self.at] = self.row
+        return out
+
+    def information(self, sizes=None) -> np.ndarray:
+        sizes = np.arange(self.size + 1) if sizes is None else np.asarray(sizes, dtype=np.int64)
+        out = self.base.information(sizes)
+        out[sizes == self.at] = information_of(self.row, self.base.p)
+        return out

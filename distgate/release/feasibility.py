@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from distgate.release.allocation import Closest, Enumerated, choose_per_size, sub_rows
+from distgate.release.allocation import Closest, Enumerated, Patched, choose_per_size, sub_rows
+from distgate.release.groupings import best_pearson_row
 from distgate.stats.critical import GROW_LIMIT, LN2, CriticalValues, chi2_quantile
 from distgate.stats.metrics.information import domain_values
 from distgate.stats.metrics.registry import REGISTRY, Settings, evaluate, threshold_for
@@ -74,7 +75,7 @@ class Judging:
 class TargetSizes:
     """One target's candidate rows and which sizes pass, per regime."""
 
-    family: dict[str, Closest | Enumerated]  # regime -> the rows kept at each size
+    family: dict[str, Closest | Enumerated | Patched]  # regime -> the rows kept at each size
     passing: dict[str, np.ndarray]  # regime -> bool per size 0..size
     exact: bool  # every size was judged (no bisection)
 
@@ -118,14 +119,24 @@ def target_sizes(
             families[regime], passing[regime] = family, ok
         return TargetSizes(families, passing, True)
     family = Closest.of(counts, p)
-    passing = {}
+    families, passing = {}, {}
     exact = not others  # closest rows are the best rows of their size for kld only
     for regime, source in values.items():
         top = min(upper[regime], family.size)
         ok, whole = _judge_sizes(family, p, judging, source, regime, top)
-        passing[regime] = np.concatenate([ok, np.zeros(family.size - top, dtype=bool)])
+        ok = np.concatenate([ok, np.zeros(family.size - top, dtype=bool)])
+        families[regime] = family
+        # cst: a grouping that withholds a value's records to merge it may keep more
+        grouped = None
+        if "cst" in others:
+            grouped = best_pearson_row(counts, p, judging.alpha, int(np.flatnonzero(ok)[-1]))
+        if grouped is not None and grouped.sum() <= top:
+            if judging.passes(grouped[None], source)[0]:
+                families[regime] = Patched(family, int(grouped.sum()), grouped)
+                ok[int(grouped.sum())] = True
+        passing[regime] = ok
         exact &= whole
-    return TargetSizes(dict.fromkeys(values, family), passing, exact)
+    return TargetSizes(families, passing, exact)
 
 
 def _judge_sizes(
