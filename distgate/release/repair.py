@@ -299,8 +299,9 @@ def _coarsened(setting: _Setting, start: Plan, max_suppressed: float | None) -> 
         return [*groups, [size]] if kept_apart else groups
 
     def rank(plan: Plan) -> tuple:
+        # within the budget: most information; past it, fewest withheld first
         within = max_suppressed is None or plan.withheld_share <= max_suppressed
-        return (plan.found, within, *plan.key())
+        return (plan.found, within, *(plan.key() if within else (-plan.withheld,)))
 
     groups, best, stalled, path = identity(size), rank(start), 0, []
     while len(groups) > 2 and stalled < STALL_STEPS:
