@@ -161,3 +161,13 @@ def test_bad_priority_column(write_csv, tmp_path, value, words):
     flags = [*FLAGS, "--fix", "--fix-by", "suppress", "--priority", "rank", "-o", str(out)]
     assert_bad_input(run("assess", table, *flags), *words)
     assert not (out / "release.csv").exists()
+
+
+def test_hierarchical_ground_is_repaired_by_withholding_records(units):
+    """Merges would break a hierarchy's ranges: --fix (both) withholds records instead."""
+    flags = ["--id", "id", "-x", "age", "-y", "unit", "-m", "tclose", "--threshold", "0.02"]
+    flags += ["--hierarchy", "age=22"]
+    assert run("assess", units, *flags).exit_code == 1
+    result, doc = run_json("assess", units, *flags, "--fix")
+    assert result.exit_code == 0, result.output
+    assert [plan["strategy"] for plan in doc["fix"]["considered"]] == ["suppress"]

@@ -243,6 +243,6 @@ def test_cli_bad_fix_options(skewed, tmp_path):
     assert_bad_input(run("assess", table, *FLAGS, "--fix", "--search-budget", "-1"), "budget")
     assert_bad_input(run("assess", table, *FLAGS, "--fix", "-o", "-"), "folder")
     assert_bad_input(run("assess", table, *FLAGS, "--fix", "-o", table), "file")
-    hierarchy = ["--metric", "tclose", "--hierarchy", "age=22", "--fix"]
+    hierarchy = ["--metric", "tclose", "--hierarchy", "age=22", *MERGE]
     assert_bad_input(run("assess", table, "-x", "age", "-y", "unit", *hierarchy), "hierarch")
     assert not Path(tmp_path / "release.csv").exists()

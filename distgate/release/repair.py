@@ -259,7 +259,12 @@ def repair_counts(
     unmerged = setting.merged(identity(len(value_labels)))
     considered: list[Plan] = []
     fallback = None
-    if fix_by in ("merge", "both"):
+    # a hierarchical ground distance follows ranges that merges would break: ``both``
+    # then only withholds records (``merge`` says why it cannot run)
+    mergeable = fix_by == "merge" or getattr(getattr(settings, "ground", None), "kind", "") != (
+        "hierarchical"
+    )
+    if fix_by in ("merge", "both") and mergeable:
         merge = fix_counts(
             counts, value_labels, target_labels, p, metrics, alpha,
             merge_values=merge_values, merge_targets=merge_targets, budget=budget, **options,
@@ -269,7 +274,7 @@ def repair_counts(
         fallback = plan
     if fix_by in ("suppress", "both") and not unmerged.was_safe:
         considered.append(setting.suppressed(unmerged))
-        if fix_by == "both" and merge_values:
+        if fix_by == "both" and merge_values and mergeable:
             considered += _coarsened(setting, considered[-1], max_suppressed)
     if unmerged.was_safe and not considered:
         considered.append(setting.plan(unmerged, None))
