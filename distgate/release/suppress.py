@@ -242,7 +242,10 @@ def suppress_counts(
     )
     original = search.judge(counts)
     if original is not None and original.safe:
-        return SuppressionPlan(counts, counts.copy(), search.labels, original, True, True, None, "")
+        kept = counts.copy()
+        return SuppressionPlan(
+            counts, kept, search.labels, original, True, True, None, "nothing to withhold"
+        )
     per_target = tuple(m for m in search.metrics if not REGISTRY[m].is_global)
     coupled = [m for m in search.metrics if REGISTRY[m].is_global]
     judging = Judging(per_target, alpha, threshold, settings)
