@@ -25,7 +25,6 @@ from distgate.cli.fixing import (
     MaxSuppressedOption,
     PriorityOption,
     check_given,
-    preload_gate,
 )
 from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
 from distgate.cli.output import describe, show
@@ -151,7 +150,6 @@ def assess_command(
         budget, output,
     )  # fmt: skip
     check_given(given)
-    preload_gate(given)
     if output:
         from distgate.release.fix import check_output_folder
 

@@ -121,17 +121,6 @@ def check_given(given: Given) -> None:
         raise InputError(f"--max-suppressed is a share of the records, from 0 to 1, not {share:g}.")
 
 
-def preload_gate(given: Given) -> None:
-    """Load the gate's compiled code in the background while the table is read: a repair
-    that withholds records runs the gate over the table for comparison."""
-    if given.fix and (given.fix_by or FixBy.both) != FixBy.merge:
-        from distgate._runtime import preload
-        from distgate.gate.compiled import PRELOAD
-        from distgate.gate.core import warm_up
-
-        preload(PRELOAD, warm_up)
-
-
 def run_fix(inputs, metrics, level, given: Given, *, critical, seed, draws, threshold, settings):
     """Repair, write the chosen plan's release (-o) and verify it by reading it back.
     Returns the repair, the paths written and whether the written release was verified."""
