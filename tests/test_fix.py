@@ -166,6 +166,7 @@ def skewed(write_csv, tmp_path):
 
 
 FLAGS = ["--id", "id", "-x", "age", "-y", "unit", "--metric", "kld,emd", "--alpha", "0.2"]
+MERGE = ["--fix", "--fix-by", "merge"]
 
 
 def test_cli_writes_a_release_that_assess_passes(skewed, tmp_path):
@@ -173,7 +174,7 @@ def test_cli_writes_a_release_that_assess_passes(skewed, tmp_path):
     out = tmp_path / "fixed"
     before = run("assess", table, "--baseline", baseline, *FLAGS)
     assert before.exit_code == 1
-    result, doc = run_json("assess", table, "--baseline", baseline, *FLAGS, "--fix", "-o", str(out))
+    result, doc = run_json("assess", table, "--baseline", baseline, *FLAGS, *MERGE, "-o", str(out))
     assert result.exit_code == 0, result.output
     fix = doc["fix"]
     assert fix["found"] and fix["minimal"] and not fix["was_safe"]
@@ -204,7 +205,7 @@ def test_cli_binned_release_is_re_assessed_without_its_bins(skewed, write_csv, t
     out = tmp_path / "out"
     bins = ["--bins", "age=21,22,23"]
     result, doc = run_json(
-        "assess", table, "--baseline", baseline, *FLAGS, *bins, "--fix", "-o", str(out)
+        "assess", table, "--baseline", baseline, *FLAGS, *bins, *MERGE, "-o", str(out)
     )
     assert result.exit_code == 0, result.output
     assert doc["fix"]["merge_values"] == [{"values": ["<21", "21-21"], "label": "<22"}]
@@ -221,7 +222,7 @@ def test_cli_safe_release_needs_no_merge(skewed, tmp_path):
     table, _ = skewed
     result = run("assess", table, *FLAGS, "--alpha", "0.001", "--fix", "-o", str(tmp_path / "o"))
     assert result.exit_code == 0, result.output
-    assert "nothing to merge" in result.stdout
+    assert "nothing to repair" in result.stdout
     plan = json.loads((tmp_path / "o" / "plan.json").read_text())
     assert plan["was_safe"] and plan["merges"] == 0
 
@@ -242,6 +243,6 @@ def test_cli_bad_fix_options(skewed, tmp_path):
     assert_bad_input(run("assess", table, *FLAGS, "--fix", "--search-budget", "-1"), "budget")
     assert_bad_input(run("assess", table, *FLAGS, "--fix", "-o", "-"), "folder")
     assert_bad_input(run("assess", table, *FLAGS, "--fix", "-o", table), "file")
-    hierarchy = ["--metric", "tclose", "--hierarchy", "age=22", "--fix"]
+    hierarchy = ["--metric", "tclose", "--hierarchy", "age=22", *MERGE]
     assert_bad_input(run("assess", table, "-x", "age", "-y", "unit", *hierarchy), "hierarch")
     assert not Path(tmp_path / "release.csv").exists()

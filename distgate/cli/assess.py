@@ -19,9 +19,15 @@ from distgate.cli.common import (
     handles_bad_input,
     metric_setting,
 )
+from distgate.cli.fixing import (
+    FixByOption,
+    Given,
+    MaxSuppressedOption,
+    PriorityOption,
+    check_given,
+)
 from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
 from distgate.cli.output import describe, show
-from distgate.errors import InputError
 from distgate.stats.metrics.registry import METRICS, REGISTRY
 
 
@@ -87,17 +93,23 @@ def assess_command(
         ),
     ] = None,
     diversity: Annotated[
-        Diversity,
-        typer.Option("--diversity", metavar="KIND", help="ldiv's l: distinct or entropy."),
-    ] = Diversity.distinct,
+        Diversity | None,
+        typer.Option(
+            "--diversity", metavar="KIND", help="ldiv's l: distinct or entropy [default: distinct]."
+        ),
+    ] = None,
     fix: Annotated[
         bool,
         typer.Option(
             "--fix",
-            help="When the release is unsafe, search for the fewest merges of adjacent X "
-            "values and of targets after which every metric passes (exit 0 when found).",
+            help="When the release is unsafe, search for a repair after which every metric "
+            "passes: merges of adjacent X values and targets, records withheld, or both "
+            "(--fix-by); exit 0 when found.",
         ),
     ] = False,
+    fix_by: FixByOption = None,
+    max_suppressed: MaxSuppressedOption = None,
+    priority: PriorityOption = None,
     output: Annotated[
         str | None,
         typer.Option(
@@ -131,16 +143,17 @@ def assess_command(
 
     chosen = shown_as.chosen()
     check_outputs([table.table, table.baseline], shown_as.files)
-    if output and not fix:
-        raise InputError("-o DIR goes with --fix (it names the folder of the repaired release).")
-    if budget is not None and budget < 0:
-        raise InputError(f"--search-budget must be 0 or more; got {budget}.")
+    settings = table.settings()
+    metrics = parse_metrics(metric_setting(metric, settings), offline=True)
+    given = Given(
+        metrics, threshold, ground, hierarchy, diversity, fix, fix_by, max_suppressed, priority,
+        budget, output,
+    )  # fmt: skip
+    check_given(given)
     if output:
         from distgate.release.fix import check_output_folder
 
         check_output_folder(output, [table.table, table.baseline])
-    settings = table.settings()
-    metrics = parse_metrics(metric_setting(metric, settings), offline=True)
     level = check_alpha(setting(alpha, settings, "alpha", DEFAULT_ALPHA))
     # a repaired release (-o) is written record by record
     inputs = table.read(settings, counts_only=not output, quiet=shown_as.silent)
@@ -153,7 +166,7 @@ def assess_command(
         inputs,
         ground=ground.value if ground else None,
         hierarchy=hierarchy or (),
-        diversity=diversity.value,
+        diversity=(diversity or Diversity.distinct).value,
     )
     assessment = assess_release(
         inputs.counts,
@@ -170,24 +183,22 @@ def assess_command(
     shown = assessment_report(assessment)
     repair = None
     if fix:
-        from distgate.release.fix import DEFAULT_FIX_BUDGET, fix_release, write_fix
-        from distgate.report.fix import fix_report
+        from distgate.cli.fixing import run_fix
+        from distgate.report.fix import repair_report
 
-        mode = setting(critical, settings, "critical", DEFAULT_CRITICAL)
-        repair = fix_release(
+        repair, written, verified = run_fix(
             inputs,
             metrics,
             level,
-            critical=mode,
+            given,
+            critical=setting(critical, settings, "critical", DEFAULT_CRITICAL),
             seed=setting(seed, settings, "seed", 0),
             draws=draws,
             threshold=parse_thresholds(threshold or [], metrics),
             settings=settings_of_metrics,
-            budget=DEFAULT_FIX_BUDGET if budget is None else budget,
         )
-        written = write_fix(repair, inputs, output) if output else []
         code = EXIT_OK if repair.found else EXIT_UNSAFE
-        shown = fix_report(assessment, repair, [str(p) for p in written])
+        shown = repair_report(assessment, repair, written, verified)
     describe(shown, context, [table.table, table.baseline], settings, code)
     show(
         shown,
@@ -196,12 +207,14 @@ def assess_command(
             **assessment.to_dict(),
             "dropped_missing": inputs.table.dropped,
             "engine": inputs.engine,
-            **(
-                {}
-                if repair is None
-                else {"fix": {**repair.to_dict(), "after": repair.assessment.to_dict()}}
-            ),
+            **({} if repair is None else {"fix": {**repair.to_dict(), "after": _after(repair)}}),
         },
         outputs=shown_as,
     )
     raise typer.Exit(code)
+
+
+def _after(repair) -> dict | None:
+    """The assessment of the repaired release the report shows."""
+    assessment = repair.shown.assessment
+    return None if assessment is None else assessment.to_dict()

@@ -100,6 +100,9 @@ def read_baseline(source: str, attributes: Sequence[str]) -> Baseline:
     return Baseline(tuple(labels), weights / total, tuple(attributes))
 
 
+PROBABILITY_FORMAT = ".12g"  # how write_baseline writes a probability
+
+
 def write_baseline(path: str, baseline: Baseline) -> None:
     """Write a baseline file with a ``probability`` column, atomically."""
     import csv
@@ -109,4 +112,12 @@ def write_baseline(path: str, baseline: Baseline) -> None:
         writer.writerow([*baseline.attributes, "probability"])
         for label, prob in zip(baseline.labels, baseline.probabilities, strict=True):
             parts = label.split(JOINT_SEPARATOR) if len(baseline.attributes) > 1 else [label]
-            writer.writerow([*parts, f"{prob:.12g}"])
+            writer.writerow([*parts, f"{prob:{PROBABILITY_FORMAT}}"])
+
+
+def written_probabilities(probabilities) -> np.ndarray:
+    """The probabilities as :func:`read_baseline` reads them back from a file written by
+    :func:`write_baseline` (rounded to 12 significant digits, then normalised), so that a
+    release can be judged against the baseline exactly as it will be read."""
+    rounded = np.array([float(f"{p:{PROBABILITY_FORMAT}}") for p in np.asarray(probabilities)])
+    return rounded / rounded.sum()

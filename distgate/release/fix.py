@@ -359,12 +359,20 @@ def check_output_folder(folder: str, inputs: Sequence[str | None]) -> None:
         check_outputs(inputs, [str(path / name) for name in OUTPUT_NAMES])
 
 
-def write_fix(plan: FixPlan, inputs, folder: str | Path) -> list[Path]:
+def write_fix(
+    plan: FixPlan,
+    inputs,
+    folder: str | Path,
+    *,
+    keep: np.ndarray | None = None,
+    document: dict | None = None,
+) -> list[Path]:
     """Write the repaired release into ``folder`` (created when missing): ``release.csv``
-    (every record with its merged labels; the key column and a weight of 1 per record
-    when the table has them; the missing value of --missing keep as an empty field),
-    ``baseline.csv`` (merged probabilities, as ``distgate baseline -o`` writes) and
-    ``plan.json``. Each file is written atomically. Returns the paths written."""
+    (every record with its merged labels, or those where ``keep`` holds; the key column
+    and a weight of 1 per record when the table has them; the missing value of --missing
+    keep as an empty field), ``baseline.csv`` (merged probabilities, as ``distgate
+    baseline -o`` writes) and ``plan.json`` (``document``, else the plan's own). Each file
+    is written atomically. Returns the paths written."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -380,8 +388,9 @@ def write_fix(plan: FixPlan, inputs, folder: str | Path) -> list[Path]:
         raise InputError(f"Cannot create the output folder '{folder}': {exc.strerror}.") from None
     table, options = inputs.table, inputs.options
     columns: dict[str, pa.Array] = {}
+    chosen = None if keep is None else pa.array(np.asarray(keep, dtype=bool))
     if table.keys is not None and options.weight is None:
-        columns[options.id_column] = table.keys
+        columns[options.id_column] = table.keys if chosen is None else table.keys.filter(chosen)
     sides = (
         (options.attributes, table.value_codes, plan.value_groups, plan.value_labels),
         (options.targets, table.target_codes, plan.target_groups, plan.target_labels),
@@ -391,14 +400,16 @@ def write_fix(plan: FixPlan, inputs, folder: str | Path) -> list[Path]:
         for number, members in enumerate(groups):
             of[members] = number
         parts = [label.split("|") if len(names) > 1 else [label] for label in labels]
+        indices = of[codes] if keep is None else of[codes][np.asarray(keep, dtype=bool)]
         for position, name in enumerate(names):
             words = [p[position] for p in parts]
             dictionary = pa.array([None if w == MISSING_LABEL else w for w in words], pa.string())
-            columns[name] = pa.DictionaryArray.from_arrays(pa.array(of[codes]), dictionary).cast(
+            columns[name] = pa.DictionaryArray.from_arrays(pa.array(indices), dictionary).cast(
                 pa.string()
             )
     if options.weight is not None:
-        columns[options.weight] = pa.array(np.ones(len(table.value_codes), dtype=np.int64))
+        records = len(table.value_codes) if keep is None else int(np.count_nonzero(keep))
+        columns[options.weight] = pa.array(np.ones(records, dtype=np.int64))
     release = pa.table(columns)
     paths = [folder / RELEASE_NAME, folder / BASELINE_NAME, folder / PLAN_NAME]
     with atomic_path(paths[0]) as tmp:
@@ -408,6 +419,6 @@ def write_fix(plan: FixPlan, inputs, folder: str | Path) -> list[Path]:
         Baseline(tuple(plan.value_labels), plan.probabilities, tuple(options.attributes)),
     )
     with atomic_text(paths[2]) as handle:
-        json.dump(plan.to_dict(), handle, indent=2)
+        json.dump(plan.to_dict() if document is None else document, handle, indent=2)
         handle.write("\n")
     return paths

@@ -1,0 +1,96 @@
+"""What the online gate releases of the same table, for comparison with an offline repair:
+every record requested once, in one random order (seeded), the gate deciding each request
+without knowing the ones to come (:class:`distgate.gate.Gate`, with its queue, no grace).
+
+A suppression plan knows the whole table, so it should keep at least as many records as
+the gate releases: the gate's final release passes ``assess`` (SPEC 4), so it is one of the
+plans the offline search chooses among.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from distgate.errors import InputError
+from distgate.gate.core import Gate
+from distgate.stats.critical import DEFAULT_DRAWS, CriticalValues
+from distgate.stats.metrics.registry import REGISTRY, names, threshold_for
+
+
+@dataclass(frozen=True)
+class OnlineRelease:
+    """The gate's release over one random order: records per target, or why the gate
+    could not run (``reason``)."""
+
+    seed: int
+    target_labels: tuple[str, ...]
+    released: np.ndarray | None
+    reason: str = ""
+
+    @property
+    def total(self) -> int | None:
+        return None if self.released is None else int(self.released.sum())
+
+    def to_dict(self) -> dict:
+        if self.released is None:
+            return {"seed": self.seed, "released": None, "reason": self.reason}
+        return {
+            "seed": self.seed,
+            "released": self.total,
+            "per_target": {
+                label: int(n) for label, n in zip(self.target_labels, self.released, strict=True)
+            },
+        }
+
+
+def _single_threshold(metrics: Sequence[str], threshold) -> tuple[float | None, str]:
+    """The gate takes one threshold for all its metrics."""
+    bounds = {threshold_for(m, threshold) for m in metrics if REGISTRY[m].threshold}
+    bounds.discard(None)
+    if len(bounds) > 1:
+        return None, "the gate takes one threshold for all its metrics"
+    return (bounds.pop() if bounds else None), ""
+
+
+def online_release(
+    counts: np.ndarray,
+    target_labels: Sequence[str],
+    probabilities: np.ndarray,
+    metrics: Sequence[str],
+    alpha: float,
+    *,
+    critical: str = "auto",
+    seed: int = 0,
+    draws: int = DEFAULT_DRAWS,
+    threshold: float | Mapping[str, float] | None = None,
+    ordered: bool = True,
+) -> OnlineRelease:
+    """The gate over every record of the table C[y, x] in a random order drawn with
+    ``seed`` (module docstring)."""
+    labels = tuple(target_labels)
+    offline = [m for m in metrics if m not in names(online=True)]
+    if offline:
+        return OnlineRelease(seed, labels, None, f"the gate cannot run {', '.join(offline)}")
+    bound, reason = _single_threshold(metrics, threshold)
+    if reason:
+        return OnlineRelease(seed, labels, None, reason)
+    counts = np.asarray(counts, dtype=np.int64)
+    targets, values = counts.shape
+    cells = counts.ravel()
+    target_codes = np.repeat(np.repeat(np.arange(targets), values), cells)
+    value_codes = np.repeat(np.tile(np.arange(values), targets), cells)
+    order = np.random.default_rng([seed, 28]).permutation(len(target_codes))
+    source = CriticalValues(
+        probabilities, counts.sum(axis=1), mode=critical, draws=draws, seed=seed, ordered=ordered
+    )
+    try:
+        gate = Gate(
+            target_codes, value_codes, targets, values, metrics, alpha, source, threshold=bound
+        )
+    except InputError as exc:
+        return OnlineRelease(seed, labels, None, str(exc))
+    gate.run(order)
+    return OnlineRelease(seed, labels, gate.counts.sum(axis=1))
