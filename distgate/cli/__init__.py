@@ -29,6 +29,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("randomize", "randomize", "randomize_command"),
     ("replay", "replay", "replay_command"),
     ("simulate", "simulate", "simulate_command"),
+    ("calibrate", "calibrate", "calibrate_command"),
 ]
 
 
