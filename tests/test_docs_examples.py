@@ -25,7 +25,8 @@ Every ```python block of the pages is run too, in its own namespace, from a fres
 ``sample_data/``; when a ```text block follows it directly, that is what it must print.
 
 After a deliberate change of output, ``python tests/test_docs_examples.py --update``
-rewrites the expected output of every block in place (then read the diff).
+rewrites the expected output of every block in place, or of the pages named after it
+(then read the diff).
 """
 
 from __future__ import annotations
@@ -284,8 +285,9 @@ def test_a_python_example_runs_and_prints_what_the_page_shows(snippet, tmp_path)
         )
 
 
-def update() -> None:
-    """Rewrite the expected output of every console block with what it prints now."""
+def update(pages: list[str]) -> None:
+    """Rewrite the expected output of every console block (of ``pages`` only, when given,
+    e.g. ``docs/simulate.md``) with what it prints now."""
     import tempfile
 
     os.environ["COLUMNS"] = COLUMNS
@@ -295,6 +297,8 @@ def update() -> None:
     for item in [*EXAMPLES, *(s for s in SNIPPETS if s.expected is not None)]:
         by_page.setdefault(item.page, []).append(item)
     for page, found in by_page.items():
+        if pages and page not in pages:
+            continue
         path = REPO / page
         text = path.read_text()
         for item in sorted(found, key=lambda i: i.start, reverse=True):  # offsets stay valid
@@ -331,7 +335,7 @@ def _wrapped(step: Step, body: str) -> str:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] != ["--update"]:
-        sys.exit("usage: python tests/test_docs_examples.py --update")
+    if sys.argv[1:2] != ["--update"]:
+        sys.exit("usage: python tests/test_docs_examples.py --update [PAGE ...]")
     sys.path.insert(0, str(REPO))
-    update()
+    update(sys.argv[2:])

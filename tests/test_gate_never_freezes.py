@@ -80,7 +80,7 @@ def test_no_random_order_stalls_in_the_default_mode(alpha):
     sim = run(["kld", "mis", "cst", "dqt"], [alpha])
     assert_no_stall(sim)
     # mis, kld and dqt released totals stay where [journal] Fig 16 puts them; cst, at its
-    # measured level, holds the outlier L2 back harder at alpha 0.2 (docs/calibration.md)
+    # measured level, releases less (docs/simulate.md, the published rule)
     assert_fig16_totals(sim, alpha)
 
 

@@ -33,14 +33,7 @@ from distgate.data.inputs import Inputs
 from distgate.data.requests import KeyColumn, RequestKeys, read_requests
 from distgate.data.tables import display_name
 from distgate.gate.core import Gate
-from distgate.gate.decisions import (
-    DECISION_NAMES,
-    QUEUED,
-    RELEASED,
-    UNKNOWN,
-    GateRun,
-    GateStatus,
-)
+from distgate.gate.decisions import DECISION_NAMES, QUEUED, RELEASED, UNKNOWN, GateRun, GateStatus
 from distgate.gate.grace import parse_grace
 from distgate.stats.critical import DEFAULT_DRAWS, check_alpha, check_threshold
 from distgate.stats.metrics.registry import parse_metrics

@@ -34,11 +34,6 @@ def calibration_report(calibration: Calibration, plot: str | None = None) -> Rep
                 Column("R at 10x", True),
                 Column("plain from", True),
             ],
-            caption="size: what the test is judged by (n_y per target, N per release). "
-            "Below 'MC below' the critical value is the Monte Carlo quantile; from there on "
-            "the asymptotic value times R, the correction measured every factor sqrt(2) of "
-            "size up to 65,536 (fading as 1/n beyond). 'plain from': the size from which "
-            "the uncorrected asymptotic value alone keeps the level on every larger rung.",
         )
         for (metric, alpha), h in calibration.handovers.items():
             table.add(
@@ -50,6 +45,13 @@ def calibration_report(calibration: Calibration, plot: str | None = None) -> Rep
                 _at(h, 10 * h.start),
                 count(h.plain_from) if h.plain_from is not None else Cell("none", ""),
             )
+        report.text(
+            "size: what the test is judged by (n_y per target, N per release). Below 'MC "
+            "below' the critical value is the Monte Carlo quantile; from there on the "
+            "asymptotic value times R, the correction measured every factor sqrt(2) of size "
+            "up to 65,536 (fading as 1/n beyond). 'plain from': the size from which the "
+            "uncorrected asymptotic value alone keeps the level on every larger rung."
+        )
     for alpha in calibration.alphas:
         levels = report.table(
             f"Type I error at alpha {alpha:g} on {calibration.releases:,} null releases per "

@@ -37,9 +37,14 @@ the sample with at most alpha of the draws at or above it
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -105,6 +110,26 @@ def check_threshold(threshold: float | None) -> float | None:
     return value
 
 
+class HandoverStore(Protocol):
+    """Where measured hand-overs are kept between runs (:mod:`distgate.data.cache`): the
+    measurement depends only on the inputs its ``key`` digests, so a later command on the
+    same baseline reads it instead of drawing the ladder again."""
+
+    def load(self, key: str) -> Handover | None: ...
+
+    def save(self, key: str, handover: Handover) -> None: ...
+
+
+@functools.cache
+def _code_digest() -> str:
+    """A digest of the statistics' code: a stored hand-over measured by other code (an
+    edited or upgraded distgate) is never read."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 @dataclass
 class CriticalValues:
     """Source of critical values for one baseline.
@@ -115,7 +140,8 @@ class CriticalValues:
     Every simulated statistic draws from its own random stream: the small integer its
     metric's record carries (:mod:`distgate.stats.metrics.registry`), mixed into the seed.
     Callers pass it (``stream=``, or a :class:`Law` that carries it), so that this module
-    knows no metric by name.
+    knows no metric by name. ``store``: where measured hand-overs are kept between runs
+    (:class:`HandoverStore`; None: measured in every process).
     """
 
     p: np.ndarray
@@ -124,6 +150,7 @@ class CriticalValues:
     draws: int = DEFAULT_DRAWS
     seed: int = 0
     ordered: bool = True
+    store: Any = field(default=None, repr=False, compare=False)
     _cache: dict = field(default_factory=dict, repr=False)
     _samples: OrderedDict = field(default_factory=OrderedDict, repr=False)
     _growers: dict = field(default_factory=dict, repr=False)
@@ -183,20 +210,44 @@ class CriticalValues:
         Monte Carlo critical value there, so that the two meet."""
         key = ("handover", law.key, alpha)
         if key not in self._cache:
-            first = max(self.switch_size, LADDER_START) if law.is_global else LADDER_START
-            sizes = ladder(first)
-            samples = [self._ratios(law, alpha, int(n)) for n in sizes]
-            fitted = fit_handover(sizes, samples, alpha, first=int(sizes[0]))
-            for _ in sizes:  # the hand-over rung's sample changes its neighbours' checks
-                at = int(np.searchsorted(sizes, fitted.start))
-                samples[at] = self._ratios(law, alpha, fitted.start, monte_carlo=True)
-                refitted = fit_handover(sizes, samples, alpha, first=fitted.start)
-                done = refitted.start == fitted.start
-                fitted = refitted
-                if done:
-                    break
+            stored = self._stored_key(law, alpha) if self.store is not None else None
+            fitted = self.store.load(stored) if stored is not None else None
+            if fitted is None:
+                fitted = self._measure_handover(law, alpha)
+                if stored is not None:
+                    self.store.save(stored, fitted)
             self._cache[key] = fitted
         return self._cache[key]
+
+    def _stored_key(self, law: Law, alpha: float) -> str:
+        """A digest of everything a measured hand-over depends on: the test, alpha, the
+        seed and draws, the baseline (and, for a global test, the target frequencies) and
+        the code that measures it."""
+        digest = hashlib.sha256(
+            json.dumps(
+                [_code_digest(), law.key, law.stream, float(alpha), int(self.seed), self.draws]
+            ).encode()
+        )
+        digest.update(np.ascontiguousarray(self.p, dtype="<f8").data)
+        if law.is_global:
+            digest.update(np.ascontiguousarray(self.target_weights, dtype="<f8").data)
+        return f"handover-{law.key}-{digest.hexdigest()[:40]}"
+
+    def _measure_handover(self, law: Law, alpha: float) -> Handover:
+        """The hand-over measured on the ladder (see :meth:`handover`)."""
+        first = max(self.switch_size, LADDER_START) if law.is_global else LADDER_START
+        sizes = ladder(first)
+        samples = [self._ratios(law, alpha, int(n)) for n in sizes]
+        fitted = fit_handover(sizes, samples, alpha, first=int(sizes[0]))
+        for _ in sizes:  # the hand-over rung's sample changes its neighbours' checks
+            at = int(np.searchsorted(sizes, fitted.start))
+            samples[at] = self._ratios(law, alpha, fitted.start, monte_carlo=True)
+            refitted = fit_handover(sizes, samples, alpha, first=fitted.start)
+            done = refitted.start == fitted.start
+            fitted = refitted
+            if done:
+                break
+        return fitted
 
     def _ratios(self, law: Law, alpha: float, n: int, *, monte_carlo: bool = False):
         return law.ratios(self, alpha, *self._probe(law, n, monte_carlo=monte_carlo), n)

@@ -242,3 +242,31 @@ def fit_handover(
     elif off[-1] + 1 < len(sizes):
         plain_from = int(sizes[off[-1] + 1])
     return Handover(alpha, draws, sizes, ratios, plain, checks, start, plain_from)
+
+
+def handover_arrays(handover: Handover) -> dict[str, np.ndarray]:
+    """A :class:`Handover` as named arrays (for a cache file; :func:`handover_of_arrays`)."""
+    return {
+        "alpha": np.array(handover.alpha),
+        "draws": np.array(handover.draws),
+        "sizes": np.asarray(handover.sizes, dtype=np.int64),
+        "ratios": np.asarray(handover.ratios, dtype=float),
+        "plain": np.asarray(handover.plain, dtype=float),
+        "checks": np.asarray(handover.checks, dtype=float),
+        "start": np.array(handover.start),
+        "plain_from": np.array(-1 if handover.plain_from is None else handover.plain_from),
+    }
+
+
+def handover_of_arrays(arrays) -> Handover:
+    plain_from = int(arrays["plain_from"])
+    return Handover(
+        float(arrays["alpha"]),
+        int(arrays["draws"]),
+        np.asarray(arrays["sizes"], dtype=np.int64),
+        np.asarray(arrays["ratios"], dtype=float),
+        np.asarray(arrays["plain"], dtype=float),
+        np.asarray(arrays["checks"], dtype=float),
+        int(arrays["start"]),
+        None if plain_from < 0 else plain_from,
+    )
