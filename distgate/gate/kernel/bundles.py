@@ -60,25 +60,16 @@ class Tables(NamedTuple):
     logp: np.ndarray  # (X,) log2 p(x)
     p: np.ndarray  # (X,)
     chi2: np.ndarray  # chi2.ppf(1 - alpha, df) by df
-    # critical values (distgate.gate.kernel.statistics): Monte Carlo ones by a test's own
-    # size below the floor or its hand-over size, the factor of the asymptotic value above
-    kld_mc: np.ndarray  # Monte Carlo critical value of D by n_y
-    kld_switch: int  # kld's hand-over size (0: none)
-    kld_factor: np.ndarray  # by n_y (its last entry beyond)
-    cst_mc: np.ndarray  # Monte Carlo factor of cst's chi-square value by n_y
-    cst_switch: int
-    cst_factor: np.ndarray
-    cst_floor: bool  # cst too is simulated below the floor (not under the published rule)
-    mis_mc: np.ndarray  # Monte Carlo critical value of I by N
-    mis_switch: int  # mis's hand-over size (at least the floor in auto modes)
-    mis_factor: np.ndarray  # by N (auto-paper: the published 1 + c / N)
-    dqt_sized: np.ndarray  # Q_c by N (auto); empty: the table of normal samples by count
+    kld_mc: np.ndarray  # Monte Carlo critical value of D by n_y (below the switch)
+    mis_mc: np.ndarray  # Monte Carlo critical value of I by N (below the switch)
     dixon: np.ndarray  # Dixon critical value by number of targets
     need_n: np.ndarray  # (Y,) released tuples a target needs to leave its grace
     need_v: np.ndarray  # (Y,) distinct released values it needs
+    mis_correction: float  # c of mis's hand-over correction (distgate.stats.critical)
+    mis_correction_below: int  # ... which applies below this many released tuples
     domain: int  # N_X: baseline values with p > 0
-    auto: bool  # Monte Carlo values for every test below ``switch`` released tuples
-    switch: int  # the floor
+    auto: bool  # Monte Carlo values below ``switch`` released tuples
+    switch: int
     queue_on: bool
     xlogx: np.ndarray  # c log2 c for c up to the largest target + 1 (distgate.gate.core)
     distances: bool  # keep D(y) and n_y D(y) current (mis, dqt, exposure look at them)

@@ -39,14 +39,7 @@ from distgate.gate.kernel.bundles import (
     TIE_RELATIVE,
 )
 from distgate.gate.kernel.queue import find_head, head_still_first, note, prefetch_release
-from distgate.gate.kernel.statistics import (
-    check,
-    check_apart,
-    cst_critical,
-    group_term,
-    kld_critical,
-    use_mc,
-)
+from distgate.gate.kernel.statistics import check, check_apart, group_term, kld_critical, use_mc
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -264,8 +257,7 @@ def recheck_cst(y, tables, counts, queue, work):
                 if g == 1:
                     safe, exact = True, False  # a single group: nothing to test
                 else:
-                    mc1 = use_mc(counts.tally[CHECKED_TOTAL] + 1, tables)
-                    crit = cst_critical(counts.n[y] + 1, g, mc1, tables)
+                    crit = tables.chi2[g - 1]
                     limit = crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)
                     margin = ROUNDING * (abs(base) + abs(stat) + abs(crit) + 1.0)
                     if stat < limit - margin:
