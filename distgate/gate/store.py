@@ -38,6 +38,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,22 +156,27 @@ def table_fingerprint(target_labels, value_labels, target_codes, value_codes) ->
     return digest.hexdigest()[:32]
 
 
+COUNTS_MAGIC = b"DGC1"  # released counts: magic, rows, columns, then int64 little-endian
+
+
 def counts_blob(counts: np.ndarray) -> bytes:
-    """Released counts C[y, x] as an Arrow IPC block: one column of the counts in row
-    order, the shape in the schema's metadata (dense and compressed: half the time of
-    listing the non-zero cells for a million cells)."""
-    table = pa.Table.from_arrays(  # (pa.table() would look for pandas)
-        [pa.array(np.ascontiguousarray(counts, dtype=np.int64).ravel())],
-        names=["count"],
-        metadata={"shape": f"{counts.shape[0]},{counts.shape[1]}"},
-    )
-    return _to_ipc(table)
+    """Released counts C[y, x] as bytes: a header (magic, rows, columns) and the counts in
+    row order as little-endian int64. Written at every commit, so kept plain: an Arrow IPC
+    block of the same counts took 130-240 us, a fixed layout takes a few."""
+    counts = np.ascontiguousarray(counts, dtype="<i8")
+    rows, columns = counts.shape
+    return COUNTS_MAGIC + struct.pack("<II", rows, columns) + counts.tobytes()
 
 
 def counts_from_blob(blob: bytes) -> np.ndarray:
-    table = _from_ipc(blob)
-    shape = tuple(int(n) for n in table.schema.metadata[b"shape"].split(b","))
-    return table.column("count").to_numpy().astype(np.int64).reshape(shape)
+    """The counts of :func:`counts_blob`; ValueError when the bytes are not such counts."""
+    blob = bytes(blob)
+    if blob[:4] != COUNTS_MAGIC or len(blob) < 12:
+        raise ValueError("the stored counts do not start with distgate's counts header")
+    rows, columns = struct.unpack("<II", blob[4:12])
+    if len(blob) != 12 + 8 * rows * columns:
+        raise ValueError(f"the stored counts hold {len(blob) - 12} bytes, not {rows} x {columns}")
+    return np.frombuffer(blob, dtype="<i8", offset=12).astype(np.int64).reshape(rows, columns)
 
 
 @dataclass
