@@ -126,6 +126,17 @@ ThresholdOption = Annotated[
         help="Fixed critical value T for dleak, eleak and emd (default: Monte Carlo at alpha).",
     ),
 ]
+GraceOption = Annotated[
+    str,
+    typer.Option(
+        "--grace",
+        metavar="POLICY",
+        help="Grace policy: none, releases:K, fraction:F, values:V or accuracy:EPS.",
+    ),
+]
+NoQueueOption = Annotated[
+    bool, typer.Option("--no-queue", help="Deny unsafe requests instead of queueing them.")
+]
 
 DEFAULT_METRIC = "kld"
 DEFAULT_ALPHA = 0.2
@@ -144,3 +155,34 @@ def joined(items: list[str] | str | None, default: str) -> str:
 def metric_setting(flag: list[str] | None, config: dict) -> str:
     """The chosen metrics: every ``-m`` given, else the settings file's, else kld."""
     return joined(flag or config.get("metric"), DEFAULT_METRIC)
+
+
+def gate_settings(
+    config: dict,
+    *,
+    metric: list[str] | None,
+    alpha: float | None,
+    critical: str | None,
+    seed: int | None,
+    draws: int,
+    threshold: float | None,
+    no_queue: bool,
+    grace: str,
+    **more: Any,
+):
+    """The gate's settings (:class:`~distgate.gate.replay.ReplaySettings`) from the gate
+    options of replay and serve, each flag over the settings file over the default."""
+    from distgate.data.config import setting
+    from distgate.gate.replay import ReplaySettings
+
+    return ReplaySettings(
+        metrics=metric_setting(metric, config).split(","),
+        alpha=setting(alpha, config, "alpha", DEFAULT_ALPHA),
+        critical=setting(critical, config, "critical", DEFAULT_CRITICAL),
+        seed=setting(seed, config, "seed", 0),
+        draws=draws,
+        threshold=threshold,
+        queue=not no_queue,
+        grace=grace,
+        **more,
+    )

@@ -7,16 +7,16 @@ from typing import Annotated
 import typer
 
 from distgate.cli.common import (
-    DEFAULT_ALPHA,
-    DEFAULT_CRITICAL,
     AlphaOption,
     CriticalOption,
     DrawsOption,
+    GraceOption,
     MetricOption,
+    NoQueueOption,
     SeedOption,
     ThresholdOption,
+    gate_settings,
     handles_bad_input,
-    metric_setting,
 )
 from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
 from distgate.cli.output import describe, show
@@ -54,17 +54,8 @@ def replay_command(
     key: Annotated[
         str, typer.Option("--key", metavar="COLUMN", help="Key column of the request log.")
     ] = "id",
-    no_queue: Annotated[
-        bool, typer.Option("--no-queue", help="Deny unsafe requests instead of queueing them.")
-    ] = False,
-    grace: Annotated[
-        str,
-        typer.Option(
-            "--grace",
-            metavar="POLICY",
-            help="Grace policy: none, releases:K, fraction:F, values:V or accuracy:EPS.",
-        ),
-    ] = "none",
+    no_queue: NoQueueOption = False,
+    grace: GraceOption = "none",
     skip_unknown: Annotated[
         bool,
         typer.Option("--skip-unknown", help="Mark keys the table lacks as unknown and go on."),
@@ -91,9 +82,8 @@ def replay_command(
     Example: distgate replay soldiers.csv requests.csv -o decisions.csv --state gate.db
     """
     from distgate._runtime import preload
-    from distgate.data.config import setting
     from distgate.gate.compiled import PRELOAD
-    from distgate.gate.replay import Interrupted, ReplaySettings, replay
+    from distgate.gate.replay import Interrupted, replay
     from distgate.report.common import progress
 
     if table.table == "-" and requests == "-":
@@ -112,14 +102,15 @@ def replay_command(
             "by one (give replay a table with one line per record)."
         )
     preload(PRELOAD, _load_compiled_code)  # while the inputs are read
-    replay_settings = ReplaySettings(
-        metrics=metric_setting(metric, settings).split(","),
-        alpha=setting(alpha, settings, "alpha", DEFAULT_ALPHA),
-        critical=setting(critical, settings, "critical", DEFAULT_CRITICAL),
-        seed=setting(seed, settings, "seed", 0),
+    replay_settings = gate_settings(
+        settings,
+        metric=metric,
+        alpha=alpha,
+        critical=critical,
+        seed=seed,
         draws=draws,
         threshold=threshold,
-        queue=not no_queue,
+        no_queue=no_queue,
         grace=grace,
         key=key,
         skip_unknown=skip_unknown,

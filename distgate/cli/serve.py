@@ -7,17 +7,17 @@ from typing import Annotated
 import typer
 
 from distgate.cli.common import (
-    DEFAULT_ALPHA,
-    DEFAULT_CRITICAL,
     AlphaOption,
     CriticalOption,
     DrawsOption,
+    GraceOption,
     MetricOption,
+    NoQueueOption,
     SeedOption,
     ThresholdOption,
+    gate_settings,
     handles_bad_input,
     joined,
-    metric_setting,
 )
 from distgate.cli.options import TableFlags, bundled
 from distgate.errors import InputError
@@ -77,17 +77,8 @@ def serve_command(
         float,
         typer.Option("--body-timeout", metavar="SECONDS", help="Time to receive one body."),
     ] = 10.0,
-    no_queue: Annotated[
-        bool, typer.Option("--no-queue", help="Deny unsafe requests instead of queueing them.")
-    ] = False,
-    grace: Annotated[
-        str,
-        typer.Option(
-            "--grace",
-            metavar="POLICY",
-            help="Grace policy: none, releases:K, fraction:F, values:V or accuracy:EPS.",
-        ),
-    ] = "none",
+    no_queue: NoQueueOption = False,
+    grace: GraceOption = "none",
     metric: MetricOption = None,
     alpha: AlphaOption = None,
     critical: CriticalOption = None,
@@ -100,8 +91,6 @@ def serve_command(
 
     Example: distgate serve soldiers.csv --state gate.db --port 8000
     """
-    from distgate.data.config import setting
-    from distgate.gate.replay import ReplaySettings
 
     try:
         from distgate.serve.app import Limits
@@ -125,14 +114,15 @@ def serve_command(
         raise InputError("--body-timeout must be between 0 and 3600 seconds.")
     if not 0 <= port <= 65535:
         raise InputError(f"--port {port} is not a port (0 to 65535).")
-    gate_settings = ReplaySettings(
-        metrics=metric_setting(metric, settings).split(","),
-        alpha=setting(alpha, settings, "alpha", DEFAULT_ALPHA),
-        critical=setting(critical, settings, "critical", DEFAULT_CRITICAL),
-        seed=setting(seed, settings, "seed", 0),
+    chosen = gate_settings(
+        settings,
+        metric=metric,
+        alpha=alpha,
+        critical=critical,
+        seed=seed,
         draws=draws,
         threshold=threshold,
-        queue=not no_queue,
+        no_queue=no_queue,
         grace=grace,
     )
     tokens = load_tokens(operator_token_file, requester_tokens)
@@ -151,7 +141,7 @@ def serve_command(
 
         preload(PRELOAD, _load_compiled_code)  # while the table and the state are read
         inputs = table.read(settings, need_keys=True)
-        session = GateSession(inputs, gate_settings, state, columns=shown)
+        session = GateSession(inputs, chosen, state, columns=shown)
         await_preload(PRELOAD)  # ready means the first request does not wait for it
         return session
 

@@ -10,6 +10,8 @@ import typer
 from distgate.cli.common import (
     CriticalOption,
     DrawsOption,
+    GraceOption,
+    NoQueueOption,
     handles_bad_input,
     joined,
 )
@@ -64,17 +66,8 @@ def simulate_command(
     ] = None,
     critical: CriticalOption = None,
     draws: DrawsOption = 10_000,
-    grace: Annotated[
-        str,
-        typer.Option(
-            "--grace",
-            metavar="POLICY",
-            help="none, releases:K, fraction:F, values:V or accuracy:EPS.",
-        ),
-    ] = "none",
-    no_queue: Annotated[
-        bool, typer.Option("--no-queue", help="Deny blocked requests instead of queueing them.")
-    ] = False,
+    grace: GraceOption = "none",
+    no_queue: NoQueueOption = False,
     plots: Annotated[
         str | None,
         typer.Option(
