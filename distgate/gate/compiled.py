@@ -5,9 +5,16 @@ The kernel runs the metrics whose record carries kernel code (kld, mis, cst, dqt
 exposure) with ``auto`` or ``asymptotic`` critical values and every grace policy that is a
 count (all but ``accuracy:EPS``); the rest runs in the reference loop
 (:mod:`distgate.gate.reference`). Both make the same decisions.
+
+What the kernel keeps between runs (its counts, its work space, the queue in its layout)
+stays with the gate (:class:`KernelState`), so that a run allocates only what grows with
+its own requests: deciding one request costs a few microseconds, not a rebuild of the
+gate's structures.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -28,6 +35,7 @@ PRELOAD = "distgate-compiled-code"
 
 # The kernel keeps D(y) and n_y D(y) current only for the metrics that look at them
 DISTANCE_METRICS = (KERNEL_MIS, KERNEL_DQT, KERNEL_EXPOSURE)
+MAX_GROUPS = 256  # groups of cells in the queue's maps (cells share a group beyond)
 
 
 def kernel_codes(metrics) -> list[int] | None:
@@ -71,10 +79,20 @@ def chi2_table(codes: list[int], alpha: float, domain: int, n_targets: int, n_va
     return table
 
 
+def cell_groups(cells: int) -> tuple[np.ndarray, int, int]:
+    """Each cell's group in the queue's maps, the cells per group and the groups: one
+    group per cell up to MAX_GROUPS cells, neighbouring cells sharing one beyond."""
+    size = max(1, math.ceil(cells / MAX_GROUPS))
+    groups = max(1, math.ceil(cells / size))
+    return np.arange(cells, dtype=np.int64) // size, size, groups
+
+
 def kernel_tables(gate):
     """What the kernel looks up: Monte Carlo kld per n_y and mis per N below the ``auto``
-    switch, Dixon per number of targets, the grace thresholds."""
+    switch, Dixon per number of targets, exposure's spread factors, the grace
+    thresholds, the cells' groups."""
     from distgate.gate import kernel
+    from distgate.gate.kernel.bundles import metric_family
     from distgate.stats.metrics.dixon import dixon_critical
     from distgate.stats.metrics.information import kl_distance
 
@@ -95,22 +113,32 @@ def kernel_tables(gate):
     if KERNEL_DQT in codes:
         for count in range(3, gate.n_targets + 1):
             dixon[count] = dixon_critical(count, alpha)
+    targets = np.arange(gate.n_targets + 2, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = np.where(targets >= 3, np.sqrt(targets / (targets - 2)), 0.0)
     correction = 0.0
     if KERNEL_MIS in codes:
         correction = cv.handover_correction(alpha, stream=REGISTRY["mis"].stream)
     need_n, need_v = gate.grace.need
+    group_of, group_size, _ = cell_groups(gate.n_targets * gate.n_values)
+    families = 0
+    for code in codes:
+        families |= metric_family(code)
     return kernel.Tables(
         # the smallest integers that hold the codes: a random request reads them from
         # tables that then stay in the processor's cache
         target_codes=_compact(gate.target_codes, gate.n_targets),
         value_codes=_compact(gate.value_codes, gate.n_values),
         metrics=np.array(codes, np.int64),
+        chosen=sum(1 << code for code in set(codes)),
+        families=families,
         logp=gate.logp,
         p=gate.p,
         chi2=chi2_table(codes, alpha, gate.domain, gate.n_targets, gate.n_values),
         kld_mc=kld_mc,
         mis_mc=mis_mc,
         dixon=dixon,
+        spread=spread,
         need_n=need_n,
         need_v=need_v,
         mis_correction=correction,
@@ -121,105 +149,176 @@ def kernel_tables(gate):
         queue_on=gate.queue_enabled,
         xlogx=gate.sums.xlogx,
         distances=any(code in DISTANCE_METRICS for code in codes),
+        group_of=group_of,
+        group_size=group_size,
     )
 
 
-def lay_out_queue(gate, new_per_cell: np.ndarray, *, slack: bool):
-    """The queue laid out per (target, value) cell for the kernel: each cell's queued
-    entries in arrival order at the start of its segment, then room for this run's
-    requests of the cell (when runs follow one another, twice the room, so that the next
-    batches fit without laying the queue out again). Returns (the layout, its room)."""
+def lay_out_queue(gate, arrivals: np.ndarray, records: np.ndarray, room: int):
+    """The queue (``arrivals``, ``records``, in arrival order) laid out for the kernel in
+    a layout of ``room`` slots: the entries in the first slots, their maps built."""
     from distgate.gate import kernel
 
-    n_cells = gate.n_targets * gate.n_values
-    cells, old, old_records = gate.queue.by_cell()
-    old_per_cell = np.bincount(cells, minlength=n_cells).astype(np.int64)
-    room = old_per_cell + new_per_cell
-    if slack:  # segments double, so that a queue growing by batches is laid out
-        room = 2 * (room + 3 * new_per_cell) + 16  # O(log) times, not once per batch
-
-    seg_start = np.zeros(n_cells, dtype=np.int64)
-    seg_start[1:] = np.cumsum(room)[:-1]
-    size = int(room.sum()) + 1
+    n = len(arrivals)
+    cells_total = gate.n_targets * gate.n_values
+    _, _, groups = cell_groups(cells_total)
+    blocks = room // 64 + 1
+    cells = gate.target_codes[records] * gate.n_values + gate.value_codes[records]
     layout = kernel.Queue(
-        seg_start=seg_start,
-        seg_fill=old_per_cell.copy(),
-        alive=old_per_cell.copy(),
-        arrival=np.zeros(size, dtype=np.int64),
-        record=np.zeros(size, dtype=np.int64),
-        dead=np.ones(size, dtype=bool),
-        next_alive=np.arange(1, size + 1, dtype=np.int64),
+        arrival=np.zeros(room, dtype=np.int64),
+        record=np.zeros(room, dtype=np.int64),
+        cell=np.zeros(room, dtype=np.int64),
+        alive=np.zeros(blocks, dtype=np.uint64),
+        slots=np.zeros((blocks, groups), dtype=np.uint64),
+        map1=np.zeros((blocks // 64 + 1, groups), dtype=np.uint64),
+        map2=np.zeros((blocks // 4096 + 1, groups), dtype=np.uint64),
+        cell_alive=np.bincount(cells, minlength=cells_total).astype(np.int64),
         queued=np.zeros(len(gate.target_codes), dtype=bool),
+        tally=np.array([n, n], dtype=np.int64),
     )
-    rank = np.arange(len(cells)) - np.searchsorted(cells, cells, side="left")
-    slots = seg_start[cells] + rank
-    layout.arrival[slots], layout.record[slots] = old, old_records
-    layout.dead[slots] = False
-    layout.queued[old_records] = True
-    return layout, room
+    layout.arrival[:n], layout.record[:n], layout.cell[:n] = arrivals, records, cells
+    layout.queued[records] = True
+    whole, part = divmod(n, 64)
+    layout.alive[:whole] = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+    if part:
+        layout.alive[whole] = np.uint64((1 << part) - 1)
+    kernel.build_maps(gate.kernel_tables(), layout)
+    return layout
+
+
+class KernelState:
+    """What the gate keeps for the kernel between runs: its counts (views of the gate's
+    running sums and the kernel's own tallies), its work space (the safe set, each
+    target's order of values, the rechecks' edges) and buffers for the requests of
+    earlier runs that a run releases. Rebuilt whenever the queue is laid out again (so
+    after anything but the kernel changed the gate's state)."""
+
+    def __init__(self, gate) -> None:
+        from distgate.gate import kernel
+
+        sums = gate.sums
+        # A and the sum of squares added in target order, as the kernel adds them
+        weighted = squares = 0.0
+        for term in sums.term[sums.checked & (sums.n > 0)].tolist():
+            weighted += term
+            squares += term * term
+        self.counts = kernel.Counts(
+            C=sums.C,
+            n=sums.n,
+            distinct=(sums.C > 0).sum(axis=1).astype(np.int64),
+            S=sums.S,
+            L=sums.L,
+            D=sums.D,
+            term=sums.term,
+            checked=sums.checked,
+            released=gate.released_mask,
+            released_at=gate.released_at_mask,
+            tally=np.array([sums.N, sums.N_all, sums.NY], dtype=np.int64),
+            weighted=np.array([weighted, squares]),
+        )
+        _, _, groups = cell_groups(gate.n_targets * gate.n_values)
+        self.work = kernel.work_space(gate.n_targets, gate.n_values, groups)
+        self.late = np.zeros(0, dtype=np.int64)
+        self.late_at = np.zeros(0, dtype=np.int64)
+        self.call = None  # the kernel's compiled entry point, once known
+
+
+def _entry_point(args):
+    """The compiled kernel for these arguments' types, called without numba's dispatcher:
+    the dispatcher works out the type of each of the some hundred arrays in the
+    arguments at every call (tens of microseconds), while the gate's arguments keep
+    their types for its whole life."""
+    import numba
+
+    from distgate.gate import kernel
+
+    compiled = kernel.run_kernel.overloads.get(tuple(numba.typeof(a) for a in args))
+    return compiled.entry_point if compiled is not None else kernel.run_kernel
+
+
+def call_kernel(state: KernelState, args) -> int:
+    """Run the kernel (through the dispatcher the first time, which compiles or loads it)."""
+    if state.call is None:
+        from distgate.gate import kernel
+
+        late = kernel.run_kernel(*args)
+        state.call = _entry_point(args)
+        return late
+    return state.call(*args)
+
+
+_NONE = np.zeros(0, dtype=np.int64)
+_NONE.flags.writeable = False  # shared by every run that releases no earlier request
 
 
 def run_compiled(gate, records: np.ndarray) -> GateRun:
-    """Decide requests for ``records`` with the kernel, continuing the gate's state."""
-    from distgate._runtime import await_preload
+    """Decide requests for ``records`` with the kernel, continuing the gate's state.
+    Allocates only what grows with the run (a run of one request costs a few
+    microseconds, most of them in Python)."""
+    global _Outputs
+    if _Outputs is None:
+        from distgate._runtime import await_preload
 
-    await_preload(PRELOAD)  # the kernel being loaded in the background, if it is
-    from distgate.gate import kernel
+        await_preload(PRELOAD)  # the kernel being loaded in the background, if it is
+        from distgate.gate import kernel
 
+        _Outputs = kernel.Outputs
     k = len(records)
     first = gate.next_request
-    X = gate.n_values
-    known = records[records >= 0]
-    new_per_cell = np.bincount(
-        gate.target_codes[known] * X + gate.value_codes[known], minlength=gate.n_targets * X
-    ).astype(np.int64)
-    layout = gate.queue.kernel_layout()
-    room = gate.queue.kernel_room
-    if layout is None or np.any(layout.seg_fill + new_per_cell > room):
-        layout, room = lay_out_queue(gate, new_per_cell, slack=gate.kernel_runs > 0)
-    old = int(layout.alive.sum())
-    out = kernel.Outputs(
-        decision=np.empty(k, dtype=np.int8),
-        released_at=np.full(k, -1, dtype=np.int64),
-        statistic=np.full(k, np.nan),
-        critical=np.full(k, np.nan),
-        total=np.empty(k, dtype=np.int64),
-        enqueued=np.zeros(k, dtype=bool),
-        late_request=np.zeros(old + 1, dtype=np.int64),
-        late_at=np.zeros(old + 1, dtype=np.int64),
+    queue = gate.queue
+    layout = queue.kernel_layout()
+    state = gate.kernel_state
+    fill, old = layout.tally.tolist() if layout is not None else (0, 0)
+    if layout is None or fill + k > len(layout.arrival):
+        # laid out again, without the released entries; when runs follow one another
+        # with room for several more, so that a queue growing by batches is laid out
+        # O(log) times, not once per batch
+        arrivals, queued = queue.arrays()  # takes the entries out of the old layout
+        room = len(arrivals) + k
+        if gate.kernel_runs > 0:
+            room = 2 * (len(arrivals) + 4 * k) + 64
+        layout = lay_out_queue(gate, arrivals, queued, room)
+        state = gate.kernel_state = KernelState(gate)
+        old = len(arrivals)
+    if len(state.late) <= old:
+        state.late = np.zeros(2 * old + 1, dtype=np.int64)
+        state.late_at = np.zeros(2 * old + 1, dtype=np.int64)
+    numbers = np.empty(2 * k)
+    numbers.fill(np.nan)
+    integers = np.empty(2 * k, dtype=np.int64)
+    integers[:k] = -1
+    out = _Outputs(
+        np.empty(k, dtype=np.int8),
+        integers[:k],
+        numbers[:k],
+        numbers[k:],
+        integers[k:],
+        np.zeros(k, dtype=bool),
+        state.late,
+        state.late_at,
     )
-    sums = gate.sums
-    counts = kernel.Counts(
-        C=sums.C,
-        n=sums.n,
-        distinct=(sums.C > 0).sum(axis=1).astype(np.int64),
-        S=sums.S,
-        L=sums.L,
-        D=sums.D,
-        term=sums.term,
-        checked=sums.checked,
-        released=gate.released_mask,
-        released_at=gate.released_at_mask,
-        tally=np.array([sums.N, sums.N_all, sums.NY], dtype=np.int64),
-        weighted=np.array([sums.A]),
-    )
-    work = kernel.work_space(gate.n_targets, X)
-    n_late = kernel.run_kernel(records, first, gate.kernel_tables(), counts, layout, out, work)
+    counts = state.counts
+    n_late = call_kernel(state, (records, first, gate.kernel_tables(), counts, layout, out, state.work))
     # the queue stays in the kernel's layout for the next run (new entries go to the free
-    # room of their cell's segment); other readers take it out when they need it
-    gate.queue.keep_kernel_layout(layout, room)
+    # slots at its end); other readers take it out when they need it
+    queue.keep_kernel_layout(layout)
     gate.kernel_runs += 1
     gate.next_request = first + k
-    sums.refresh_aggregates()
+    sums = gate.sums
+    sums.N, sums.N_all, sums.NY = counts.tally.tolist()
+    sums.A = counts.weighted.item(0)
     return GateRun(
-        request=np.arange(first, first + k, dtype=np.int64),
-        record=records.copy(),
-        decision=out.decision,
-        released_at=out.released_at,
-        statistic=out.statistic,
-        critical=out.critical,
-        released_total=out.total,
-        earlier_request=out.late_request[:n_late].copy(),
-        earlier_released_at=out.late_at[:n_late].copy(),
-        enqueued=out.enqueued,
+        np.arange(first, first + k, dtype=np.int64),
+        records.copy(),
+        out.decision,
+        out.released_at,
+        out.statistic,
+        out.critical,
+        out.total,
+        state.late[:n_late].copy() if n_late else _NONE,
+        state.late_at[:n_late].copy() if n_late else _NONE,
+        out.enqueued,
     )
+
+
+_Outputs = None  # kernel.Outputs, once the kernel is loaded (numba is imported late)

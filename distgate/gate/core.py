@@ -88,7 +88,8 @@ class Gate:
         sizes = np.bincount(self.target_codes, minlength=self.n_targets)
         self._xlogx = xlogx_table(int(sizes.max(initial=0)) + 1)
         self._tables = None  # the compiled kernel's look-up tables, built on first use
-        self.kernel_runs = 0  # after the first, the kernel's queue segments get free room
+        self._runs_compiled: bool | None = None  # whether the kernel can run these options
+        self.kernel_runs = 0  # after the first, the kernel's queue layout gets free room
         self._reset()
 
     def _reset(self) -> None:
@@ -98,6 +99,7 @@ class Gate:
         self.released_mask = np.zeros(len(self.target_codes), dtype=bool)
         self.released_at_mask = np.full(len(self.target_codes), -1, dtype=np.int64)
         self.queue = GateQueue(self.target_codes, self.value_codes, self.n_targets, self.n_values)
+        self.kernel_state = None  # what the kernel keeps between runs (distgate.gate.compiled)
         self.next_request = 0
 
     # ------------------------------------------------------------- reading
@@ -193,7 +195,9 @@ class Gate:
     def run(self, records: np.ndarray) -> GateRun:
         """Decide requests for ``records`` (positions in the table, -1 = unknown key)."""
         records = np.ascontiguousarray(records, dtype=np.int64)
-        if len(records) and records.max(initial=-1) >= len(self.target_codes):
+        # (a few requests are checked in Python: numpy's reduction costs microseconds)
+        largest = max(records.tolist(), default=-1) if len(records) < 16 else records.max()
+        if largest >= len(self.target_codes):
             raise ValueError("record position out of range")
         if self.compiled:
             from distgate.gate.compiled import run_compiled
@@ -206,9 +210,11 @@ class Gate:
     @property
     def compiled(self) -> bool:
         """Whether runs use the compiled kernel (:mod:`distgate.gate.compiled`)."""
-        from distgate.gate.compiled import runs_compiled
+        if self._runs_compiled is None:
+            from distgate.gate.compiled import runs_compiled
 
-        return self.use_kernel and runs_compiled(self)
+            self._runs_compiled = runs_compiled(self)
+        return self.use_kernel and self._runs_compiled
 
     def prepare(self) -> None:
         """Build what the compiled gate looks up (the Monte Carlo critical values below the

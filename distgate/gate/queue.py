@@ -2,11 +2,11 @@
 
 A queued record keeps its first place (its arrival, the request index that queued it).
 Records of one (target, value) cell are interchangeable, so the queue is examined per
-cell. It is held in one of four forms, each built from another only when a reader needs
+cell. It is held in one of three forms, each built from another only when a reader needs
 it: arrays in arrival order (the state, the status), dicts that the Python loop changes in
-place (:mod:`distgate.gate.reference`), the entries grouped by cell, and the compiled
-kernel's layout (:mod:`distgate.gate.compiled`), which stays between kernel runs so that a
-run of batches lays the queue out O(log) times, not once per batch.
+place (:mod:`distgate.gate.reference`), and the compiled kernel's layout
+(:mod:`distgate.gate.compiled`), which stays between kernel runs so that a run of batches
+lays the queue out O(log) times, not once per batch.
 """
 
 from __future__ import annotations
@@ -34,36 +34,33 @@ class GateQueue:
         order = np.argsort(arrivals, kind="stable")
         self._arrays: tuple[np.ndarray, np.ndarray] | None = (arrivals[order], records[order])
         self._dicts: tuple[dict, dict, dict] | None = None
-        self._grouped: tuple[np.ndarray, np.ndarray] | None = None
         self._kernel: Any = None  # the compiled kernel's layout (distgate.gate.compiled)
-        self.kernel_room: np.ndarray | None = None
 
     # --------------------------------------------------------------- the kernel
     def kernel_layout(self) -> Any:
         """The kernel's layout, if the queue is in it."""
         return self._kernel
 
-    def keep_kernel_layout(self, layout: Any, room: np.ndarray | None = None) -> None:
+    def keep_kernel_layout(self, layout: Any) -> None:
         """The kernel changed the queue in its layout: every other form is stale."""
         self._kernel = layout
-        if room is not None:
-            self.kernel_room = room
-        self._arrays = self._dicts = self._grouped = None
+        self._arrays = self._dicts = None
 
     def _take_kernel_layout(self) -> None:
-        """Bring the queue out of the kernel's layout into the grouped arrays."""
+        """Bring the queue out of the kernel's layout (in arrival order, a bit per live
+        slot) into the arrays."""
         layout, self._kernel = self._kernel, None
         if layout is not None:
-            live = np.flatnonzero(~layout.dead[:-1])
-            self._arrays = self._dicts = None
-            self._grouped = (layout.arrival[live], layout.record[live])  # grouped by cell
+            fill = int(layout.tally[0])
+            bits = np.unpackbits(layout.alive.view(np.uint8), bitorder="little")
+            live = bits[:fill].view(bool)
+            self._dicts = None
+            self._arrays = (layout.arrival[:fill][live], layout.record[:fill][live])
 
     # ------------------------------------------------------------------ readers
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """The queue as (arrival indices, records), in arrival order."""
         self._take_kernel_layout()
-        if self._grouped is not None:
-            self.replace(*self._grouped)
         if self._arrays is None:
             by_arrival = self._dicts[1]
             count = len(by_arrival)
@@ -75,19 +72,6 @@ class GateQueue:
 
     def __len__(self) -> int:
         return len(self.arrays()[0])
-
-    def by_cell(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The queue grouped by (target, value) cell, in arrival order within a cell, as
-        (cells, arrivals, records): how the kernel lays it out, and how it leaves it, so
-        that consecutive runs need no sort."""
-        self._take_kernel_layout()
-        if self._grouped is not None:
-            arrivals, records = self._grouped
-            return self.cells(records), arrivals, records
-        arrivals, records = self.arrays()
-        cells = self.cells(records)
-        order = self._order_by_cell(cells)
-        return cells[order], arrivals[order], records[order]
 
     def _order_by_cell(self, cells: np.ndarray) -> np.ndarray:
         """The stable order of queue entries by cell (arrival order kept within a cell).

@@ -10,7 +10,9 @@ beforehand (``auto`` uses them only below 2 |X| |Y| released tuples).
   (:class:`Tables`, :class:`Counts`, :class:`Queue`, :class:`Outputs`, :class:`Work`);
 - :mod:`~distgate.gate.kernel.statistics`: the test of one candidate;
 - :mod:`~distgate.gate.kernel.sums`: one release and the sums it changes;
-- :mod:`~distgate.gate.kernel.queue`: the queue's segments and the safe set (a heap);
+- :mod:`~distgate.gate.kernel.queue`: the queue in arrival order, its maps, and the safe
+  set; the search for the earliest safe entry after a position;
+- :mod:`~distgate.gate.kernel.keyed`: kld, mis and exposure as a bound per target on g(x);
 - :mod:`~distgate.gate.kernel.rechecks`: which queued cells a release makes safe;
 - :mod:`~distgate.gate.kernel.run`: the request loop and the queue passes.
 
@@ -20,8 +22,8 @@ queue. The kernel allocates nothing and is compiled without numba's reference co
 atomic increment and decrement per array, twenty times the arithmetic. Helpers marked
 ``inline="always"`` are copied into their callers by numba before typing, and numba copies
 the inlined code once per block of the caller: each is called from one place wherever it
-can be, and the queue passes (:func:`~distgate.gate.kernel.run.settle`) are a function
-compiled on their own, so the first compilation takes under a minute, not five.
+can be, and the queue passes (:func:`~distgate.gate.kernel.run.settle`) and the rechecks
+are functions compiled on their own, so that the first compilation stays short.
 
 numba caches each compiled function on disk (``cache=True``) and notices when the file that
 defines it changes, not when a function it calls from another module does: after editing
@@ -29,6 +31,16 @@ a module here, clear the caches (``make clean-cache``) before measuring or testi
 """
 
 from distgate.gate.kernel.bundles import Counts, Outputs, Queue, Tables, Work, work_space
+from distgate.gate.kernel.queue import build_maps
 from distgate.gate.kernel.run import run_kernel
 
-__all__ = ["Counts", "Outputs", "Queue", "Tables", "Work", "run_kernel", "work_space"]
+__all__ = [
+    "Counts",
+    "Outputs",
+    "Queue",
+    "Tables",
+    "Work",
+    "build_maps",
+    "run_kernel",
+    "work_space",
+]

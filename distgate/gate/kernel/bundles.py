@@ -1,8 +1,9 @@
 """The compiled gate's arguments, as named tuples of arrays, and its constants.
 
 :class:`Tables` (read-only inputs), :class:`Counts` (the running sums of the release),
-:class:`Queue`, :class:`Outputs` and :class:`Work` (scratch space). The kernel allocates
-nothing: the gate (:mod:`distgate.gate.compiled`) builds these and the kernel fills them.
+:class:`Queue`, :class:`Outputs` and :class:`Work` (the safe set and the scratch space kept
+between runs). The kernel allocates nothing: the gate (:mod:`distgate.gate.compiled`)
+builds these and the kernel fills them.
 """
 
 from __future__ import annotations
@@ -38,17 +39,29 @@ __all__ = [
     "ZERO",
 ]
 
-GLOBAL_KERNEL_METRICS = (MIS, DQT, EXPOSURE)  # a release changes every target's verdict
 LN2 = 0.6931471805599453
 NOT_FOUND = -1
-# The value-part shortcut (slack) decides a cell outright only when it lies further than
-# this, relative to the magnitudes summed, from its bound: some 10^4 ulps of the largest
-# term, far above the rounding by which the shortcut and the full test can differ.
+# A bound's shortcut decides a cell outright only when the cell lies further than this,
+# relative to the magnitudes summed, from its bound: some 10^4 ulps of the largest term,
+# far above the rounding by which the shortcut and the full test can differ.
 ROUNDING = 1e-11
-NO_ARRIVAL = 1 << 62
 AHEAD = 8  # requests looked ahead: their records' flags and codes are prefetched
 # Counts.tally entries
 CHECKED_TOTAL, ALL_TOTAL, PRESENT_TARGETS = 0, 1, 2
+# Queue.tally entries: slots used (alive or released), entries still queued
+FILL, LIVE = 0, 1
+# The queue's maps: a block is 64 slots, a word of map1 covers 64 blocks, of map2 64 words
+BLOCK_BITS, MAP_BITS = 6, 6
+
+# Families of metrics, by how the gate finds the cells one release can make safe
+# (:mod:`distgate.gate.kernel.rechecks`): a bound on g(x) per target (kld, mis, exposure),
+# cst's merged groups, Dixon's Q against the other targets' distances
+KEYED_FAMILY, CST_FAMILY, DQT_FAMILY = 1, 2, 4
+ALL_FAMILIES = KEYED_FAMILY | CST_FAMILY | DQT_FAMILY
+
+
+def metric_family(code: int) -> int:
+    return {CST: CST_FAMILY, DQT: DQT_FAMILY}.get(code, KEYED_FAMILY)
 
 
 class Tables(NamedTuple):
@@ -57,12 +70,15 @@ class Tables(NamedTuple):
     target_codes: np.ndarray  # (records,) int64
     value_codes: np.ndarray  # (records,) int64
     metrics: np.ndarray  # kernel metric codes, in the user's order
+    chosen: int  # the chosen metrics as bits (1 << code)
+    families: int  # the chosen metrics' families as bits (KEYED_FAMILY, ...)
     logp: np.ndarray  # (X,) log2 p(x)
     p: np.ndarray  # (X,)
     chi2: np.ndarray  # chi2.ppf(1 - alpha, df) by df
     kld_mc: np.ndarray  # Monte Carlo critical value of D by n_y (below the switch)
     mis_mc: np.ndarray  # Monte Carlo critical value of I by N (below the switch)
     dixon: np.ndarray  # Dixon critical value by number of targets
+    spread: np.ndarray  # exposure: sqrt(m / (m - 2)) by number of targets m (0 for m < 3)
     need_n: np.ndarray  # (Y,) released tuples a target needs to leave its grace
     need_v: np.ndarray  # (Y,) distinct released values it needs
     mis_correction: float  # c of mis's hand-over correction (distgate.stats.critical)
@@ -73,6 +89,8 @@ class Tables(NamedTuple):
     queue_on: bool
     xlogx: np.ndarray  # c log2 c for c up to the largest target + 1 (distgate.gate.core)
     distances: bool  # keep D(y) and n_y D(y) current (mis, dqt, exposure look at them)
+    group_of: np.ndarray  # (cells,) int64: a cell's group in the queue's maps
+    group_size: int  # cells per group (group g holds cells g * size ... (g + 1) * size - 1)
 
 
 class Counts(NamedTuple):
@@ -89,22 +107,36 @@ class Counts(NamedTuple):
     released: np.ndarray  # (records,) bool
     released_at: np.ndarray  # (records,) int64
     tally: np.ndarray  # int64[3]: CHECKED_TOTAL, ALL_TOTAL, PRESENT_TARGETS
-    weighted: np.ndarray  # float[1]: A = sum of n_y D(y) over checked targets
+    weighted: np.ndarray  # float[2]: A = sum of n_y D(y) over the checked targets, and
+    # the sum of their squares (exposure's spread)
 
 
 class Queue(NamedTuple):
-    seg_start: np.ndarray  # (cells,) first slot of each cell's segment
-    seg_fill: np.ndarray  # (cells,) slots used
-    alive: np.ndarray  # (cells,) entries still queued
-    arrival: np.ndarray  # (slots,) request index
-    record: np.ndarray  # (slots,)
-    dead: np.ndarray  # (slots,) bool
-    next_alive: np.ndarray  # (slots,) path-compressed pointer past dead entries
+    """The queue in arrival order: slot s holds one queued (or since released) request.
+
+    Released slots stay where they are (the kernel never moves an entry); the gate lays
+    the queue out again, without them, when a run would not fit. Bits say where the live
+    entries are: ``alive`` (a bit per slot), and per group of cells ``slots`` (a bit per
+    slot of the group, a word per block of 64 slots), ``map1`` (a bit per block with a
+    slot of the group) and ``map2`` (a bit per word of map1 that is not empty), exact at
+    every moment.
+    """
+
+    arrival: np.ndarray  # (slots,) int64: the request that queued the entry
+    record: np.ndarray  # (slots,) int64
+    cell: np.ndarray  # (slots,) int64: y * |X| + x
+    alive: np.ndarray  # (slots / 64,) uint64: a bit per live slot
+    slots: np.ndarray  # (blocks, groups) uint64: a group's live slots in a block
+    map1: np.ndarray  # (blocks / 64, groups) uint64
+    map2: np.ndarray  # (blocks / 4096, groups) uint64
+    cell_alive: np.ndarray  # (cells,) int64: live entries per cell
     queued: np.ndarray  # (records,) bool
+    tally: np.ndarray  # int64[2]: FILL, LIVE
 
 
 class Work(NamedTuple):
-    """Scratch space of one run (see :func:`work_space`)."""
+    """The safe set, what the rechecks keep, and scratch space (see :func:`work_space`).
+    Kept by the gate between runs: between two settles nothing in it is pending."""
 
     values: np.ndarray  # float, max(|Y|, |X|): a row or the targets' distances
     group_of: np.ndarray  # int64, |X|: cst's merged groups of a row (cst_groups)
@@ -113,41 +145,48 @@ class Work(NamedTuple):
     regrouping: np.ndarray  # int8, |X|: STAYS, CLOSES_TAIL or REGROUPS
     result: np.ndarray  # float[3]: statistic and critical value of the last check, and the
     # candidate's D(y) summed over q if it computed one (see candidate_distances)
-    heap: np.ndarray  # int64, cells: the queued cells that are safe now, a binary min-heap
-    heap_key: np.ndarray  # int64, cells: a cell's key there, the arrival of its head
-    heap_slot: np.ndarray  # int64, cells: a cell's place in heap, -1 if absent (not safe)
+    safe: np.ndarray  # uint8, cells: the queued cells that are safe now
+    group_safe: np.ndarray  # int64, groups: safe cells per group of the queue's maps
+    safe_groups: np.ndarray  # int64, groups: the groups with a safe cell, in any order
+    group_place: np.ndarray  # int64, groups: a group's place there, -1 if absent
+    family_ok: np.ndarray  # uint8, (3, cells): each family's verdict (with several)
+    touched: np.ndarray  # int64, |Y|: the settle that last rechecked a target's families
+    touched_list: np.ndarray  # int64, |Y|: the targets touched in this settle
     target_alive: np.ndarray  # int64, |Y|: queued entries per target
-    g: np.ndarray  # float, cells: mis's g(x) per cell (see _mis_g)
+    stale_distance: np.ndarray  # bool, |Y|: D(y) not summed again since a release
+    g: np.ndarray  # float, cells: g(x) per cell (see value_part)
     g_valid: np.ndarray  # bool, cells
-    best_g: np.ndarray  # float, |Y|: the smallest g(x) over a target's queued cells
-    best_g_valid: np.ndarray  # bool, |Y|
-    bound_parts: np.ndarray  # float, (4, |Y|): a target's parts of its bound (bound_parts)
-    sure: np.ndarray  # float, |Y|: the targets' edges in a scan (scan_safe)
-    maybe: np.ndarray  # float, |Y|
+    bound_parts: np.ndarray  # float, (5, |Y|): a target's parts of its bound (bound_parts)
     bound_valid: np.ndarray  # bool, |Y|: bound_parts are up to date
-    safe_count: np.ndarray  # int64, |Y|: a target's cells in the safe set
+    sure: np.ndarray  # float, |Y|: g below it certainly passes (keyed family)
+    maybe: np.ndarray  # float, |Y|: g above it certainly fails
+    decided: np.ndarray  # bool, |Y|: sure and maybe are numbers (see keyed_edges)
+    breaks: np.ndarray  # float, (4, |Y|): the g values around a target's edges
+    edges: np.ndarray  # int64, (|Y|, 3): places a, b of the last recheck, and its settle
     mis_limit: np.ndarray  # float[2]: mis's (critical - tie) N1, target present / new; NaN
     # when mis is not chosen
-    head: np.ndarray  # int64, cells: a safe cell's first queued entry after the pass position
-    head_pass: np.ndarray  # int64, cells: the pass ``head`` was found in
-    order: np.ndarray  # int64, cells: each target's values sorted by g (kld/mis only)
+    dqt: np.ndarray  # float, (4, |Y|): the other targets' largest, second and smallest
+    # distance and their number, as a target's last dqt recheck saw them
+    ranks: np.ndarray  # float, 11: the release's three largest and two smallest distances,
+    # which targets hold the largest two and the smallest, how many there are, how many
+    # distinct ones (up to 4) and whether one is infinite (see dqt_ranks)
+    order: np.ndarray  # int64, cells: each target's values sorted by g (keyed family)
     place: np.ndarray  # int64, cells: a value's place in its target's order
-    edges: np.ndarray  # int64, (|Y|, 3): places a, b of the last recheck, and its settle
-    counters: np.ndarray  # int64[7]: ALIVE entries, LATE releases, SAFE cells, SETTLE, PASS,
-    # NOTED verdicts, the CANDIDATE cell whose D(y) result[2] holds (-1: none)
-    noted: np.ndarray  # int64, cells: the cells rechecked since the safe set was updated
-    noted_safe: np.ndarray  # bool, cells: their verdicts
-    first_alive: np.ndarray  # int64, cells: a cell's first queued entry (segment end if none)
-    first_arrival: np.ndarray  # int64, cells: its arrival (NO_ARRIVAL if none)
+    counters: np.ndarray  # int64[6]: ALIVE entries, LATE releases, SAFE_GROUPS, SETTLE,
+    # the CANDIDATE cell whose D(y) result[2] holds (-1: none), TOUCHED targets
+    ready: np.ndarray  # bool[1]: order and target_alive are set up (work_ready)
 
 
-ALIVE, LATE, SAFE, SETTLE, PASS, NOTED, CANDIDATE = 0, 1, 2, 3, 4, 5, 6
-KLD_BOUND, KLD_BAND, MIS_OFFSET, MIS_SIZES = 0, 1, 2, 3  # Work.bound_parts columns
-GENERAL, KEYED, CST_ONLY = 0, 1, 2  # how a release rechecks verdicts (run_kernel)
+ALIVE, LATE, SAFE_GROUPS, SETTLE, CANDIDATE, TOUCHED = 0, 1, 2, 3, 4, 5
+KLD_BOUND, KLD_BAND, MIS_OFFSET, SIZES, REST = 0, 1, 2, 3, 4  # Work.bound_parts rows
+LOW_A, HIGH_A, LOW_B, HIGH_B = 0, 1, 2, 3  # Work.breaks rows
+# Work.ranks entries
+TOP1, TOP2, TOP3, BOTTOM1, BOTTOM2, AT_TOP1, AT_TOP2, AT_BOTTOM1 = range(8)
+RANKED, DISTINCT, INFINITE = 8, 9, 10
 STAYS, CLOSES_TAIL, REGROUPS = 0, 1, 2  # what one more tuple does to cst's groups
 
 
-def work_space(n_targets: int, n_values: int) -> Work:
+def work_space(n_targets: int, n_values: int, groups: int) -> Work:
     cells = n_targets * n_values
     return Work(
         values=np.empty(max(n_targets, n_values)),
@@ -156,30 +195,31 @@ def work_space(n_targets: int, n_values: int) -> Work:
         group_share=np.empty(n_values),
         regrouping=np.empty(n_values, dtype=np.int8),
         result=np.zeros(3),
-        heap=np.empty(cells, dtype=np.int64),
-        heap_key=np.zeros(cells, dtype=np.int64),
-        heap_slot=np.full(cells, -1, dtype=np.int64),
+        safe=np.zeros(cells, dtype=np.uint8),
+        group_safe=np.zeros(groups, dtype=np.int64),
+        safe_groups=np.zeros(groups, dtype=np.int64),
+        group_place=np.full(groups, -1, dtype=np.int64),
+        family_ok=np.zeros((3, cells), dtype=np.uint8),
+        touched=np.full(n_targets, -1, dtype=np.int64),
+        touched_list=np.zeros(n_targets, dtype=np.int64),
         target_alive=np.zeros(n_targets, dtype=np.int64),
+        stale_distance=np.zeros(n_targets, dtype=bool),
         g=np.zeros(cells),
         g_valid=np.zeros(cells, dtype=bool),
-        best_g=np.zeros(n_targets),
-        best_g_valid=np.zeros(n_targets, dtype=bool),
-        bound_parts=np.zeros((4, n_targets)),
+        bound_parts=np.zeros((5, n_targets)),
+        bound_valid=np.zeros(n_targets, dtype=bool),
         sure=np.zeros(n_targets),
         maybe=np.zeros(n_targets),
-        bound_valid=np.zeros(n_targets, dtype=bool),
-        safe_count=np.zeros(n_targets, dtype=np.int64),
-        mis_limit=np.full(2, np.nan),
-        head=np.zeros(cells, dtype=np.int64),
-        head_pass=np.full(cells, -1, dtype=np.int64),
-        order=np.empty(cells, dtype=np.int64),
-        place=np.empty(cells, dtype=np.int64),
+        decided=np.zeros(n_targets, dtype=bool),
+        breaks=np.zeros((4, n_targets)),
         edges=np.zeros((n_targets, 3), dtype=np.int64),
-        counters=np.array([0, 0, 0, 0, 0, 0, -1], dtype=np.int64),
-        noted=np.empty(cells, dtype=np.int64),
-        noted_safe=np.empty(cells, dtype=np.bool_),
-        first_alive=np.zeros(cells, dtype=np.int64),
-        first_arrival=np.full(cells, NO_ARRIVAL, dtype=np.int64),
+        mis_limit=np.full(2, np.nan),
+        dqt=np.zeros((4, n_targets)),
+        ranks=np.zeros(11),
+        order=np.zeros(cells, dtype=np.int64),
+        place=np.zeros(cells, dtype=np.int64),
+        counters=np.array([0, 0, 0, 0, -1, 0], dtype=np.int64),
+        ready=np.zeros(1, dtype=bool),
     )
 
 

@@ -1,200 +1,230 @@
 """The compiled gate's queue and its safe set.
 
-The queued arrival indices of each (target, value) cell are a sorted segment of one array;
-released entries are marked dead and skipped with path-compressed "next alive" pointers.
-The *safe set* is a binary heap of the queued cells that are safe now, keyed by each safe
-cell's first entry after the pass position; its top is the next record a pass releases.
-Taking it moves only that cell's head; a cell's head is found again (an exponential search
-from where it was) only when the cell re-enters the set after the pass position went past
-it, and at a pass start it is the cell's first entry, which is kept.
+The queue is kept in arrival order: a queued request takes the next slot, and a released
+one only clears its slot's bit, so a slot's place never changes during a run. A queue
+pass (SPEC 4 step 4) needs, after each release, the first queued entry after the pass
+position whose cell is safe *now*, and one release can change the verdict of many cells
+(every target's, for mis and exposure). So no per-cell head is kept: the *safe set* is a
+set of cells (and of the groups of cells they fall in), and the queue carries, per group,
+a bit per live slot of the group in each block of 64 slots (``slots``), a bit per block
+that holds a live slot of the group (``map1``, a word per 4,096 slots) and a bit per word
+of map1 that is not empty (``map2``, a word per 262,144 slots). The earliest safe entry
+after a position is then: the position's block's slot bits of the safe groups, ORed
+together; else the first block whose map1 bits of the safe groups, ORed together, are
+set, skipping empty stretches with one word of map2 per safe group. A cell entering or
+leaving the safe set costs a counter and a list entry; the search costs a few words per
+safe group, however long the queue and however far the pass position moved since the
+cell was last safe.
+
+With more cells than 256, neighbouring cells share a group: a slot of a safe group may
+then be of an unsafe cell, and the search looks on.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
-from distgate.gate.kernel.bundles import NO_ARRIVAL, NOT_FOUND, NOTED, PASS, SAFE
-from distgate.gate.kernel.prefetch import prefetch
+from distgate.gate.kernel.bits import bit, from_bit, trailing_zeros
+from distgate.gate.kernel.bundles import (
+    CST_FAMILY,
+    DQT_FAMILY,
+    FILL,
+    KEYED_FAMILY,
+    LIVE,
+    NOT_FOUND,
+    SAFE_GROUPS,
+    TOUCHED,
+)
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def head_after(cell, pos, lo, queue):
-    """The first queued entry of ``cell`` that arrived after ``pos`` (its slot, or the
-    segment end), searching from slot ``lo`` (no later than the answer): an exponential
-    then a binary search (the answer is usually a few entries on), then past dead entries
-    with path compression."""
-    end = queue.seg_start[cell] + queue.seg_fill[cell]
-    hi = lo
-    if pos >= 0:
-        step = 1
-        while hi < end and queue.arrival[hi] <= pos:
-            lo = hi + 1
-            hi += step
-            step *= 2
-        hi = min(hi, end)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if queue.arrival[mid] <= pos:
-            lo = mid + 1
-        else:
-            hi = mid
-    root = lo
-    while root < end and queue.dead[root]:
-        root = queue.next_alive[root]
-    k = lo
-    while k < end and queue.dead[k] and queue.next_alive[k] != root:
-        following = queue.next_alive[k]
-        queue.next_alive[k] = root
-        k = following
-    return root, end
+def mark(s, cell, tables, queue):
+    """Slot s (of ``cell``) holds a live entry: its bits."""
+    b = s >> 6
+    queue.alive[b] |= bit(s & 63)
+    g = tables.group_of[cell]
+    if queue.slots[b, g] == 0:
+        w = b >> 6
+        if queue.map1[w, g] == 0:
+            queue.map2[w >> 6, g] |= bit(w & 63)
+        queue.map1[w, g] |= bit(b & 63)
+    queue.slots[b, g] |= bit(s & 63)
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def first_from(cell, slot, queue, work):
-    """Cell's first queued entry, known to be ``slot`` or later (kept in Work, so a pass
-    start finds every head without a search)."""
-    k, end = head_after(cell, -1, slot, queue)
-    work.first_alive[cell] = k
-    work.first_arrival[cell] = queue.arrival[k] if k < end else NO_ARRIVAL
+def append(at, record, cell, tables, queue):
+    """Queue request ``at`` for ``record`` of ``cell`` in the next slot."""
+    s = queue.tally[FILL]
+    queue.tally[FILL] = s + 1
+    queue.tally[LIVE] += 1
+    queue.arrival[s] = at
+    queue.record[s] = record
+    queue.cell[s] = cell
+    mark(s, cell, tables, queue)
+    queue.cell_alive[cell] += 1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def remove(s, cell, tables, queue):
+    """The entry of slot s (of ``cell``) leaves the queue."""
+    b = s >> 6
+    queue.alive[b] &= ~bit(s & 63)
+    queue.tally[LIVE] -= 1
+    g = tables.group_of[cell]
+    left = queue.slots[b, g] & ~bit(s & 63)
+    queue.slots[b, g] = left
+    if left == 0:
+        w = b >> 6
+        word = queue.map1[w, g] & ~bit(b & 63)
+        queue.map1[w, g] = word
+        if word == 0:
+            queue.map2[w >> 6, g] &= ~bit(w & 63)
+    queue.cell_alive[cell] -= 1
 
 
 @njit(cache=True, _nrt=False)
-def first_entries(queue, work):
-    """Every cell's first queued entry, at the start of a run."""
-    for cell in range(queue.seg_start.shape[0]):
-        first_from(cell, queue.seg_start[cell], queue, work)
+def build_maps(tables, queue):
+    """The bits and counts of slots 0 .. FILL - 1 from their cells and live bits (the
+    gate's layout of a queue sets ``alive``, ``cell`` and ``tally`` and clears the rest)."""
+    for b in range((queue.tally[FILL] + 63) >> 6):
+        word = queue.alive[b]
+        queue.alive[b] = 0
+        while word != 0:
+            j = trailing_zeros(word)
+            s = (b << 6) + j
+            mark(s, queue.cell[s], tables, queue)
+            word &= word - np.uint64(1)
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def prefetch_release(slot, queue, counts):
-    """Start loading what releasing queue slot ``slot`` writes: its record's entries in
-    arrays of the table's size, random accesses that otherwise stall the release."""
-    record = queue.record[slot]
-    prefetch(counts.released_at, record)
-    prefetch(counts.released, record)
-    prefetch(queue.queued, record)
+def first_safe_in(b, j, tables, queue, work):
+    """The first live slot of block b, from its j-th on, whose cell is safe."""
+    word = np.uint64(0)
+    for k in range(work.counters[SAFE_GROUPS]):
+        word |= queue.slots[b, work.safe_groups[k]]
+    word &= from_bit(j)
+    while word != 0:
+        s = (b << 6) + trailing_zeros(word)
+        if tables.group_size == 1 or work.safe[queue.cell[s]] != 0:
+            return s
+        word &= word - np.uint64(1)
+    return NOT_FOUND
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def sift_up(i, work):
-    heap, key, slot = work.heap, work.heap_key, work.heap_slot
-    cell = heap[i]
-    k = key[cell]
-    while i > 0:
-        parent = (i - 1) >> 1
-        above = heap[parent]
-        if key[above] <= k:
-            break
-        heap[i] = above
-        slot[above] = i
-        i = parent
-    heap[i] = cell
-    slot[cell] = i
+def safe_bits(maps, w, work):
+    """Word w of ``maps`` (map1 or map2) over the safe groups, ORed together."""
+    word = np.uint64(0)
+    for k in range(work.counters[SAFE_GROUPS]):
+        word |= maps[w, work.safe_groups[k]]
+    return word
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def sift_down(i, work):
-    heap, key, slot = work.heap, work.heap_key, work.heap_slot
-    size = work.counters[SAFE]
-    cell = heap[i]
-    k = key[cell]
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            break
-        if child + 1 < size and key[heap[child + 1]] < key[heap[child]]:
-            child += 1
-        below = heap[child]
-        if key[below] >= k:
-            break
-        heap[i] = below
-        slot[below] = i
-        i = child
-    heap[i] = cell
-    slot[cell] = i
+def next_safe(pos, tables, queue, work):
+    """The first live slot after slot ``pos`` (-1: from the start) whose cell is in the
+    safe set, or NOT_FOUND."""
+    s = pos + 1
+    fill = queue.tally[FILL]
+    if work.counters[SAFE_GROUPS] == 0 or s >= fill:
+        return NOT_FOUND
+    b = s >> 6
+    found = first_safe_in(b, s & 63, tables, queue, work)
+    if found != NOT_FOUND:
+        return found
+    last_block = (fill - 1) >> 6
+    b += 1
+    while b <= last_block:
+        w = b >> 6
+        word = safe_bits(queue.map1, w, work) & from_bit(b & 63)
+        if word != 0:
+            b = (w << 6) + trailing_zeros(word)
+            found = first_safe_in(b, 0, tables, queue, work)
+            if found != NOT_FOUND:
+                return found
+            b += 1  # a safe group's block without a safe cell (cells share groups)
+            continue
+        # nothing more in word w: the next word of map1 with a safe group, by map2
+        w += 1
+        if w > last_block >> 6:
+            return NOT_FOUND
+        w2 = w >> 6
+        word = safe_bits(queue.map2, w2, work) & from_bit(w & 63)
+        while word == 0:
+            w2 += 1
+            if w2 > last_block >> 12:
+                return NOT_FOUND
+            word = safe_bits(queue.map2, w2, work)
+        b = ((w2 << 6) + trailing_zeros(word)) << 6
+    return NOT_FOUND
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def find_head(cell, pos, queue, work):
-    """A safe cell's first queued entry after ``pos`` and its heap key (its arrival)."""
-    # a head found earlier in this pass is no later than the new one (pos only grows)
-    this_pass = work.head_pass[cell] == work.counters[PASS]
-    work.head_pass[cell] = work.counters[PASS]
-    if pos < 0:  # a pass start: the cell's first entry, kept up to date (no memory read)
-        work.head[cell] = work.first_alive[cell]
-        work.heap_key[cell] = work.first_arrival[cell]
+def set_safe(cell, on, tables, work):
+    """Put ``cell`` in the safe set or take it out."""
+    if (work.safe[cell] != 0) == on:
         return
-    lo = work.head[cell] if this_pass else work.first_alive[cell]
-    k, end = head_after(cell, pos, lo, queue)
-    work.head[cell] = k
-    work.heap_key[cell] = queue.arrival[k] if k < end else NO_ARRIVAL
+    g = tables.group_of[cell]
+    counters = work.counters
+    if on:
+        work.safe[cell] = 1
+        work.group_safe[g] += 1
+        if work.group_safe[g] == 1:
+            n = counters[SAFE_GROUPS]
+            work.safe_groups[n] = g
+            work.group_place[g] = n
+            counters[SAFE_GROUPS] = n + 1
+    else:
+        work.safe[cell] = 0
+        work.group_safe[g] -= 1
+        if work.group_safe[g] == 0:
+            last = counters[SAFE_GROUPS] - 1
+            i = work.group_place[g]
+            moved = work.safe_groups[last]
+            work.safe_groups[i] = moved
+            work.group_place[moved] = i
+            work.group_place[g] = -1
+            counters[SAFE_GROUPS] = last
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def head_still_first(cell, pos, work):
-    """Is the head found earlier in this pass still the cell's first entry after ``pos``?
-    Entries leave the queue only as the heap's top, whose head is then found again, and
-    ``pos`` only grows during a pass: the head stays first until ``pos`` passes it."""
-    return work.head_pass[cell] == work.counters[PASS] and work.heap_key[cell] > pos
+def apply_note(cell, ok, family, tables, queue, work):
+    """A recheck's verdict ``ok`` of one family on ``cell`` (live entries included). With
+    one family it is the cell's verdict; with several, the cell is safe when every
+    chosen family's last verdict on it says so."""
+    families = tables.families
+    if families == family:
+        set_safe(cell, ok, tables, work)
+        return
+    work.family_ok[family >> 1, cell] = ok
+    on = queue.cell_alive[cell] > 0
+    if families & KEYED_FAMILY:
+        on = on and work.family_ok[KEYED_FAMILY >> 1, cell] != 0
+    if families & CST_FAMILY:
+        on = on and work.family_ok[CST_FAMILY >> 1, cell] != 0
+    if families & DQT_FAMILY:
+        on = on and work.family_ok[DQT_FAMILY >> 1, cell] != 0
+    set_safe(cell, on, tables, work)
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def safe_add(cell, y, pos, queue, work):
-    if work.heap_slot[cell] < 0:
-        if not head_still_first(cell, pos, work):  # cells flip in and out near the bound
-            find_head(cell, pos, queue, work)
-        i = work.counters[SAFE]
-        work.counters[SAFE] = i + 1
-        work.heap[i] = cell
-        sift_up(i, work)
-        work.safe_count[y] += 1
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def safe_remove(cell, y, work):
-    i = work.heap_slot[cell]
-    if i >= 0:
-        last = work.counters[SAFE] - 1
-        work.counters[SAFE] = last
-        work.heap_slot[cell] = -1
-        work.safe_count[y] -= 1
-        if i != last:
-            moved = work.heap[last]
-            work.heap[i] = moved
-            if i > 0 and work.heap_key[moved] < work.heap_key[work.heap[(i - 1) >> 1]]:
-                sift_up(i, work)
-            else:
-                sift_down(i, work)
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def note(cell, safe, work):
-    """Record a recheck's verdict; settle applies them in one place (one inlined copy of
-    the safe set's updates instead of one per kind of recheck)."""
-    n = work.counters[NOTED]
-    work.noted[n] = cell
-    work.noted_safe[n] = safe
-    work.counters[NOTED] = n + 1
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def earliest_safe(work):
-    """The earliest queued entry after the pass position among the safe cells (the top
-    of the heap; NOT_FOUND if none)."""
-    if work.counters[SAFE] == 0:
-        return NOT_FOUND
-    top = work.heap[0]
-    if work.heap_key[top] == NO_ARRIVAL:
-        return NOT_FOUND
-    return work.head[top]
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def new_pass(queue, work):
-    """Every safe cell's head from the start of the queue again, and the heap rebuilt."""
-    work.counters[PASS] += 1
-    size = work.counters[SAFE]
-    for i in range(size):
-        find_head(work.heap[i], -1, queue, work)
-    for i in range(size // 2 - 1, -1, -1):
-        sift_down(i, work)
+def clear_safe(tables, work):
+    """Empty the safe set (at the end of a settle every queued cell is unsafe), and the
+    families' verdicts of the targets a settle touched."""
+    cells = work.safe.shape[0]
+    size = tables.group_size
+    for k in range(work.counters[SAFE_GROUPS]):
+        g = work.safe_groups[k]
+        for cell in range(g * size, min((g + 1) * size, cells)):
+            work.safe[cell] = 0
+        work.group_safe[g] = 0
+        work.group_place[g] = -1
+    work.counters[SAFE_GROUPS] = 0
+    X = cells // work.target_alive.shape[0]
+    for k in range(work.counters[TOUCHED]):
+        y = work.touched_list[k]
+        for cell in range(y * X, (y + 1) * X):
+            for f in range(3):
+                work.family_ok[f, cell] = 0
+    work.counters[TOUCHED] = 0

@@ -1,16 +1,22 @@
-"""Which queued cells are safe after a release: the rechecks of the compiled gate.
+"""Which queued cells a release makes safe, or unsafe: the rechecks of the compiled gate.
 
-After a release the safe set is updated only for the cells whose verdict can have changed:
-the released target's cells for per-target metrics (kld, cst); every target's when the
-critical-value regime or the set of checked targets changes, or for the metrics that look
-at every target (mis, dqt, exposure). When every chosen metric is kld or mis, a cell's
-verdict depends on its value only through g(x) (:func:`value_part`), so each target keeps
-its values sorted by g and its safe cells are a prefix of that order (up to a rounding band
-tested exactly): a recheck costs the distance its edge moves, not the number of values.
-With mis chosen among them a release moves every target's bound, and a pass walks each
-target's order up to its bound instead of keeping the safe set (:func:`scan_safe`). cst
-alone rechecks a row in O(1) a cell after one pass over its merged groups
-(:func:`recheck_cst`).
+Outside a queue pass every queued cell is unsafe (it was tested when its request came,
+and nothing has been released since). A release changes the verdicts of:
+
+- its own target's cells, for every metric;
+- for mis and exposure, every target's (:mod:`~distgate.gate.kernel.keyed`): each
+  target's bound moves, and the target is walked only if its bound crossed one of its
+  cells' g values (:func:`~distgate.gate.kernel.keyed.keyed_stable`);
+- for dqt, the targets whose view of the others changed: Dixon's Q of a candidate depends
+  on the other targets' distances only through their largest two, their smallest and
+  their number (:func:`dqt_ranks`), so a release moves only the targets for which one of
+  these moved;
+- every target's, when a target leaves its grace or the critical values change regime.
+
+:func:`recheck_after` asks each chosen family to recheck those targets; the verdicts go
+to the safe set (:func:`~distgate.gate.kernel.queue.apply_note`). With metrics of several
+families, a target's first recheck in a settle runs every family on it, so that each
+family's verdicts on its cells are current from then on.
 """
 
 from __future__ import annotations
@@ -21,140 +27,43 @@ import numpy as np
 from numba import njit
 
 from distgate.gate.kernel.bundles import (
-    CHECKED_TOTAL,
+    AT_BOTTOM1,
+    AT_TOP1,
+    AT_TOP2,
+    BOTTOM1,
+    BOTTOM2,
     CLOSES_TAIL,
-    KLD,
-    KLD_BAND,
-    KLD_BOUND,
+    CST_FAMILY,
+    DISTINCT,
+    DQT_FAMILY,
+    EXPOSURE,
+    INFINITE,
+    KEYED_FAMILY,
     MIN_COUNT,
-    MIS_OFFSET,
-    MIS_SIZES,
-    NO_ARRIVAL,
-    NOT_FOUND,
+    MIS,
+    RANKED,
     REGROUPS,
     ROUNDING,
     SETTLE,
     STAYS,
     TIE_ABSOLUTE,
     TIE_RELATIVE,
+    TOP1,
+    TOP2,
+    TOP3,
+    TOUCHED,
+    ZERO,
 )
-from distgate.gate.kernel.queue import find_head, head_still_first, note, prefetch_release
-from distgate.gate.kernel.statistics import check, check_apart, group_term, kld_critical, use_mc
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def value_part(y, x, tables, counts, work):
-    """g(x) = (c+1) log2(c+1) - c log2 c - log2 p(x): the part of a candidate's n_y D(y)
-    that depends on its value, n1 D1 = S_y - L_y - n1 log2 n1 + g(x) (cached per cell: it
-    changes only when C[y, x] does)."""
-    cell = y * counts.C.shape[1] + x
-    if not work.g_valid[cell]:
-        c = counts.C[y, x]
-        work.g[cell] = tables.xlogx[c + 1] - tables.xlogx[c] - tables.logp[x]
-        work.g_valid[cell] = True
-    return work.g[cell]
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def best_g(y, tables, counts, queue, work):
-    """The smallest g over y's queued cells (cached until y's row or queued cells change)."""
-    X = counts.C.shape[1]
-    if not work.best_g_valid[y]:
-        best = np.inf
-        for x in range(X):
-            if queue.alive[y * X + x] > 0:
-                best = min(best, value_part(y, x, tables, counts, work))
-        work.best_g[y] = best
-        work.best_g_valid[y] = True
-    return work.best_g[y]
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def bound_parts(y, tables, counts, work):
-    """The parts of y's bound on g(x) that change only with y's counts (or the critical
-    values' regime): kld's bound and band, and mis's offset and the sizes its band
-    scales with (see keyed_edges)."""
-    n1 = counts.n[y] + 1
-    N1 = counts.tally[CHECKED_TOTAL] + 1
-    rest = counts.S[y] - counts.L[y] - tables.xlogx[n1]  # n1 D1 - g(x)
-    sizes = abs(counts.S[y]) + abs(counts.L[y]) + n1 + 1.0
-    parts = work.bound_parts
-    parts[KLD_BOUND, y] = np.inf
-    parts[KLD_BAND, y] = 0.0
-    for k in range(tables.metrics.shape[0]):
-        if tables.metrics[k] == KLD:
-            crit = kld_critical(n1, use_mc(N1, tables), tables)
-            if not math.isnan(crit):
-                limit = (crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)) * n1
-                parts[KLD_BOUND, y] = limit - rest
-                parts[KLD_BAND, y] = ROUNDING * (sizes + abs(limit))
-    old = counts.term[y] if counts.n[y] > 0 else 0.0
-    parts[MIS_OFFSET, y] = old - rest
-    parts[MIS_SIZES, y] = sizes
-    work.bound_valid[y] = True
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def keyed_edges(y, A, counts, work):
-    """For kld and mis, a candidate (y, x) passes iff g(x) lies below a bound that depends
-    on the target alone; returns (sure, maybe) = bound -/+ band: g below sure certainly
-    passes, g above maybe certainly fails, and every cell between gets the exact test (the
-    band lies far above rounding). The tightest bound over the chosen kld/mis metrics;
-    (inf, inf) when neither is chosen. kld's bound moves only with y's counts; mis's is
-    (crit - tie) N1 - A plus an offset that moves only with y's counts (bound_parts,
-    which must be up to date). A bound that is not a number (an infinite sum less an
-    infinite one: a value the baseline gives no probability, released in a target's
-    grace, makes D and A infinite) decides nothing: (-inf, inf), every cell exact."""
-    parts = work.bound_parts
-    bound = parts[KLD_BOUND, y]
-    band = parts[KLD_BAND, y]
-    # (crit - tie) N1 for a target already present / new, computed once per step; NaN
-    # when mis is not chosen or has no critical value
-    limit = work.mis_limit[0] if counts.n[y] > 0 else work.mis_limit[1]
-    mis = not math.isnan(limit)
-    here = (limit - A) + parts[MIS_OFFSET, y]
-    margin = ROUNDING * (abs(A) + parts[MIS_SIZES, y] + abs(limit))
-    undecided = math.isnan(bound) or math.isnan(band)
-    undecided = undecided or (mis and (math.isnan(here) or math.isnan(margin)))
-    bound = min(bound, here) if mis else bound
-    band = max(band, margin) if mis else band
-    sure, maybe = bound - band, bound + band
-    if undecided or math.isnan(sure) or math.isnan(maybe):
-        return -np.inf, np.inf
-    return sure, maybe
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def slack(y, tables, counts, work):
-    """Target y's (sure, maybe) edges (see keyed_edges)."""
-    if not work.bound_valid[y]:
-        bound_parts(y, tables, counts, work)
-    return keyed_edges(y, counts.weighted[0], counts, work)
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def recheck_target(y, tables, counts, queue, work):
-    """Target y's verdicts after they may have changed, testing every queued cell of y;
-    noted for settle to apply to the safe set (cells whose verdict did not change keep
-    their place and head there)."""
-    X = counts.C.shape[1]
-    passable = work.target_alive[y] > 0
-    maybe = np.inf
-    if passable:
-        maybe = slack(y, tables, counts, work)[1]
-        passable = best_g(y, tables, counts, queue, work) <= maybe
-    if not passable and work.safe_count[y] == 0:
-        return
-    # every helper below is inlined: one call site each keeps the compiled kernel small
-    for x in range(X):
-        cell = y * X + x
-        safe = (
-            passable
-            and queue.alive[cell] > 0
-            and value_part(y, x, tables, counts, work) <= maybe
-            and check(y, x, tables, counts, work)
-        )
-        note(cell, safe, work)
+from distgate.gate.kernel.keyed import (
+    keyed_edges,
+    keyed_stable,
+    mis_limits,
+    moving_edges,
+    recheck_keyed,
+    value_part,
+)
+from distgate.gate.kernel.queue import apply_note
+from distgate.gate.kernel.statistics import check_apart, group_term
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -215,34 +124,30 @@ def cst_groups(C, y, n1, p, group_of, observed, share, kind):
 
 @njit(cache=True, inline="always", _nrt=False)
 def recheck_cst(y, tables, counts, queue, work):
-    """:func:`recheck_target` for cst alone, O(1) a cell after one O(X) pass over the
-    row's merged groups (cst_groups) instead of O(X) a cell. A candidate at x that leaves
-    the groups as they are has the statistic B + (2 (O - n1 P) + 1) / (n1 P), B being the
-    row's statistic at n1 = n_y + 1 and O, P the observed count and baseline share of x's
-    group; one that lets the short last run close has the statistic of the groups with
-    that run apart. A cell within a rounding margin of its critical value, and a cell
-    whose tuple would regroup the row further, gets the exact test."""
+    """cst's verdicts on y's queued cells, O(1) a cell after one O(X) pass over the row's
+    merged groups (cst_groups). A candidate at x that leaves the groups as they are has
+    the statistic B + (2 (O - n1 P) + 1) / (n1 P), B being the row's statistic at
+    n1 = n_y + 1 and O, P the observed count and baseline share of x's group; one that
+    lets the short last run close has the statistic of the groups with that run apart. A
+    cell within a rounding margin of its critical value, and a cell whose tuple would
+    regroup the row further, gets the exact test."""
     X = counts.C.shape[1]
-    passable = work.target_alive[y] > 0
-    if not passable and work.safe_count[y] == 0:
-        return
+    families = tables.families & CST_FAMILY  # (a number, not a constant: one compilation)
     n1 = counts.n[y] + 1.0
-    base, groups, tail_stat = 0.0, 0, np.nan
-    if passable:
-        base, groups, tail_stat = cst_groups(
-            counts.C,
-            y,
-            n1,
-            tables.p,
-            work.group_of,
-            work.group_observed,
-            work.group_share,
-            work.regrouping,
-        )
+    base, groups, tail_stat = cst_groups(
+        counts.C,
+        y,
+        n1,
+        tables.p,
+        work.group_of,
+        work.group_observed,
+        work.group_share,
+        work.regrouping,
+    )
     for x in range(X):
         cell = y * X + x
         safe = False
-        if passable and queue.alive[cell] > 0:
+        if queue.cell_alive[cell] > 0:
             exact = True
             kind = work.regrouping[x] if groups > 0 else REGROUPS
             if kind != REGROUPS:
@@ -265,136 +170,195 @@ def recheck_cst(y, tables, counts, queue, work):
                     elif stat > limit + margin:
                         exact = False
             if exact:
-                safe = check(y, x, tables, counts, work)
-        note(cell, safe, work)
-
-
-@njit(cache=True, _nrt=False)
-def sort_by_g(tables, counts, work):
-    """Each target's values in order of g (kld and mis only: see recheck_keyed)."""
-    Y, X = counts.C.shape
-    for y in range(Y):
-        base = y * X
-        for x in range(X):
-            g = value_part(y, x, tables, counts, work)
-            i = x
-            while i > 0 and work.g[base + work.order[base + i - 1]] > g:
-                work.order[base + i] = work.order[base + i - 1]
-                i -= 1
-            work.order[base + i] = x
-        for i in range(X):
-            work.place[base + work.order[base + i]] = i
+                safe = check_apart(y, x, families, tables, counts, work)
+        apply_note(cell, safe, CST_FAMILY, tables, queue, work)
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def move_by_g(y, x, tables, counts, work):
-    """Cell (y, x)'s g changed: move it to its place in y's order; returns the range of
-    places whose value changed (first, last)."""
-    X = counts.C.shape[1]
-    base = y * X
-    order, place = work.order, work.place
-    g = value_part(y, x, tables, counts, work)
-    old = place[base + x]
-    i = old
-    while i + 1 < X and work.g[base + order[base + i + 1]] < g:
-        order[base + i] = order[base + i + 1]
-        place[base + order[base + i]] = i
-        i += 1
-    while i > 0 and work.g[base + order[base + i - 1]] > g:
-        order[base + i] = order[base + i - 1]
-        place[base + order[base + i]] = i
-        i -= 1
-    order[base + i] = x
-    place[base + x] = i
-    return min(old, i), max(old, i)
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def recheck_keyed(y, moved_first, moved_last, tables, counts, queue, work):
-    """:func:`recheck_target` when every chosen metric is kld or mis: a cell passes
-    outright when g < bound - band and fails when g > bound + band, so in y's order by g
-    the safe cells are the first ``a`` places plus those of places a..b that pass the
-    exact test. Only the places between the last recheck's edges (in this settle) and
-    the new ones, and the places a moved cell shifted (moved_first..moved_last, or an
-    empty range), can change verdict: a recheck costs the distance the edges move."""
-    X = counts.C.shape[1]
-    base = y * X
-    order, g = work.order, work.g
-    edges = work.edges
-    if edges[y, 2] == work.counters[SETTLE]:
-        a0, b0 = edges[y, 0], edges[y, 1]
-    else:  # y has no cell in the safe set yet in this settle
-        a0, b0 = 0, 0
-    sure, maybe = slack(y, tables, counts, work)
-    a = a0
-    while a < X and g[base + order[base + a]] < sure:
-        a += 1
-    while a > 0 and g[base + order[base + a - 1]] >= sure:
-        a -= 1
-    b = max(b0, a)
-    while b < X and g[base + order[base + b]] <= maybe:
-        b += 1
-    while b > a and g[base + order[base + b - 1]] > maybe:
-        b -= 1
-    first = min(a0, a)
-    last = max(b0, b)
-    if moved_first <= moved_last:
-        first = min(first, moved_first)
-        last = max(last, moved_last + 1)
-    for i in range(first, last):
-        x = order[base + i]
-        cell = base + x
-        alive = queue.alive[cell] > 0  # an empty cell needs no exact test
-        note(cell, alive and (i < a or (i < b and check_apart(y, x, tables, counts, work))), work)
-    edges[y, 0] = a
-    edges[y, 1] = b
-    edges[y, 2] = work.counters[SETTLE]
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def scan_safe(pos, tables, counts, queue, work):
-    """The earliest queued entry after ``pos`` among the cells that are safe now, for the
-    keyed metrics with mis chosen: (its slot, its cell), or (NOT_FOUND, -1).
-
-    A release moves mis's bound for every target, and on the benchmark about ten cells
-    crossed it per release, each crossing a heap operation: a safe set kept up to date
-    cost more than finding the safe cells again. Each target's safe cells are a prefix
-    of its order by g (recheck_keyed), so the walk stops at the first value past the
-    target's bound and touches only the safe cells and one more per target; a target
-    whose smallest queued g lies past its bound is not walked at all."""
-    Y, X = counts.C.shape
-    order, g = work.order, work.g
-    for y in range(Y):
-        if not work.bound_valid[y]:
-            bound_parts(y, tables, counts, work)
-    A = counts.weighted[0]
-    # the edges in a loop of their own, with no refresh in it: mis 7% faster than slack
-    for y in range(Y):
-        work.sure[y], work.maybe[y] = keyed_edges(y, A, counts, work)
-    best_arrival = NO_ARRIVAL
-    best_cell = -1
-    for y in range(Y):
-        maybe = work.maybe[y]
-        if work.target_alive[y] == 0 or not best_g(y, tables, counts, queue, work) <= maybe:
+def dqt_ranks(counts, work):
+    """The checked targets' three largest and two smallest distances (and which targets
+    hold the largest two and the smallest), their number, how many distinct ones there
+    are (counted up to 4) and whether one is infinite or not a number."""
+    top1 = top2 = top3 = -np.inf
+    bottom1 = bottom2 = np.inf
+    at1 = at2 = at_bottom = -1
+    count = 0
+    distinct = 0
+    first = second = third = np.nan
+    infinite = 0.0
+    for t in range(counts.n.shape[0]):
+        if not (counts.checked[t] and counts.n[t] > 0):
             continue
-        sure = work.sure[y]
-        base = y * X
-        for i in range(X):
-            x = order[base + i]
-            cell = base + x
-            if not g[cell] <= maybe:
-                break
-            if queue.alive[cell] == 0:
-                continue
-            if g[cell] >= sure and not check_apart(y, x, tables, counts, work):
-                continue  # within the rounding band: the exact test decided
-            if not head_still_first(cell, pos, work):
-                find_head(cell, pos, queue, work)
-            if work.heap_key[cell] < best_arrival:
-                best_arrival = work.heap_key[cell]
-                best_cell = cell
-                # the winner is known only at the end: start loading each leader's record
-                prefetch_release(work.head[cell], queue, counts)
-    if best_cell < 0:
-        return NOT_FOUND, -1
-    return work.head[best_cell], best_cell
+        d = counts.D[t]
+        count += 1
+        if math.isinf(d) or math.isnan(d):
+            infinite = 1.0
+        if d > top1:
+            top3, top2, top1 = top2, top1, d
+            at2, at1 = at1, t
+        elif d > top2:
+            top3, top2 = top2, d
+            at2 = t
+        elif d > top3:
+            top3 = d
+        if d < bottom1:
+            bottom2, bottom1 = bottom1, d
+            at_bottom = t
+        elif d < bottom2:
+            bottom2 = d
+        if distinct == 0:
+            first, distinct = d, 1
+        elif distinct == 1 and d != first:
+            second, distinct = d, 2
+        elif distinct == 2 and d != first and d != second:
+            third, distinct = d, 3
+        elif distinct == 3 and d != first and d != second and d != third:
+            distinct = 4
+    r = work.ranks
+    r[TOP1], r[TOP2], r[TOP3], r[BOTTOM1], r[BOTTOM2] = top1, top2, top3, bottom1, bottom2
+    r[AT_TOP1], r[AT_TOP2], r[AT_BOTTOM1] = at1, at2, at_bottom
+    r[RANKED], r[DISTINCT], r[INFINITE] = count, distinct, infinite
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def dqt_view(y, counts, work):
+    """What Dixon's Q of a candidate of y depends on besides the candidate: the other
+    checked targets' largest, second largest and smallest distance, and the number of
+    targets with the candidate (from dqt_ranks)."""
+    r = work.ranks
+    present = counts.checked[y] and counts.n[y] > 0
+    own_top = present and (y == r[AT_TOP1] or y == r[AT_TOP2])
+    largest = r[TOP2] if present and y == r[AT_TOP1] else r[TOP1]
+    second = r[TOP3] if own_top else r[TOP2]
+    smallest = r[BOTTOM2] if present and y == r[AT_BOTTOM1] else r[BOTTOM1]
+    targets = r[RANKED] - (1.0 if present else 0.0) + 1.0
+    return largest, second, smallest, targets
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def dqt_moved(y, counts, work):
+    """Has y's view of the others changed since its last dqt recheck? (Always, when the
+    distances do not let Q be worked out from the view: see recheck_dqt.)"""
+    largest, second, smallest, targets = dqt_view(y, counts, work)
+    r = work.ranks
+    if r[DISTINCT] < 4 or r[INFINITE] != 0:
+        return True
+    v = work.dqt
+    return not (
+        v[0, y] == largest and v[1, y] == second and v[2, y] == smallest and v[3, y] == targets
+    )
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def recheck_dqt(y, tables, counts, queue, work):
+    """dqt's verdicts on y's queued cells. With v the candidate's D(y) and the others'
+    largest O1, second O2 and smallest o, Q(v) = (max(O1, v) - second) / (max(O1, v) -
+    min(o, v)), second being O1, v or O2 as v lies above O1, between O2 and O1, or
+    below: a formula in v whose slope is at most 1 / (O1 - o). v differs from
+    (rest_y + g(x)) / n1 by rounding only, so a cell whose Q lies further than that,
+    scaled by the slope, from the critical value is decided by the formula, and the rest
+    gets the exact test. The formula needs at least three distinct distances among the
+    others (four in the release, counted) and no infinite one; else every cell gets the
+    exact test."""
+    X = counts.C.shape[1]
+    families = tables.families & DQT_FAMILY  # (a number, not a constant: one compilation)
+    largest, second, smallest, targets = dqt_view(y, counts, work)
+    v = work.dqt
+    v[0, y], v[1, y], v[2, y], v[3, y] = largest, second, smallest, targets
+    r = work.ranks
+    formula = r[DISTINCT] >= 4 and r[INFINITE] == 0
+    n1 = counts.n[y] + 1
+    rest = counts.S[y] - counts.L[y] - tables.xlogx[n1]
+    # how far (rest + g) / n1 can lie from D1 summed over the row (ZERO: D1 rounded to 0)
+    off = ROUNDING * (abs(counts.S[y]) + abs(counts.L[y]) + n1 + 1.0) / n1 + 2.0 * ZERO
+    count = int(targets)
+    crit = tables.dixon[count] if count >= 3 else np.nan
+    limit = crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)
+    for x in range(X):
+        cell = y * X + x
+        ok = False
+        if queue.cell_alive[cell] > 0 and not math.isinf(tables.logp[x]):
+            if count < 3:
+                ok = True  # Q is not applicable: safe
+            elif not formula:
+                ok = check_apart(y, x, families, tables, counts, work)
+            else:
+                d = (rest + value_part(y, x, tables, counts, work)) / n1
+                top = max(largest, d)
+                if d >= largest:
+                    next_one = largest
+                elif d >= second:
+                    next_one = d
+                else:
+                    next_one = second
+                q = (top - next_one) / (top - min(smallest, d))
+                margin = (2.0 * off + 1e-15 * (abs(largest) + abs(d))) / (
+                    largest - smallest
+                ) + 1e-14
+                if q < limit - margin:
+                    ok = True
+                elif q <= limit + margin:
+                    ok = check_apart(y, x, families, tables, counts, work)
+        apply_note(cell, ok, DQT_FAMILY, tables, queue, work)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def recheck_target(y, need, ty, moved_first, moved_last, tables, counts, queue, work):
+    """Run the families in ``need`` on target y (every chosen family, at y's first
+    recheck in this settle when several are chosen)."""
+    families = tables.families
+    if families != KEYED_FAMILY and families != CST_FAMILY and families != DQT_FAMILY:
+        if work.touched[y] != work.counters[SETTLE]:
+            work.touched[y] = work.counters[SETTLE]
+            work.touched_list[work.counters[TOUCHED]] = y
+            work.counters[TOUCHED] += 1
+            need = families
+    if need & KEYED_FAMILY:
+        moved = y == ty
+        recheck_keyed(
+            y,
+            moved_first if moved else 0,
+            moved_last if moved else -1,
+            tables,
+            counts,
+            queue,
+            work,
+        )
+    if need & CST_FAMILY:
+        recheck_cst(y, tables, counts, queue, work)
+    if need & DQT_FAMILY:
+        recheck_dqt(y, tables, counts, queue, work)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def recheck_after(ty, scan_all, moved_first, moved_last, tables, counts, queue, work):
+    """Bring the safe set up to date after a release of target ``ty`` (see the module
+    docstring; ``scan_all``: every target's verdicts may have changed; moved_first ..
+    moved_last: the places of ty's order by g that the release moved). Inlined where it
+    is called: a call of a compiled function passes every array of its arguments, some
+    hundred of them, one by one."""
+    Y = counts.C.shape[0]
+    families = tables.families
+    keyed = families & KEYED_FAMILY
+    moving = (tables.chosen & ((1 << MIS) | (1 << EXPOSURE))) != 0  # every bound moves
+    if keyed and tables.chosen & (1 << MIS):
+        mis_limits(tables, counts, work)
+    if families & DQT_FAMILY:
+        dqt_ranks(counts, work)
+    first, last = 0, Y
+    if keyed and moving:
+        moving_edges(tables, counts, work)
+    elif not (scan_all or families & DQT_FAMILY):
+        first, last = ty, ty + 1  # only the released target's verdicts can have changed
+    for y in range(first, last):
+        if work.target_alive[y] == 0:
+            continue  # no queued cell (a cell that emptied left the safe set)
+        need = families if (y == ty or scan_all) else 0
+        if keyed and not moving:
+            keyed_edges(y, tables, counts, work)
+        if need == 0 and keyed and moving and not keyed_stable(y, counts, work):
+            need = KEYED_FAMILY
+        if families & DQT_FAMILY and dqt_moved(y, counts, work):
+            need |= DQT_FAMILY
+        if need != 0:
+            recheck_target(y, need, ty, moved_first, moved_last, tables, counts, queue, work)

@@ -1,6 +1,7 @@
 """The compiled gate's test of one candidate (y, x): the statistics of kld, mis, cst, dqt and
-exposure from the running sums, their critical values, and :func:`check`, which asks every
-chosen metric in the user's order (as :mod:`distgate.gate.checks` does in Python).
+exposure from the running sums, their critical values, and :func:`check`, which asks the
+chosen metrics in the user's order (as :mod:`distgate.gate.checks` does in Python), all of
+them or those of some families (:mod:`distgate.gate.kernel.bundles`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from distgate.gate.kernel.bundles import (
     CANDIDATE,
     CHECKED_TOTAL,
     CST,
+    CST_FAMILY,
     DQT,
+    DQT_FAMILY,
+    KEYED_FAMILY,
     KLD,
     LN2,
     MIN_COUNT,
@@ -197,9 +201,20 @@ def exposure_bound(e):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def check(y, x, tables, counts, work):
-    """Is the checked release plus (y, x) safe? result[0], result[1] = the statistic and
-    critical value that decided (the first blocking metric's, else the first metric's)."""
+def family_of(m):
+    if m == CST:
+        return CST_FAMILY
+    if m == DQT:
+        return DQT_FAMILY
+    return KEYED_FAMILY
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def check(y, x, tables, counts, work, families):
+    """Is the checked release plus (y, x) safe under the chosen metrics of ``families``
+    (ALL_FAMILIES: every chosen metric)?
+    result[0], result[1] = the statistic and critical value that decided (the first
+    blocking metric's, else the first metric's)."""
     c = counts.C[y, x]
     n1 = counts.n[y] + 1
     N1 = counts.tally[CHECKED_TOTAL] + 1
@@ -219,6 +234,8 @@ def check(y, x, tables, counts, work):
     have_first = False
     for k in range(tables.metrics.shape[0]):
         m = tables.metrics[k]
+        if (family_of(m) & families) == 0:
+            continue
         ok = True
         stat = np.nan
         crit = np.nan
@@ -265,8 +282,8 @@ def check(y, x, tables, counts, work):
 
 
 @njit(cache=True, _nrt=False)
-def check_apart(y, x, tables, counts, work):
-    """:func:`check` compiled on its own, for the callers that need it only for the rare
-    cell within a rounding band of its bound: one more inlined copy in settle cost
-    seconds of every first compilation."""
-    return check(y, x, tables, counts, work)
+def check_apart(y, x, families, tables, counts, work):
+    """:func:`check` of some families, compiled on its own, for the rechecks that need it
+    only for the rare cell near its bound: one more inlined copy in settle cost seconds
+    of every first compilation."""
+    return check(y, x, tables, counts, work, families)

@@ -45,11 +45,13 @@ def refresh_distance(y, tables, counts):
 
 @njit(cache=True, inline="always", _nrt=False)
 def aggregate(counts):
-    """The tallies and A over the checked targets, from the per-target sums."""
+    """The tallies, A and the sum of the terms' squares over the checked targets, from the
+    per-target sums."""
     checked_total = 0
     all_total = 0
     present = 0
     weighted = 0.0
+    squares = 0.0
     for t in range(counts.n.shape[0]):
         all_total += counts.n[t]
         if counts.checked[t]:
@@ -57,10 +59,12 @@ def aggregate(counts):
             if counts.n[t] > 0:
                 present += 1
                 weighted += counts.term[t]
+                squares += counts.term[t] * counts.term[t]
     counts.tally[CHECKED_TOTAL] = checked_total
     counts.tally[ALL_TOTAL] = all_total
     counts.tally[PRESENT_TARGETS] = present
     counts.weighted[0] = weighted
+    counts.weighted[1] = squares
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -82,6 +86,8 @@ def release(record, y, x, at, tables, counts, work):
             counts.term[y] = counts.n[y] * work.result[2]
         else:
             refresh_distance(y, tables, counts)
+    else:
+        work.stale_distance[y] = True  # summed again at the end of the run
     left_grace = (
         not counts.checked[y]
         and counts.n[y] >= tables.need_n[y]

@@ -1,0 +1,122 @@
+"""The compiled gate's parts against brute force: the search for the earliest safe queued
+entry, and the bounds by which the keyed family decides a cell without its exact test."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numba import njit
+
+from distgate.gate import kernel
+from distgate.gate.compiled import cell_groups
+from distgate.gate.kernel.queue import next_safe, set_safe
+
+
+@njit(cache=True)
+def _find(pos, tables, queue, work):
+    return next_safe(pos, tables, queue, work)
+
+
+@njit(cache=True)
+def _make_safe(cells, tables, work):
+    for cell in cells:
+        set_safe(cell, True, tables, work)
+
+
+class _Groups:
+    """The two fields of kernel.Tables that the queue's maps and the safe set read."""
+
+    def __init__(self, cells):
+        self.group_of, self.group_size, self.groups = cell_groups(cells)
+
+
+def _layout(cells_of_slots, live, groups):
+    """A kernel queue whose slot s holds an entry of ``cells_of_slots[s]``, live where
+    ``live`` says, with its maps built by the kernel."""
+    from typing import NamedTuple
+
+    class Tables(NamedTuple):
+        group_of: np.ndarray
+        group_size: int
+
+    tables = Tables(groups.group_of, groups.group_size)
+    room = len(cells_of_slots)
+    blocks = room // 64 + 1
+    alive = np.zeros(blocks * 64, dtype=bool)
+    alive[:room] = live
+    queue = kernel.Queue(
+        arrival=np.arange(room, dtype=np.int64),
+        record=np.arange(room, dtype=np.int64),
+        cell=np.asarray(cells_of_slots, dtype=np.int64),
+        alive=np.packbits(alive, bitorder="little").view(np.uint64).copy(),
+        slots=np.zeros((blocks, groups.groups), dtype=np.uint64),
+        map1=np.zeros((blocks // 64 + 1, groups.groups), dtype=np.uint64),
+        map2=np.zeros((blocks // 4096 + 1, groups.groups), dtype=np.uint64),
+        cell_alive=np.zeros(len(groups.group_of), dtype=np.int64),
+        queued=np.zeros(1, dtype=bool),
+        tally=np.array([room, int(np.sum(live))], dtype=np.int64),
+    )
+    kernel.build_maps(tables, queue)
+    return tables, queue
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from([1, 7, 200, 600]),  # cells: one group each up to 256, shared beyond
+    st.sampled_from([1, 63, 64, 65, 4095, 4097, 9000, 300_000]),  # slots
+    st.floats(0.0001, 1.0),  # share of live slots
+    st.floats(0.0, 1.0),  # share of safe cells
+    st.integers(0, 2**32 - 1),
+)
+def test_the_search_finds_the_first_live_entry_of_a_safe_cell_after_a_position(
+    n_cells, slots, live_share, safe_share, seed
+):
+    """The search reads map2, map1 and the live bits of the safe cells' groups only: it
+    must land on the same slot as a scan, across block, word and map2 boundaries, with
+    cells sharing groups, and find nothing past the last one."""
+    rng = np.random.default_rng(seed)
+    groups = _Groups(n_cells)
+    cells = rng.integers(0, n_cells, slots)
+    live = rng.random(slots) < live_share
+    tables, queue = _layout(cells, live, groups)
+    safe = np.flatnonzero(rng.random(n_cells) < safe_share)
+    work = kernel.work_space(1, n_cells, groups.groups)
+    _make_safe(safe.astype(np.int64), tables, work)
+    eligible = np.flatnonzero(live & np.isin(cells, safe))
+    positions = {-1, slots - 1, int(rng.integers(-1, slots))}
+    positions |= {int(p) for p in eligible[:2]} | {int(p) - 1 for p in eligible[-2:]}
+    for pos in sorted(positions):
+        later = eligible[eligible > pos]
+        expected = int(later[0]) if len(later) else -1
+        assert _find(pos, tables, queue, work) == expected, (pos, expected)
+
+
+def test_the_maps_follow_entries_that_leave_the_queue():
+    """remove keeps the counts and both maps exact: after every other entry of a safe
+    cell leaves, the search skips straight to the next one that stays."""
+    from distgate.gate.kernel.queue import remove
+
+    @njit
+    def drop(slots, cells, tables, queue):
+        for k in range(slots.shape[0]):
+            remove(slots[k], cells[k], tables, queue)
+
+    groups = _Groups(3)
+    cells = np.tile([0, 1, 2], 100_000)  # 300,000 slots: two words of map2
+    tables, queue = _layout(cells, np.ones(len(cells), bool), groups)
+    queue.cell_alive[:] = np.bincount(cells, minlength=3)
+    work = kernel.work_space(1, 3, groups.groups)
+    _make_safe(np.array([1], dtype=np.int64), tables, work)
+    gone = np.flatnonzero(cells == 1)[:-1]  # every entry of cell 1 but the last
+    drop(gone, cells[gone], tables, queue)
+    assert queue.cell_alive.tolist() == [100_000, 1, 100_000]
+    assert _find(-1, tables, queue, work) == len(cells) - 2
+    assert _find(len(cells) - 2, tables, queue, work) == -1
+    assert queue.map2[:, 1].tolist() == [0, 1 << ((len(cells) - 2) // 4096 - 64)]
+
+
+@pytest.mark.parametrize("cells", [1, 256, 257, 1000])
+def test_cells_share_a_group_only_beyond_256(cells):
+    group_of, size, groups = cell_groups(cells)
+    assert groups <= 256 and np.array_equal(group_of, np.arange(cells) // size)
+    assert (size == 1) == (cells <= 256) and group_of.max() == groups - 1
