@@ -120,3 +120,94 @@ def test_cells_share_a_group_only_beyond_256(cells):
     group_of, size, groups = cell_groups(cells)
     assert groups <= 256 and np.array_equal(group_of, np.arange(cells) // size)
     assert (size == 1) == (cells <= 256) and group_of.max() == groups - 1
+
+
+def _shifted_table(rng, n_targets, n_values, records):
+    """A table whose first target stands out (its values rolled against the baseline), so
+    that its requests queue and the queue grows long."""
+    p = rng.dirichlet(np.full(n_values, 3.0))
+    targets = rng.integers(0, n_targets, records)
+    values = rng.choice(n_values, records, p=p)
+    shifted = targets == 0
+    values[shifted] = rng.choice(n_values, shifted.sum(), p=np.roll(p, n_values // 2))
+    return targets, values, p
+
+
+def _same_runs(compiled, plain, requests, cuts):
+    """Both gates run the same batches; every field of every run is equal."""
+    for start, stop in zip(cuts[:-1], cuts[1:], strict=True):
+        a, b = compiled.run(requests[start:stop]), plain.run(requests[start:stop])
+        for name in (
+            "decision",
+            "released_at",
+            "released_total",
+            "enqueued",
+            "earlier_request",
+            "earlier_released_at",
+        ):
+            assert np.array_equal(getattr(a, name), getattr(b, name)), (name, start)
+        assert np.allclose(a.statistic, b.statistic, rtol=1e-12, equal_nan=True)
+        assert np.allclose(a.critical, b.critical, rtol=1e-12, equal_nan=True)
+    assert np.array_equal(compiled.counts, plain.counts)
+    assert np.array_equal(compiled.queued_records(), plain.queued_records())
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.sampled_from(["kld", "mis", "cst", "dqt", "exposure", "mis,kld", "cst,dqt", "exposure,mis"]),
+    st.sampled_from(["none", "releases:5", "fraction:0.2", "values:2"]),
+    st.sampled_from(["auto", "auto-paper", "asymptotic"]),
+    st.sampled_from([0.05, 0.2]),
+    st.integers(0, 2**32 - 1),
+)
+def test_long_queues_repeats_and_runs_of_one_key_decide_like_the_python_loop(
+    metrics, grace, mode, alpha, seed
+):
+    """Every kernel metric and grace policy on a queue of hundreds of entries: every record
+    requested in a random order, then repeats of released, queued and unknown keys, in
+    runs of random lengths, many of them a single key (the state kept between runs)."""
+    from distgate.gate import Gate
+    from distgate.stats.critical import CriticalValues
+
+    rng = np.random.default_rng(seed)
+    n_targets, n_values, records = 6, 5, 400
+    targets, values, p = _shifted_table(rng, n_targets, n_values, records)
+    weights = np.bincount(targets, minlength=n_targets)
+    critical = CriticalValues(p, weights, mode=mode, draws=200, seed=3)
+    requests = np.concatenate([rng.permutation(records), rng.integers(-1, records, 120)]).astype(
+        np.int64
+    )
+    cuts = np.unique(
+        np.concatenate(
+            [[0, len(requests)], rng.integers(0, len(requests), 12), np.arange(300, 330)]
+        )
+    )
+    gates = [
+        Gate(targets, values, n_targets, n_values, metrics.split(","), alpha, critical, grace=grace)
+        for _ in range(2)
+    ]
+    gates[1].use_kernel = False
+    assert gates[0].compiled and not gates[1].compiled
+    _same_runs(gates[0], gates[1], requests, cuts)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("metrics", ["kld", "mis", "exposure", "cst,dqt"])
+def test_more_than_256_cells_share_groups_and_decide_like_the_python_loop(metrics):
+    """30 targets x 10 values: cells share the queue's bit maps with a neighbour, and the
+    search must skip a safe group's entries of an unsafe cell."""
+    from distgate.gate import Gate
+    from distgate.stats.critical import CriticalValues
+
+    rng = np.random.default_rng(7)
+    targets, values, p = _shifted_table(rng, 30, 10, 1_500)
+    critical = CriticalValues(p, np.bincount(targets, minlength=30), mode="auto", draws=200)
+    grace = "releases:10" if "exposure" in metrics else "none"
+    requests = np.concatenate([rng.permutation(1_500), rng.integers(0, 1_500, 200)])
+    gates = [
+        Gate(targets, values, 30, 10, metrics.split(","), 0.2, critical, grace=grace)
+        for _ in range(2)
+    ]
+    gates[1].use_kernel = False
+    _same_runs(gates[0], gates[1], requests, np.array([0, 700, 701, 702, len(requests)]))
+    assert len(gates[0].queued_records()) > 0 or gates[0].counts.sum() == 1_500
