@@ -156,7 +156,7 @@ def _same_runs(compiled, plain, requests, cuts):
 @given(
     st.sampled_from(["kld", "mis", "cst", "dqt", "exposure", "mis,kld", "cst,dqt", "exposure,mis"]),
     st.sampled_from(["none", "releases:5", "fraction:0.2", "values:2"]),
-    st.sampled_from(["auto", "auto-paper", "asymptotic"]),
+    st.sampled_from(["auto", "asymptotic"]),
     st.sampled_from([0.05, 0.2]),
     st.integers(0, 2**32 - 1),
 )
