@@ -126,9 +126,9 @@ class Queue(NamedTuple):
     record: np.ndarray  # (slots,) int64
     cell: np.ndarray  # (slots,) int64: y * |X| + x
     alive: np.ndarray  # (slots / 64,) uint64: a bit per live slot
-    slots: np.ndarray  # (blocks, groups) uint64: a group's live slots in a block
-    map1: np.ndarray  # (blocks / 64, groups) uint64
-    map2: np.ndarray  # (blocks / 4096, groups) uint64
+    slots: np.ndarray  # (groups, blocks) uint64: a group's live slots in a block
+    map1: np.ndarray  # (groups, blocks / 64) uint64
+    map2: np.ndarray  # (groups, blocks / 4096) uint64
     cell_alive: np.ndarray  # (cells,) int64: live entries per cell
     queued: np.ndarray  # (records,) bool
     tally: np.ndarray  # int64[2]: FILL, LIVE

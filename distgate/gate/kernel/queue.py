@@ -44,12 +44,12 @@ def mark(s, cell, tables, queue):
     b = s >> 6
     queue.alive[b] |= bit(s & 63)
     g = tables.group_of[cell]
-    if queue.slots[b, g] == 0:
+    if queue.slots[g, b] == 0:
         w = b >> 6
-        if queue.map1[w, g] == 0:
-            queue.map2[w >> 6, g] |= bit(w & 63)
-        queue.map1[w, g] |= bit(b & 63)
-    queue.slots[b, g] |= bit(s & 63)
+        if queue.map1[g, w] == 0:
+            queue.map2[g, w >> 6] |= bit(w & 63)
+        queue.map1[g, w] |= bit(b & 63)
+    queue.slots[g, b] |= bit(s & 63)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -72,14 +72,14 @@ def remove(s, cell, tables, queue):
     queue.alive[b] &= ~bit(s & 63)
     queue.tally[LIVE] -= 1
     g = tables.group_of[cell]
-    left = queue.slots[b, g] & ~bit(s & 63)
-    queue.slots[b, g] = left
+    left = queue.slots[g, b] & ~bit(s & 63)
+    queue.slots[g, b] = left
     if left == 0:
         w = b >> 6
-        word = queue.map1[w, g] & ~bit(b & 63)
-        queue.map1[w, g] = word
+        word = queue.map1[g, w] & ~bit(b & 63)
+        queue.map1[g, w] = word
         if word == 0:
-            queue.map2[w >> 6, g] &= ~bit(w & 63)
+            queue.map2[g, w >> 6] &= ~bit(w & 63)
     queue.cell_alive[cell] -= 1
 
 
@@ -102,7 +102,7 @@ def first_safe_in(b, j, tables, queue, work):
     """The first live slot of block b, from its j-th on, whose cell is safe."""
     word = np.uint64(0)
     for k in range(work.counters[SAFE_GROUPS]):
-        word |= queue.slots[b, work.safe_groups[k]]
+        word |= queue.slots[work.safe_groups[k], b]
     word &= from_bit(j)
     while word != 0:
         s = (b << 6) + trailing_zeros(word)
@@ -117,7 +117,7 @@ def safe_bits(maps, w, work):
     """Word w of ``maps`` (map1 or map2) over the safe groups, ORed together."""
     word = np.uint64(0)
     for k in range(work.counters[SAFE_GROUPS]):
-        word |= maps[w, work.safe_groups[k]]
+        word |= maps[work.safe_groups[k], w]
     return word
 
 
