@@ -579,4 +579,3 @@ def test_cst_groups_know_what_one_more_tuple_does_to_a_rows_grouping(row, data):
             assert tail_stat == pytest.approx(exact, rel=1e-12, abs=1e-12)
         else:
             assert kind[x] == REGROUPS
-

@@ -301,7 +301,9 @@ def run_compiled(gate, records: np.ndarray) -> GateRun:
         state.late_at,
     )
     counts = state.counts
-    n_late = call_kernel(state, (records, first, gate.kernel_tables(), counts, layout, out, state.work))
+    n_late = call_kernel(
+        state, (records, first, gate.kernel_tables(), counts, layout, out, state.work)
+    )
     # the queue stays in the kernel's layout for the next run (new entries go to the free
     # slots at its end); other readers take it out when they need it
     queue.keep_kernel_layout(layout)

@@ -313,9 +313,7 @@ def recheck_keyed(y, moved_first, moved_last, tables, counts, queue, work):
         x = order[base + i]
         cell = base + x
         alive = queue.cell_alive[cell] > 0  # an empty cell needs no exact test
-        ok = alive and (
-            i < a or (i < b and check_apart(y, x, families, tables, counts, work))
-        )
+        ok = alive and (i < a or (i < b and check_apart(y, x, families, tables, counts, work)))
         apply_note(cell, ok, KEYED_FAMILY, tables, queue, work)
     edges[y, 0] = a
     edges[y, 1] = b

@@ -156,9 +156,7 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
             elif ok:
                 out.decision[j] = RELEASED
                 out.released_at[j] = at
-                scan_all, moved_first, moved_last = release_step(
-                    r, y, x, at, tables, counts, work
-                )
+                scan_all, moved_first, moved_last = release_step(r, y, x, at, tables, counts, work)
                 if counters[ALIVE] > 0:
                     # the verdicts this release changed; the queue passes (a call, with
                     # every array of the arguments) only when one of them became safe
