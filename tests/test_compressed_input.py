@@ -61,3 +61,41 @@ def test_a_truncated_compressed_file_is_one_sentence(tmp_path, suffix):
     path.write_bytes(COMPRESSORS[suffix](PLAIN)[:100])
     result = run("assess", str(path), *FLAGS[:-1])
     assert_bad_input(result, str(path), "compressed but cannot be decompressed")
+
+
+def test_a_gzip_file_is_read_while_it_is_decompressed(tmp_path, monkeypatch):
+    """Header and columns come from a decompressing stream: the whole-file decompression
+    (tables._open) is never called, and the table is the plain file's."""
+    from distgate.data import tables
+
+    path = tmp_path / "table.csv"
+    path.write_bytes(gzip.compress(PLAIN))
+    plain = tables.read_columns(SAMPLE / "soldiers.csv", ["age", "location"])
+    header = tables.read_header(SAMPLE / "soldiers.csv")
+
+    def whole(*args, **kwargs):
+        raise AssertionError("decompressed whole")
+
+    monkeypatch.setattr(tables, "_open", whole)
+    assert tables.read_header(path) == header
+    assert tables.read_columns(path, ["age", "location"]).equals(plain)
+
+
+def test_a_quoted_newline_in_a_gzip_file_is_read_exactly(tmp_path):
+    """The streamed reading refuses a newline inside quotes; the whole reading takes it."""
+    text = b'id,location,age\n1,"L1\nnorth",30\n2,L2,40\n'
+    path = tmp_path / "table.csv.gz"
+    path.write_bytes(gzip.compress(text))
+    from distgate.data import tables
+
+    table = tables.read_columns(path, ["location", "age"], encode=False)
+    assert table.column("location").to_pylist() == ["L1\nnorth", "L2"]
+
+
+def test_a_gzip_file_cut_after_its_header_is_one_sentence(tmp_path):
+    """The header decompresses (only the head is read for it); the columns do not."""
+    data = gzip.compress(PLAIN)
+    path = tmp_path / "table.csv"
+    path.write_bytes(data[: len(data) * 3 // 5])
+    result = run("assess", str(path), *FLAGS[:-1])
+    assert_bad_input(result, str(path), "compressed but cannot be decompressed")

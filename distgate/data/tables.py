@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import codecs
 import io
-import lzma
 import os
 import sys
 from collections.abc import Sequence
@@ -31,6 +30,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from distgate.data import compression
+from distgate.data.compression import decompress as _decompress
+from distgate.data.compression import kind_of as _compression
 from distgate.data.excel import read_workbook
 from distgate.data.frames import FrameSource
 from distgate.errors import InputError
@@ -124,32 +126,8 @@ def _stdin_bytes() -> bytes:
     return _stdin_cache[1]
 
 
-# the first bytes of the compressed formats pyarrow reads, whatever the file is called
-MAGIC = (
-    (b"\x1f\x8b", "gzip"),
-    (b"BZh", "bz2"),
-    (b"\xfd7zXZ\x00", "xz"),
-    (b"\x28\xb5\x2f\xfd", "zstd"),
-)
 PARQUET_MAGIC = b"PAR1"
 ZIP_MAGIC = b"PK\x03\x04"  # an Excel workbook is a zip archive
-
-
-def _compression(head: bytes) -> str | None:
-    return next((name for magic, name in MAGIC if head.startswith(magic)), None)
-
-
-def _decompress(stream, kind: str, source) -> io.BytesIO:
-    try:
-        if kind == "xz":  # not among pyarrow's codecs
-            return io.BytesIO(lzma.decompress(stream.read()))
-        with pa.CompressedInputStream(stream, kind) as compressed:
-            return io.BytesIO(compressed.read())
-    except (OSError, ValueError, EOFError, lzma.LZMAError, pa.ArrowException) as exc:
-        raise InputError(
-            f"File {display_name(source)} looks {kind}-compressed but cannot be "
-            f"decompressed: {exc}."
-        ) from None
 
 
 def _raw(source: str | os.PathLike) -> bytes | str:
@@ -204,7 +182,8 @@ def _open(source: str | os.PathLike, fmt: TextFormat = PLAIN):
     raw = _raw(source)
     if isinstance(raw, bytes):
         kind = _compression(raw[:8])
-        handle = _decompress(pa.BufferReader(raw), kind, source) if kind else io.BytesIO(raw)
+        name = display_name(source)
+        handle = _decompress(pa.BufferReader(raw), kind, name) if kind else io.BytesIO(raw)
     else:
         if os.path.isdir(raw):
             raise InputError(f"File {display_name(source)} is a folder, not a text file.")
@@ -212,10 +191,22 @@ def _open(source: str | os.PathLike, fmt: TextFormat = PLAIN):
             raise InputError(f"File {display_name(source)} is empty.")
         with open(raw, "rb") as file:
             kind = _compression(file.read(8))
-        handle = _decompress(pa.OSFile(raw), kind, source) if kind else raw
+        handle = _decompress(pa.OSFile(raw), kind, display_name(source)) if kind else raw
     if fmt.encoding is None or fmt.encoding in UTF8_NAMES:
         return handle
     return io.BytesIO(_transcode(_bytes_of(handle), fmt.encoding, source))
+
+
+def _compressed_path(source: str | os.PathLike, fmt: TextFormat) -> str | None:
+    """The path of a regular file of UTF-8 text that pyarrow can read while it
+    decompresses it (:mod:`distgate.data.compression`); None for anything else, which
+    :func:`_open` reads whole."""
+    raw = _raw(source)
+    if isinstance(raw, bytes) or os.path.isdir(raw) or os.path.getsize(raw) == 0:
+        return None
+    if not (fmt.encoding is None or fmt.encoding in UTF8_NAMES):
+        return None
+    return raw
 
 
 def _bytes_of(handle) -> bytes:
@@ -306,12 +297,16 @@ def read_header(
                 )
             )
         return header
-    handle = _open(source, fmt)
-    if isinstance(handle, io.BytesIO):
-        first = handle.getvalue().split(b"\n", 1)[0]
-    else:
-        with open(handle, "rb") as f:
-            first = f.readline()
+    path = _compressed_path(source, fmt)
+    first = compression.head_line(path) if path else None
+    handle = None
+    if first is None:
+        handle = _open(source, fmt)
+        if isinstance(handle, io.BytesIO):
+            first = handle.readline()
+        else:
+            with open(handle, "rb") as f:
+                first = f.readline()
     if first.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise InputError(
             f"File {display_name(source)} is UTF-16 text: read it with --encoding utf-16 (or "
@@ -325,6 +320,7 @@ def read_header(
     except pa.ArrowInvalid as exc:
         detail = str(exc).split("\n")[0]
         if "invalid UTF8" in detail:
+            handle = handle if handle is not None else _open(source, fmt)
             raise _encoding_error(handle, f"{what} {display_name(source)}") from None
         raise InputError(
             f"File {display_name(source)} has a header line that cannot be read: {detail}."
@@ -392,12 +388,17 @@ def read_columns(
         table = _as_text(_columnar(source, kind, name, wanted), name, numeric)
         handle = None
     else:
-        handle = _open(source, fmt)
         # Text is read as plain strings and dictionary-encoded chunk by chunk on the cores
         # afterwards: faster than a declared dictionary type or the reader's own encoding.
         # Binned (numeric) columns are left to type inference and stay numbers when they are.
         types = {c: pa.string() for c in wanted if c not in numeric}
-        table = _read(handle, name, wanted, types, delimiter_of(source, fmt))
+        path = _compressed_path(source, fmt)
+        convert = _convert_options(wanted, types)
+        delimiter = delimiter_of(source, fmt)
+        table = compression.read_streaming(path, delimiter, convert) if path else None
+        handle = None if table is not None else _open(source, fmt)
+        if table is None:
+            table = _read(handle, name, wanted, types, delimiter)
     if table.num_rows == 0 and not allow_empty:
         raise InputError(f"The {name} has a header but no records.")
     for column in dictionary:
@@ -412,6 +413,7 @@ def read_columns(
             )
             continue
         if not pa.types.is_string(kind_of):  # inferred as dates or booleans: keep the text
+            handle = handle if handle is not None else _open(source, fmt)
             if isinstance(handle, io.BytesIO):
                 handle.seek(0)
             text = _read(handle, name, [column], {column: pa.string()}, delimiter_of(source, fmt))
@@ -466,13 +468,17 @@ def _encode_chunks(column: pa.ChunkedArray) -> pa.ChunkedArray:
         return pa.chunked_array(list(pool.map(pc.dictionary_encode, column.chunks)))
 
 
-def _read(handle, name: str, columns: list[str], types: dict, delimiter: str = ",") -> pa.Table:
-    convert = pacsv.ConvertOptions(
+def _convert_options(columns: list[str], types: dict) -> pacsv.ConvertOptions:
+    return pacsv.ConvertOptions(
         include_columns=columns,
         column_types=types,
         strings_can_be_null=False,
         quoted_strings_can_be_null=False,
     )
+
+
+def _read(handle, name: str, columns: list[str], types: dict, delimiter: str = ",") -> pa.Table:
+    convert = _convert_options(columns, types)
     parse = pacsv.ParseOptions(delimiter=delimiter)
     try:
         return pacsv.read_csv(handle, parse_options=parse, convert_options=convert)

@@ -15,7 +15,8 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 
-from distgate.data.tables import MAGIC, display_name
+from distgate.data.compression import MAGIC
+from distgate.data.tables import display_name
 from distgate.errors import InputError
 
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq", ".gz", ".zst", ".bz2", ".xz", ".tsv", ".txt")
