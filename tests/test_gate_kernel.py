@@ -112,7 +112,7 @@ def test_the_maps_follow_entries_that_leave_the_queue():
     assert queue.cell_alive.tolist() == [100_000, 1, 100_000]
     assert _find(-1, tables, queue, work) == len(cells) - 2
     assert _find(len(cells) - 2, tables, queue, work) == -1
-    assert queue.map2[:, 1].tolist() == [0, 1 << ((len(cells) - 2) // 4096 - 64)]
+    assert queue.map2[1, :].tolist() == [0, 1 << ((len(cells) - 2) // 4096 - 64)]
 
 
 @pytest.mark.parametrize("cells", [1, 256, 257, 1000])
