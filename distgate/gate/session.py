@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -41,7 +42,7 @@ import pyarrow as pa
 from distgate.data.inputs import Inputs
 from distgate.data.values import JOINT_SEPARATOR
 from distgate.errors import InputError
-from distgate.gate.archive import compact_tail, encoding_of, keep_encoding, read_requesters
+from distgate.gate.archive import Tail, encoding_of, keep_encoding, merge_rows, read_requesters
 from distgate.gate.decisions import DECISION_NAMES, GateStatus
 from distgate.gate.ledger import Ledger
 from distgate.gate.replay import (
@@ -89,22 +90,40 @@ class Decision(NamedTuple):
         return self.released_at >= 0
 
 
-@dataclass(frozen=True)
 class Decided(Sequence):
     """A batch's decisions as arrays (one entry per key, in order), read once they were
     committed; indexing gives :class:`Decision` values. ``released_at`` is as in
     :class:`Decision`; ``cell`` is each record's target code * |X| + value code (-1 for an
-    unknown key)."""
+    unknown key). (A plain class with slots: a service makes one per group of every
+    commit.)"""
 
-    first: int
-    keys: list[str]
-    decision: np.ndarray
-    record: np.ndarray
-    released_at: np.ndarray
-    statistic: np.ndarray
-    critical: np.ndarray
-    cell: np.ndarray
-    requester: str | None
+    __slots__ = (
+        "first",
+        "keys",
+        "decision",
+        "record",
+        "released_at",
+        "statistic",
+        "critical",
+        "cell",
+        "requester",
+    )
+
+    def __init__(
+        self,
+        first: int,
+        keys: list[str],
+        decision: np.ndarray,
+        record: np.ndarray,
+        released_at: np.ndarray,
+        statistic: np.ndarray,
+        critical: np.ndarray,
+        cell: np.ndarray,
+        requester: str | None,
+    ) -> None:
+        self.first, self.keys, self.requester = first, keys, requester
+        self.decision, self.record, self.released_at = decision, record, released_at
+        self.statistic, self.critical, self.cell = statistic, critical, cell
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -117,7 +136,7 @@ class Decided(Sequence):
         return Decision(
             self.first + i,
             self.keys[i],
-            DECISION_NAMES[int(self.decision[i])],
+            DECISION_NAMES[self.decision[i]],
             int(self.record[i]),
             int(self.released_at[i]),
             float(self.statistic[i]),
@@ -126,11 +145,16 @@ class Decided(Sequence):
         )
 
     def part(self, start: int, stop: int, requester: str | None) -> Decided:
+        part = slice(start, stop)
         return Decided(
             self.first + start,
-            self.keys[start:stop],
-            *(a[start:stop] for a in (self.decision, self.record, self.released_at)),
-            *(a[start:stop] for a in (self.statistic, self.critical, self.cell)),
+            self.keys[part],
+            self.decision[part],
+            self.record[part],
+            self.released_at[part],
+            self.statistic[part],
+            self.critical[part],
+            self.cell[part],
             requester,
         )
 
@@ -243,6 +267,7 @@ class GateSession:
         if failure:
             raise failure[0]
         history, size, self.ledger = read
+        self.tail = Tail(db)  # the batches' sizes, for compaction (archive.compact_tail)
         if size:
             checked = json.loads(self.store._meta("checked") or "null")
             self.gate.restore(state_of_history(history, size, checked, len(table.target_labels)))
@@ -284,23 +309,12 @@ class GateSession:
             names = None  # who asked, stored only when someone named did
             if (codes >= 0).any():
                 labels = pa.array(self.ledger.names + [None], type=pa.string())
-                names = pa.DictionaryArray.from_arrays(
-                    pa.array(np.where(owners >= 0, owners, len(self.ledger.names))), labels
-                )
+                names = labels.take(np.where(owners >= 0, owners, len(self.ledger.names)))
             checked, next_request = self.gate.checked, self.gate.next_request
             run = self.gate.run(records)
             started = time.perf_counter()
             try:
-                self.store.commit(
-                    None,
-                    0,
-                    text,
-                    run,
-                    self.gate.checked,
-                    self.gate.next_request,
-                    counts=self.gate.counts,
-                    requesters=names,
-                )
+                self._commit(next_request, text, run, names)
             except (sqlite3.Error, OSError) as exc:
                 self._undo(checked, next_request)
                 self.failed_at, self.failure = time.monotonic(), str(exc)
@@ -310,13 +324,40 @@ class GateSession:
             with self._reading:
                 self.ledger.add(run, keys, owners)
             self.commits += 1
-            decided = self._decided(int(run.request[0]), keys, None)
-            self._compact()
+            decided = self._decided(next_request, keys, None)
+        if len(groups) == 1:
+            return [decided.part(0, len(keys), groups[0][1])]
         out, start = [], 0
         for group, who in groups:
             out.append(decided.part(start, start + len(group), who))
             start += len(group)
         return out
+
+    def _commit(self, first: int, text: pa.Array, run, names: pa.Array | None) -> None:
+        """Commit a run: one transaction, which also merges the small batches at the end
+        of the state when they call for it (:class:`~distgate.gate.archive.Tail`). A
+        merge that fails (it rewrites up to 65,536 requests) is left for a later commit:
+        the batch is committed alone."""
+        commit = partial(
+            self.store.commit,
+            None,
+            0,
+            text,
+            run,
+            self.gate.checked,
+            self.gate.next_request,
+            counts=self.gate.counts,
+            requesters=names,
+        )
+        merges, rows = self.tail.plan(first, len(run))
+        if merges:
+            try:
+                commit(then=partial(_merge, merges))
+            except (sqlite3.Error, OSError):
+                merges, rows = [], self.tail.plus(first, len(run))
+        if not merges:
+            commit()
+        self.tail.keep(rows)
 
     def _undo(self, checked: np.ndarray, next_request: int) -> None:
         """Put the gate back in the last committed state (after a failed commit)."""
@@ -325,12 +366,6 @@ class GateSession:
         self.gate.restore(
             state_of_history(history, next_request, checked.tolist(), self.gate.n_targets)
         )
-
-    def _compact(self) -> None:
-        try:
-            compact_tail(self.store.db)
-        except sqlite3.Error:
-            pass  # the next commit tries again; the unmerged batches read the same
 
     # ------------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -451,6 +486,11 @@ class GateSession:
             targets = _summary(rows, 0, self.inputs, self.gate)
             status = self.gate.status()
         return Summary(targets, len(rows["record"]), self.decision_counts(), status, self.settings)
+
+
+def _merge(lows: list[int], db: sqlite3.Connection) -> None:
+    for low in lows:
+        merge_rows(db, low)
 
 
 def _split(columns: Sequence[str], label: str) -> list[tuple[str, str]]:

@@ -39,6 +39,7 @@ import json
 import os
 import sqlite3
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,12 +107,33 @@ def _to_ipc(table: pa.Table) -> bytes:
     states read alike. A small block (a service commits a few requests at a time) is
     written as it is: compressing three rows took 0.45 ms, writing them 0.04 ms."""
     small = table.num_rows < COMPRESS_FROM
+    if small:
+        schema, batches = _schema_message(table.schema), table.to_batches()
+        if schema is not None and len(batches) == 1:  # the bytes new_stream writes
+            return b"".join((schema, batches[0].serialize(), _END))
     codec = "zstd" if pa.Codec.is_available("zstd") and not small else None
     sink = pa.BufferOutputStream()
     options = pa.ipc.IpcWriteOptions(compression=codec)
     with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
+
+
+_END = b"\xff\xff\xff\xff\x00\x00\x00\x00"  # an Arrow IPC stream's end-of-stream marker
+_SCHEMAS: list[tuple[pa.Schema, bytes | None]] = []  # (a schema hashes slowly)
+
+
+def _schema_message(schema: pa.Schema) -> bytes | None:
+    """The IPC message of ``schema`` (the few schemas of a state, made once each); None
+    for a schema with a dictionary column (its stream needs dictionary messages too)."""
+    for known, message in _SCHEMAS:
+        if known.equals(schema, check_metadata=True):
+            return message
+    plain = not any(pa.types.is_dictionary(field.type) for field in schema)
+    message = schema.serialize().to_pybytes() if plain else None
+    if len(_SCHEMAS) < 16:
+        _SCHEMAS.append((schema, message))
+    return message
 
 
 def _from_ipc(blob: bytes) -> pa.Table:
@@ -211,6 +233,7 @@ class StateStore:
         self.notes: list[str] = []
         self._read: tuple | None = None  # the history as first read, and releases since
         self._late_since_read: list[tuple[np.ndarray, np.ndarray]] = []
+        self._checked: str | None = None  # the grace flags as last committed here
         if os.path.isdir(self.path):
             raise InputError(f"State file '{self.path}' is a folder.")
         lock_existed = os.path.exists(self.path + ".lock")
@@ -463,17 +486,23 @@ class StateStore:
         next_request: int,
         counts: np.ndarray | None = None,
         requesters: pa.Array | None = None,
+        then: Callable[[sqlite3.Connection], object] | None = None,
     ) -> None:
         """Record one batch of decisions (one row of ``batches``), the log position and the
         gate's ``counts`` C[y, x] after the batch in one transaction (with ``requesters``:
         who asked for each request of the batch). ``fingerprint`` None: the requests came
-        from no log file (``distgate serve``)."""
+        from no log file (``distgate serve``). ``then(db)`` runs last in the same
+        transaction (a service's compaction shares the batch's flush to the disk)."""
         decisions = pa.table(
             {
                 "key": keys if keys.type == pa.string() else keys.cast(pa.string()),
                 **{name: getattr(run, field) for name, field in _NUMERIC.items()},
             }
         )
+        flags = json.dumps(checked.tolist())
+        meta = [(str(next_request), "next_request")]
+        if flags != self._checked:  # the grace flags change a few times in a state's life
+            meta.append((flags, "checked"))
         if len(run.earlier_request):
             late = _to_ipc(
                 pa.table({"request": run.earlier_request, "released_at": run.earlier_released_at})
@@ -495,14 +524,14 @@ class StateStore:
                     "INSERT INTO requesters VALUES (?, ?)",
                     (first, _to_ipc(pa.table({"requester": requesters}))),
                 )
-            db.executemany(
-                "UPDATE meta SET value = ? WHERE name = ?",
-                [(str(next_request), "next_request"), (json.dumps(checked.tolist()), "checked")],
-            )
+            db.executemany("UPDATE meta SET value = ? WHERE name = ?", meta)
             if counts is not None:
                 db.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('counts', ?)", (counts_blob(counts),)
                 )
+            if then is not None:
+                then(db)
+        self._checked = flags
         if self._read is not None:
             self._late_since_read.append((run.earlier_request, run.earlier_released_at))
 
