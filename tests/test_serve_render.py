@@ -41,3 +41,16 @@ def test_the_batch_text_is_json_dumps_of_the_views(session):
     decided = session.decide_groups([(keys[3000:4000], "bob")])[0]
     views = [requester_view(session, d) for d in decided]
     assert renderer.decisions(decided) == dumps({"decisions": views})
+
+
+def test_a_single_answer_is_json_dumps_of_its_view(session):
+    renderer = BatchRenderer(session)
+    keys = sample_keys()
+    views = []
+    for key in [*keys[4000:4400], *STRANGE, *keys[:20]]:  # unknown keys, duplicates
+        (decided,) = session.decide_groups([([key], "carol")])
+        view = requester_view(session, decided[0])
+        assert renderer.one(decided) == dumps(view)
+        views.append(view)
+    assert {"released", "queued", "duplicate", "unknown"} <= {v["decision"] for v in views}
+    assert any("record" in v for v in views) and any('"' in v["key"] for v in views)

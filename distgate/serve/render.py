@@ -13,6 +13,7 @@ per record) the views are made one by one instead.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +23,7 @@ from distgate.gate.decisions import DECISION_NAMES
 from distgate.gate.session import Decided, GateSession
 
 _ESCAPED = r'["\\\x00-\x1f]'  # what json.dumps writes escaped (ensure_ascii=False)
+_PLAIN = re.compile(r'[^"\\\x00-\x1f]*')  # text json.dumps writes as it is
 _WORDS = pa.array([f',"decision":"{word}"' for word in DECISION_NAMES], type=pa.string())
 
 
@@ -50,6 +52,20 @@ class BatchRenderer:
         if found is None:
             found = self.fragments[cell] = dumps(self.session.record(record)).decode()
         return found
+
+    def one(self, decided: Decided) -> bytes:
+        """The JSON of a batch's only decision (the answer to ``{"key": ...}``)."""
+        if self.session.columns:
+            return dumps(requester_view(self.session, decided[0]))
+        key = decided.keys[0]
+        quoted = f'"{key}"' if _PLAIN.fullmatch(key) else json.dumps(key, ensure_ascii=False)
+        word = DECISION_NAMES[decided.decision[0]]
+        text = f'{{"request":{decided.first},"key":{quoted},"decision":"{word}"'
+        at = int(decided.released_at[0])
+        if at >= 0:
+            record = self._fragment(int(decided.cell[0]), int(decided.record[0]))
+            text += f',"released_at":{at},"record":{record}'
+        return (text + "}").encode()
 
     def decisions(self, decided: Decided) -> bytes:
         if self.session.columns or not len(decided):
