@@ -94,8 +94,8 @@ class Decided(Sequence):
     """A batch's decisions as arrays (one entry per key, in order), read once they were
     committed; indexing gives :class:`Decision` values. ``released_at`` is as in
     :class:`Decision`; ``cell`` is each record's target code * |X| + value code (-1 for an
-    unknown key). (A plain class with slots: a service makes one per group of every
-    commit.)"""
+    unknown key); ``text`` the keys as an Arrow string array when the session made one.
+    (A plain class with slots: a service makes one per group of every commit.)"""
 
     __slots__ = (
         "first",
@@ -107,6 +107,7 @@ class Decided(Sequence):
         "critical",
         "cell",
         "requester",
+        "text",
     )
 
     def __init__(
@@ -120,8 +121,9 @@ class Decided(Sequence):
         critical: np.ndarray,
         cell: np.ndarray,
         requester: str | None,
+        text: pa.Array | None = None,
     ) -> None:
-        self.first, self.keys, self.requester = first, keys, requester
+        self.first, self.keys, self.requester, self.text = first, keys, requester, text
         self.decision, self.record, self.released_at = decision, record, released_at
         self.statistic, self.critical, self.cell = statistic, critical, cell
 
@@ -156,6 +158,7 @@ class Decided(Sequence):
             self.critical[part],
             self.cell[part],
             requester,
+            None if self.text is None else self.text.slice(start, stop - start),
         )
 
 
@@ -324,7 +327,7 @@ class GateSession:
             with self._reading:
                 self.ledger.add(run, keys, owners)
             self.commits += 1
-            decided = self._decided(next_request, keys, None)
+            decided = self._decided(next_request, keys, None, text)
         if len(groups) == 1:
             return [decided.part(0, len(keys), groups[0][1])]
         out, start = [], 0
@@ -393,7 +396,9 @@ class GateSession:
             requester=None if requester < 0 else ledger.names[requester],
         )
 
-    def _decided(self, first: int, keys: list[str], requester: str | None) -> Decided:
+    def _decided(
+        self, first: int, keys: list[str], requester: str | None, text: pa.Array | None = None
+    ) -> Decided:
         """Requests first, first + 1, ... (whose key text is ``keys``) as they stand (copies
         of the ledger's arrays: the next batch may grow them)."""
         ledger = self.ledger
@@ -409,7 +414,7 @@ class GateSession:
         cell = table.target_codes[known] * len(table.value_labels) + table.value_codes[known]
         cell[record < 0] = -1
         return Decided(
-            first, list(keys), decision, record, released_at, statistic, critical, cell, requester
+            first, keys, decision, record, released_at, statistic, critical, cell, requester, text
         )
 
     def request(self, n: int) -> Decision | None:

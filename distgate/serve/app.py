@@ -28,6 +28,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from starlette.applications import Starlette
@@ -162,6 +163,9 @@ async def _read_body(receive: Callable, length: str | None, limits: Limits) -> A
         raise Problem(400, f"The request body is not JSON ({exc}).") from None
 
 
+_KEY = itemgetter("key")
+
+
 def _keys(document: Any, limits: Limits) -> tuple[list[str], bool]:
     """The keys asked for and whether they came as a batch (422 for a wrong shape)."""
     if not isinstance(document, dict):
@@ -175,10 +179,10 @@ def _keys(document: Any, limits: Limits) -> tuple[list[str], bool]:
                 413, f"A batch may hold {limits.max_batch} requests; this one has {len(items)}."
             )
         try:
-            keys = [item["key"] for item in items]
+            keys = list(map(_KEY, items))
         except (TypeError, KeyError):
             keys = None
-        if keys is None or not all(type(k) is str for k in keys):
+        if keys is None or not set(map(type, keys)) <= {str}:
             for i, item in enumerate(items):  # name the first wrong request
                 if not isinstance(item, dict) or "key" not in item:
                     raise Problem(422, f"Request {i} of the batch has no 'key'.")
