@@ -15,9 +15,11 @@ from distgate.data.inputs import load_inputs
 from distgate.gate import archive
 from distgate.gate import session as session_module
 from distgate.gate.archive import Tail, compact_tail, read_state
+from distgate.gate.blocks import from_ipc as _from_ipc
+from distgate.gate.blocks import one_stream
+from distgate.gate.blocks import to_ipc as _to_ipc
 from distgate.gate.replay import ReplaySettings
-from distgate.gate.session import GateSession, export_decisions
-from distgate.gate.store import _from_ipc, _to_ipc
+from distgate.gate.session import GateSession, StateUnwritable, export_decisions
 from tests.conftest import SAMPLE_OPTIONS
 from tests.serve_helpers import sample_keys
 from tests.test_session import replayed
@@ -64,12 +66,12 @@ def test_blocks_of_one_schema_read_as_one_stream_and_others_one_by_one():
         for n in (1, 0, 300, 5)
     ]
     blobs = [_to_ipc(t) for t in tables]
-    assert archive._one_stream(blobs).equals(pa.concat_tables(tables))
+    assert one_stream(blobs).equals(pa.concat_tables(tables))
     # requesters as an earlier distgate stored them (dictionary) and as plain text
     old = pa.table({"requester": pa.array(["alice", None, "bob"]).dictionary_encode()})
     new = pa.table({"requester": pa.array(["bob", "alice"])})
-    assert archive._one_stream([_to_ipc(old), _to_ipc(new)]) is None
-    merged = archive._one_stream([_to_ipc(old), _to_ipc(old)])
+    assert one_stream([_to_ipc(old), _to_ipc(new)]) is None
+    merged = one_stream([_to_ipc(old), _to_ipc(old)])
     assert merged.column("requester").to_pylist() == ["alice", None, "bob"] * 2
 
 
@@ -158,3 +160,84 @@ def test_a_merge_that_fails_leaves_the_batch_committed_alone(inputs, tmp_path, m
     export_decisions(str(state), str(tmp_path / "export.csv"))
     assert (tmp_path / "export.csv").read_bytes() == replayed(inputs, tmp_path, KEYS[:700])
     assert len(read_state(str(state)).rows["record"]) == 700
+
+
+def test_the_release_times_of_a_run_before_it_is_added_are_those_after(inputs, tmp_path):
+    """What a service's answers are made of while a large batch is flushed: the ledger's
+    release times as they will be once the run is added."""
+    with GateSession(inputs, SETTINGS, str(tmp_path / "g.db"), durable=False) as session:
+        gate, ledger = session.gate, session.ledger
+        keys = [*KEYS, *KEYS[:300], "no-such-key"]  # duplicates of released and queued
+        seen = set()
+        for start in range(0, len(keys), 97):
+            part = keys[start : start + 97]
+            first = len(ledger)
+            records, _ = session.index.lookup(pa.array(part, pa.string()))
+            run = gate.run(records)
+            before = ledger.effective_released_at_after(run)
+            ledger.add(run, part, np.full(len(part), -1, np.int32))
+            after = ledger.effective_released_at_of(slice(first, first + len(part)))
+            assert (before == after).all()
+            seen |= set(run.decision[before >= 0].tolist()) | {len(run.earlier_request) > 0}
+    assert {0, 1, 3} <= seen  # released, queued and duplicate, and late releases
+
+
+def test_answers_prepared_while_a_batch_is_flushed_are_its_decisions(inputs, tmp_path):
+    keys = [*KEYS, *KEYS[:500]]
+    plain = GateSession(inputs, SETTINGS, str(tmp_path / "a.db"), durable=False)
+    prepared = GateSession(inputs, SETTINGS, str(tmp_path / "b.db"), durable=False)
+    made = []
+
+    def prepare(parts):  # what a service makes: here, the views
+        made.append([shown(part) for part in parts])
+        return len(made)
+
+    with plain, prepared:
+        for start in range(0, len(keys), 1500):
+            groups = [
+                (keys[start : start + 1000], "alice"),
+                (keys[start + 1000 : start + 1500], None),
+            ]
+            expected = plain.decide_groups(groups)
+            parts, answer = prepared.decide_prepared(groups, prepare)
+            assert answer == len(made)
+            assert made[-1] == [shown(part) for part in parts] == [shown(e) for e in expected]
+            assert [p.requester for p in parts] == ["alice", None]
+    assert export_of(tmp_path / "a.db", tmp_path) == export_of(tmp_path / "b.db", tmp_path)
+
+
+def test_a_failed_flush_discards_the_prepared_answers_and_decides_nothing(
+    inputs, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(session_module, "RETRY_AFTER", 0.0)
+    state = tmp_path / "g.db"
+    with GateSession(inputs, SETTINGS, str(state), durable=False) as session:
+        session.decide(KEYS[:200])
+        real = session.store.commit
+
+        def full_disk(*args, **kwargs):
+            raise sqlite3.OperationalError("database or disk is full")
+
+        monkeypatch.setattr(session.store, "commit", full_disk)
+        with pytest.raises(StateUnwritable, match="disk is full"):
+            session.decide_prepared([(KEYS[200:1400], "alice")], lambda parts: "made")
+        assert len(session) == 200 and not session.writable
+        monkeypatch.setattr(session.store, "commit", real)
+
+        def broken(parts):
+            raise RuntimeError("the answer could not be made")
+
+        with pytest.raises(RuntimeError, match="could not be made"):  # decided all the same
+            session.decide_prepared([(KEYS[200:1400], "alice")], broken)
+        assert len(session) == 1400 and session.writable
+        session.decide_prepared([(KEYS[1400:2500], None)], lambda parts: None)
+    assert export_of(state, tmp_path) == replayed(inputs, tmp_path, KEYS[:2500])
+
+
+def shown(decisions) -> list[str]:
+    return [repr(d) for d in decisions]
+
+
+def export_of(state, folder) -> bytes:
+    export_decisions(str(state), str(folder / "export.csv"))
+    return (folder / "export.csv").read_bytes()

@@ -22,7 +22,10 @@ import numpy as np
 import pyarrow as pa
 
 from distgate.errors import InputError
-from distgate.gate.store import DECODE_ERRORS, _empty_rows, _from_ipc, _to_ipc, read_history
+from distgate.gate.blocks import from_ipc as _from_ipc
+from distgate.gate.blocks import one_stream
+from distgate.gate.blocks import to_ipc as _to_ipc
+from distgate.gate.store import _empty_rows, read_history
 
 ENCODING = "CREATE TABLE IF NOT EXISTS encoding (name TEXT PRIMARY KEY, data BLOB NOT NULL)"
 MERGED_ROWS = 65_536  # a compacted row holds at most this many requests
@@ -163,7 +166,7 @@ def merge_rows(db: sqlite3.Connection, low: int) -> None:
     if named:
         together = None
         if len(named) == len(rows):  # every batch was asked for by someone named
-            together = _one_stream([named[first] for first, *_ in rows])
+            together = one_stream([named[first] for first, *_ in rows])
         if together is not None:
             parts = [chunk.cast(pa.string()) for chunk in together.column("requester").chunks]
         else:
@@ -180,36 +183,12 @@ def merge_rows(db: sqlite3.Connection, low: int) -> None:
         )
 
 
-_CONTINUATION = b"\xff\xff\xff\xff"
-
-
 def _read_blocks(blobs: list[bytes]) -> pa.Table:
     """The stored IPC blocks ``blobs`` (one schema) as one table."""
-    together = _one_stream(blobs)
+    together = one_stream(blobs)
     if together is not None:
         return together
     return pa.concat_tables([_from_ipc(blob) for blob in blobs])
-
-
-def _one_stream(blobs: list[bytes]) -> pa.Table | None:
-    """The stored IPC blocks ``blobs`` read as one stream: the first block's schema message
-    followed by every block's other messages (setting up a reader per block cost more
-    than reading it). None when they do not fit that form (not one schema)."""
-
-    def split(blob: bytes) -> tuple[bytes, memoryview] | None:
-        if blob[:4] != _CONTINUATION or blob[-8:] != _CONTINUATION + bytes(4):
-            return None
-        end = 8 + int.from_bytes(blob[4:8], "little")  # the schema message
-        return blob[:end], memoryview(blob)[end:-8]
-
-    parts = [split(blob) for blob in blobs]
-    if not parts or any(p is None or p[0] != parts[0][0] for p in parts):
-        return None
-    stream = b"".join([parts[0][0], *(p[1] for p in parts), _CONTINUATION, bytes(4)])
-    try:
-        return _from_ipc(stream)
-    except DECODE_ERRORS:
-        return None
 
 
 class Tail:

@@ -48,6 +48,9 @@ import pyarrow as pa
 
 from distgate.errors import InputError
 from distgate.gate import state_file
+from distgate.gate.blocks import DECODE_ERRORS, decode_block  # noqa: F401 (readers import)
+from distgate.gate.blocks import from_ipc as _from_ipc
+from distgate.gate.blocks import to_ipc as _to_ipc
 from distgate.gate.decisions import DECISION_RULES_VERSION, GateRun, GateState
 from distgate.gate.state_file import (
     APPLICATION_ID,
@@ -68,7 +71,6 @@ SCHEMA = (
     "CREATE TABLE requesters (first INTEGER PRIMARY KEY, names BLOB NOT NULL)",
     "CREATE TABLE encoding (name TEXT PRIMARY KEY, data BLOB NOT NULL)",
 )
-COMPRESS_FROM = 128  # rows of a block from which it is compressed
 # the layout of the tables, also kept in meta (where distgate 0.1 read it): 1: one row per
 # request, released and queue tables; 2: batches; 3: application id, user_version, table
 # fingerprint, labels and counts
@@ -97,56 +99,6 @@ def _lock(path: str, wait: bool):
     handle.write(str(os.getpid()))
     handle.flush()
     return handle
-
-
-def _to_ipc(table: pa.Table) -> bytes:
-    """One Arrow IPC block, its buffers compressed with zstd where pyarrow has it: a batch
-    of 20,000 decisions takes 0.33 MB instead of 1.04 MB, and SQLite's time to write it to
-    its log and copy it into the file (checkpoints) grows with its size, so compressing
-    it saves more than it costs. Readers decompress by themselves, so older and newer
-    states read alike. A small block (a service commits a few requests at a time) is
-    written as it is: compressing three rows took 0.45 ms, writing them 0.04 ms."""
-    small = table.num_rows < COMPRESS_FROM
-    if small:
-        schema, batches = _schema_message(table.schema), table.to_batches()
-        if schema is not None and len(batches) == 1:  # the bytes new_stream writes
-            return b"".join((schema, batches[0].serialize(), _END))
-    codec = "zstd" if pa.Codec.is_available("zstd") and not small else None
-    sink = pa.BufferOutputStream()
-    options = pa.ipc.IpcWriteOptions(compression=codec)
-    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
-_END = b"\xff\xff\xff\xff\x00\x00\x00\x00"  # an Arrow IPC stream's end-of-stream marker
-_SCHEMAS: list[tuple[pa.Schema, bytes | None]] = []  # (a schema hashes slowly)
-
-
-def _schema_message(schema: pa.Schema) -> bytes | None:
-    """The IPC message of ``schema`` (the few schemas of a state, made once each); None
-    for a schema with a dictionary column (its stream needs dictionary messages too)."""
-    for known, message in _SCHEMAS:
-        if known.equals(schema, check_metadata=True):
-            return message
-    plain = not any(pa.types.is_dictionary(field.type) for field in schema)
-    message = schema.serialize().to_pybytes() if plain else None
-    if len(_SCHEMAS) < 16:
-        _SCHEMAS.append((schema, message))
-    return message
-
-
-def _from_ipc(blob: bytes) -> pa.Table:
-    return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
-
-
-def decode_block(blob: bytes) -> pa.Table:
-    """A stored Arrow IPC block: a batch's decisions or late releases, the counts."""
-    return _from_ipc(blob)
-
-
-# what decoding a damaged block may raise (pyarrow raises OSError for a bad message)
-DECODE_ERRORS = (pa.ArrowException, OSError, KeyError, IndexError, ValueError, TypeError)
 
 
 @dataclass(frozen=True)

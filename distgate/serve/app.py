@@ -261,16 +261,14 @@ class _Decide(_Endpoint):
         service.ready()
         keys, batch = _keys(await _read_body(receive, length, service.limits), service.limits)
         try:
-            decided = await service.batcher.decide(keys, client.name)
+            _, answer = await service.batcher.decide(keys, client.name, batch)
         except StateUnwritable:
             raise Problem(
                 503,
                 "The state file cannot be written now; nothing was decided.",
                 {"Retry-After": RETRY_AFTER},
             ) from None
-        if batch:
-            return 200, service.renderer.decisions(decided), None
-        return 200, service.renderer.one(decided), None
+        return 200, answer, None
 
 
 _HEALTH = {state: dumps({"status": state}) for state in ("ok", "loading", "unwritable")}

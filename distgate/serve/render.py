@@ -75,7 +75,7 @@ class BatchRenderer:
         n = len(decided)
         keys = decided.text if decided.text is not None else pa.array(decided.keys, pa.string())
         _, key_offsets, key_data = keys.buffers()
-        ends = np.frombuffer(key_offsets, np.int32, n + 1, keys.offset)[[0, -1]]
+        ends = np.frombuffer(key_offsets, np.int32, n + 1, 4 * keys.offset)[[0, -1]]
         text = np.frombuffer(key_data, np.uint8, ends[1] - ends[0], ends[0]) if n else None
         if text is not None and _ESCAPE[text].any():
             keys = pa.array([json.dumps(k, ensure_ascii=False) for k in decided.keys])
@@ -111,6 +111,6 @@ class BatchRenderer:
             '{"request":', requests, key_open, keys, key_close, words, tail, ""
         )
         _, offsets, data = rows.buffers()
-        bounds = np.frombuffer(offsets, np.int32, n + 1, rows.offset)
+        bounds = np.frombuffer(offsets, np.int32, n + 1, 4 * rows.offset)
         body = memoryview(data)[bounds[0] : bounds[-1] - 1]  # the last row's comma dropped
         return b'{"decisions":[' + bytes(body) + b"]}"
