@@ -103,11 +103,32 @@ class Decided(Sequence):
             self.requester,
         )
 
+    def row(self, i: int) -> Row:
+        """Entry ``i`` as its numbers (what an answer is written from)."""
+        b, j = self._batch, self._start + i
+        return Row(
+            b.first + j,
+            b.keys[j],
+            int(b.decision[j]),
+            int(b.record[j]),
+            int(b.released_at[j]),
+            int(b.cell[j]),
+        )
+
     def part(self, start: int, stop: int, requester: str | None) -> Decided:
         part = object.__new__(Decided)
         part._batch, part.requester = self._batch, requester
         part._start, part._stop = self._start + start, self._start + stop
         return part
+
+
+class Row(NamedTuple):
+    request: int
+    key: str
+    decision: int  # its code (distgate.gate.decisions.DECISION_NAMES)
+    record: int
+    released_at: int
+    cell: int
 
 
 class _Batch(NamedTuple):

@@ -58,14 +58,15 @@ class BatchRenderer:
         """The JSON of a batch's only decision (the answer to ``{"key": ...}``)."""
         if self.session.columns:
             return dumps(requester_view(self.session, decided[0]))
-        key = decided.keys[0]
+        row = decided.row(0)
+        key = row.key
         quoted = f'"{key}"' if _PLAIN.fullmatch(key) else json.dumps(key, ensure_ascii=False)
-        word = DECISION_NAMES[decided.decision[0]]
-        text = f'{{"request":{decided.first},"key":{quoted},"decision":"{word}"'
-        at = int(decided.released_at[0])
-        if at >= 0:
-            record = self._fragment(int(decided.cell[0]), int(decided.record[0]))
-            text += f',"released_at":{at},"record":{record}'
+        text = (
+            f'{{"request":{row.request},"key":{quoted},"decision":"{DECISION_NAMES[row.decision]}"'
+        )
+        if row.released_at >= 0:
+            record = self._fragment(row.cell, row.record)
+            text += f',"released_at":{row.released_at},"record":{record}'
         return (text + "}").encode()
 
     def decisions(self, decided: Decided) -> bytes:
