@@ -210,17 +210,17 @@ class Ledger:
         """:meth:`effective_released_at_of` the requests of ``run`` as it will be once the
         run is added (:meth:`add`), the ledger left as it is: the records' committed
         release times, with the releases the run makes (its own requests' records and
-        the queued records of earlier requests; a record is released once)."""
+        the queued records of earlier requests; a record is released once). It sets the
+        records' release times and puts them back: readers must be kept out meanwhile
+        (as they are while a run is added)."""
         record, decision = run.record, run.decision
-        of_record = self.record_released_at[np.maximum(record, 0)]
         own = np.flatnonzero(run.released_at >= 0)
         released = np.concatenate([record[own], self.record.values[run.earlier_request]])
-        if len(released):
-            at = np.concatenate([run.released_at[own], run.earlier_released_at])
-            order = np.argsort(released)
-            place = np.minimum(np.searchsorted(released, record, sorter=order), len(order) - 1)
-            found = released[order[place]] == record
-            of_record[found] = at[order[place[found]]]
+        times = self.record_released_at  # set for the run's releases, read, and put back
+        kept = times[released]
+        times[released] = np.concatenate([run.released_at[own], run.earlier_released_at])
+        of_record = times[np.maximum(record, 0)]
+        times[released] = kept
         waiting = ((decision == QUEUED) | (decision == DUPLICATE)) & (record >= 0)
         return np.where(decision == RELEASED, run.released_at, np.where(waiting, of_record, -1))
 
