@@ -49,7 +49,7 @@ def test_a_single_answer_is_json_dumps_of_its_view(session):
     renderer = BatchRenderer(session)
     keys = sample_keys()
     views = []
-    for key in [*keys[4000:4400], *STRANGE, *keys[:20]]:  # unknown keys, duplicates
+    for key in [*keys[4000:4400], *STRANGE, *keys[4000:4040]]:  # unknown keys, duplicates
         (decided,) = session.decide_groups([([key], "carol")])
         view = requester_view(session, decided[0])
         assert renderer.one(decided) == dumps(view)
