@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -9,6 +10,8 @@ import pytest
 from distgate.data.inputs import load_inputs
 from distgate.gate.replay import ReplaySettings
 from distgate.gate.session import GateSession
+from distgate.serve.batcher import Batcher
+from distgate.serve.metrics import Metrics
 from distgate.serve.render import BatchRenderer, dumps, requester_view
 from tests.conftest import SAMPLE_OPTIONS
 from tests.serve_helpers import sample_keys
@@ -56,3 +59,30 @@ def test_a_single_answer_is_json_dumps_of_its_view(session):
         views.append(view)
     assert {"released", "queued", "duplicate", "unknown"} <= {v["decision"] for v in views}
     assert any("record" in v for v in views) and any('"' in v["key"] for v in views)
+
+
+def test_an_answer_that_cannot_be_made_fails_its_group_only(session):
+    """Groups decided in one commit are answered each on its own: an answer that cannot be
+    made is that group's error (a 500), never its neighbours'."""
+
+    class Failing(BatchRenderer):
+        def one(self, decided):
+            if decided.keys[0] == "S00010":
+                raise RuntimeError("no answer")
+            return super().one(decided)
+
+    async def main():
+        batcher = Batcher(session, Metrics(), Failing(session))
+        asked = [(["S00009"], False), (["S00010"], False), (["S00011", "S00012"], True)]
+        found = await asyncio.gather(
+            *(batcher.decide(keys, "dave", batch) for keys, batch in asked),
+            return_exceptions=True,
+        )
+        await batcher.stop()
+        return found
+
+    first, failed, batch = asyncio.run(main())
+    assert isinstance(failed, RuntimeError)
+    assert batch[0].first == first[0].first + 2  # one commit: consecutive requests
+    assert json.loads(first[1])["key"] == "S00009"
+    assert [d["key"] for d in json.loads(batch[1])["decisions"]] == ["S00011", "S00012"]

@@ -92,17 +92,24 @@ class Batcher:
                     continue
                 self.metrics.batch(size, self.session.commit_seconds)
                 for (*_, future), part, answer in zip(groups, decided, answers, strict=True):
-                    if not future.done():
+                    if future.done():
+                        continue
+                    if isinstance(answer, Exception):
+                        future.set_exception(answer)
+                    else:
                         future.set_result((part, answer))
             if self.stopping:
                 return
 
-    def _answers(self, batches: list[bool], parts: list[Decided]) -> list[bytes]:
-        render = self.renderer
-        return [
-            render.decisions(part) if batch else render.one(part)
-            for part, batch in zip(parts, batches, strict=True)
-        ]
+    def _answers(self, batches: list[bool], parts: list[Decided]) -> list[bytes | Exception]:
+        """Each group's answer (an answer that could not be made fails its group only)."""
+        render, out = self.renderer, []
+        for part, batch in zip(parts, batches, strict=True):
+            try:
+                out.append(render.decisions(part) if batch else render.one(part))
+            except Exception as exc:  # handed to the group's handler
+                out.append(exc)
+        return out
 
     async def stop(self) -> None:
         """Decide what is waiting, then stop (the server has stopped taking requests)."""
