@@ -188,12 +188,29 @@ def _keys(document: Any, limits: Limits) -> tuple[list[str], bool]:
                     raise Problem(422, f"Request {i} of the batch has no 'key'.")
                 if not isinstance(item["key"], str):
                     raise Problem(422, f"Request {i} of the batch: 'key' must be a string.")
+        _unicode(keys, "Request {} of the batch: ")
         return keys, True
     if "key" in document and "requests" not in document:
         if not isinstance(document["key"], str):
             raise Problem(422, "'key' must be a string.")
+        _unicode([document["key"]], "")
         return [document["key"]], False
     raise Problem(422, 'The body must have either "key" or "requests".')
+
+
+def _unicode(keys: list[str], where: str) -> None:
+    """422 for a key that is not Unicode text (JSON lets a string hold a lone surrogate,
+    which no key has): found here, it fails its own request, not the batch it would join."""
+    try:
+        "".join(keys).encode("utf-8")
+    except UnicodeEncodeError:
+        for i, key in enumerate(keys):
+            try:
+                key.encode("utf-8")
+            except UnicodeEncodeError:
+                raise Problem(
+                    422, where.format(i) + "'key' is not Unicode text (a lone surrogate)."
+                ) from None
 
 
 def _integer(request: Request, name: str, default: int, low: int, high: int) -> int:
