@@ -173,6 +173,8 @@ def test_releases_are_paged_and_a_requester_sees_only_its_own(server):
         (b'{"requests": [{"id": "S00001"}]}', 422, "no 'key'"),
         (b'{"requests": [{"key": ["S00001"]}]}', 422, "must be a string"),
         (b'{"key": "S00001", "requests": []}', 422, "either"),
+        (b'{"key": "S\\ud800"}', 422, "not Unicode"),
+        (b'{"requests": [{"key": "S00001"}, {"key": "\\udfff"}]}', 422, "Request 1"),
         (
             json.dumps({"requests": [{"key": "S1"}] * (MAX_BATCH + 1)}).encode(),
             413,

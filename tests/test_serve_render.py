@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -9,6 +10,8 @@ import pytest
 from distgate.data.inputs import load_inputs
 from distgate.gate.replay import ReplaySettings
 from distgate.gate.session import GateSession
+from distgate.serve.batcher import Batcher
+from distgate.serve.metrics import Metrics
 from distgate.serve.render import BatchRenderer, dumps, requester_view
 from tests.conftest import SAMPLE_OPTIONS
 from tests.serve_helpers import sample_keys
@@ -37,7 +40,49 @@ def test_the_batch_text_is_json_dumps_of_the_views(session):
         assert json.loads(text)["decisions"] == views
     words = {d["decision"] for d in json.loads(text)["decisions"]}
     assert {"released", "queued", "duplicate", "unknown"} <= words
-    # keys that need no escaping take the fast path, and give the same text
-    decided = session.decide_groups([(keys[3000:4000], "bob")])[0]
-    views = [requester_view(session, d) for d in decided]
-    assert renderer.decisions(decided) == dumps({"decisions": views})
+    # keys that need no escaping take the fast path, and give the same text; so do the
+    # groups of a batch decided together (parts of its arrays)
+    groups = [(keys[3000:3400], "bob"), (keys[3400:3401], None), (keys[3401:4000], "bob")]
+    for decided in session.decide_groups(groups):
+        views = [requester_view(session, d) for d in decided]
+        assert renderer.decisions(decided) == dumps({"decisions": views})
+
+
+def test_a_single_answer_is_json_dumps_of_its_view(session):
+    renderer = BatchRenderer(session)
+    keys = sample_keys()
+    views = []
+    for key in [*keys[4000:4400], *STRANGE, *keys[4000:4040]]:  # unknown keys, duplicates
+        (decided,) = session.decide_groups([([key], "carol")])
+        view = requester_view(session, decided[0])
+        assert renderer.one(decided) == dumps(view)
+        views.append(view)
+    assert {"released", "queued", "duplicate", "unknown"} <= {v["decision"] for v in views}
+    assert any("record" in v for v in views) and any('"' in v["key"] for v in views)
+
+
+def test_an_answer_that_cannot_be_made_fails_its_group_only(session):
+    """Groups decided in one commit are answered each on its own: an answer that cannot be
+    made is that group's error (a 500), never its neighbours'."""
+
+    class Failing(BatchRenderer):
+        def one(self, decided):
+            if decided.keys[0] == "S00010":
+                raise RuntimeError("no answer")
+            return super().one(decided)
+
+    async def main():
+        batcher = Batcher(session, Metrics(), Failing(session))
+        asked = [(["S00009"], False), (["S00010"], False), (["S00011", "S00012"], True)]
+        found = await asyncio.gather(
+            *(batcher.decide(keys, "dave", batch) for keys, batch in asked),
+            return_exceptions=True,
+        )
+        await batcher.stop()
+        return found
+
+    first, failed, batch = asyncio.run(main())
+    assert isinstance(failed, RuntimeError)
+    assert batch[0].first == first[0].first + 2  # one commit: consecutive requests
+    assert json.loads(first[1])["key"] == "S00009"
+    assert [d["key"] for d in json.loads(batch[1])["decisions"]] == ["S00011", "S00012"]

@@ -22,7 +22,10 @@ import numpy as np
 import pyarrow as pa
 
 from distgate.errors import InputError
-from distgate.gate.store import _empty_rows, _from_ipc, _to_ipc, read_history
+from distgate.gate.blocks import from_ipc as _from_ipc
+from distgate.gate.blocks import one_stream
+from distgate.gate.blocks import to_ipc as _to_ipc
+from distgate.gate.store import _empty_rows, read_history
 
 ENCODING = "CREATE TABLE IF NOT EXISTS encoding (name TEXT PRIMARY KEY, data BLOB NOT NULL)"
 MERGED_ROWS = 65_536  # a compacted row holds at most this many requests
@@ -141,32 +144,88 @@ def _merge_from(db: sqlite3.Connection, low: int) -> None:
     """Merge the batches from request ``low`` on into one row (and their requesters)."""
     with db:
         db.execute("BEGIN IMMEDIATE")
-        rows = db.execute(
-            "SELECT first, size, decisions, late FROM batches WHERE first >= ? ORDER BY first",
-            (low,),
-        ).fetchall()
-        decisions = pa.concat_tables([_from_ipc(r[2]) for r in rows])
-        late = pa.concat_tables([_from_ipc(r[3]) for r in rows])
-        db.execute("DELETE FROM batches WHERE first >= ?", (low,))
-        db.execute(
-            "INSERT INTO batches VALUES (?, ?, ?, ?)",
-            (low, decisions.num_rows, _to_ipc(decisions), _to_ipc(late)),
-        )
-        named = dict(
-            db.execute("SELECT first, names FROM requesters WHERE first >= ?", (low,)).fetchall()
-        )
-        if named:
+        merge_rows(db, low)
+
+
+def merge_rows(db: sqlite3.Connection, low: int) -> None:
+    """:func:`_merge_from` inside a transaction the caller has begun."""
+    rows = db.execute(
+        "SELECT first, size, decisions, late FROM batches WHERE first >= ? ORDER BY first",
+        (low,),
+    ).fetchall()
+    decisions = _read_blocks([r[2] for r in rows]).combine_chunks()
+    late = _read_blocks([r[3] for r in rows]).combine_chunks()
+    db.execute("DELETE FROM batches WHERE first >= ?", (low,))
+    db.execute(
+        "INSERT INTO batches VALUES (?, ?, ?, ?)",
+        (low, decisions.num_rows, _to_ipc(decisions), _to_ipc(late)),
+    )
+    named = dict(
+        db.execute("SELECT first, names FROM requesters WHERE first >= ?", (low,)).fetchall()
+    )
+    if named:
+        together = None
+        if len(named) == len(rows):  # every batch was asked for by someone named
+            together = one_stream([named[first] for first, *_ in rows])
+        if together is not None:
+            parts = [chunk.cast(pa.string()) for chunk in together.column("requester").chunks]
+        else:
             parts = [
                 _from_ipc(named[first]).column("requester").combine_chunks().cast(pa.string())
                 if first in named
                 else pa.nulls(size, pa.string())
                 for first, size, _, _ in rows
             ]
-            db.execute("DELETE FROM requesters WHERE first >= ?", (low,))
-            db.execute(
-                "INSERT INTO requesters VALUES (?, ?)",
-                (low, _to_ipc(pa.table({"requester": pa.concat_arrays(parts)}))),
-            )
+        db.execute("DELETE FROM requesters WHERE first >= ?", (low,))
+        db.execute(
+            "INSERT INTO requesters VALUES (?, ?)",
+            (low, _to_ipc(pa.table({"requester": pa.concat_arrays(parts)}))),
+        )
+
+
+def _read_blocks(blobs: list[bytes]) -> pa.Table:
+    """The stored IPC blocks ``blobs`` (one schema) as one table."""
+    together = one_stream(blobs)
+    if together is not None:
+        return together
+    return pa.concat_tables([_from_ipc(blob) for blob in blobs])
+
+
+class Tail:
+    """The (first, size, tier) of every row of ``batches``, kept in memory by a service,
+    so that whether a commit calls for merges is known without reading the file:
+    :meth:`plan` gives the merges :func:`compact_tail` would make after a batch of
+    ``size`` requests from ``first`` is added (the same rule), for the commit to make in
+    its own transaction, and the rows they leave, which :meth:`keep` adopts once that
+    transaction is committed."""
+
+    def __init__(
+        self, db: sqlite3.Connection, *, limit: int = MERGED_ROWS, after: int = MERGE_AFTER
+    ) -> None:
+        self.limit, self.after = limit, after
+        rows = db.execute("SELECT first, size FROM batches ORDER BY first").fetchall()
+        self.rows = [(first, size, _tier(size, after)) for first, size in rows]
+
+    def plan(self, first: int, size: int) -> tuple[list[int], list[tuple[int, int, int]]]:
+        """(the ``low`` of each merge in order, the rows after them)."""
+        after = self.after
+        rows = self.plus(first, size)
+        lows: list[int] = []
+        while len(rows) >= after:
+            tail = rows[-after:]
+            total = sum(row[1] for row in tail)
+            if total > self.limit or any(row[2] != tail[0][2] for row in tail):
+                break
+            lows.append(tail[0][0])
+            rows[-after:] = [(tail[0][0], total, _tier(total, after))]
+        return lows, rows
+
+    def plus(self, first: int, size: int) -> list[tuple[int, int, int]]:
+        """The rows with one more batch, unmerged."""
+        return [*self.rows, (first, size, _tier(size, self.after))]
+
+    def keep(self, rows: list[tuple[int, int, int]]) -> None:
+        self.rows = rows
 
 
 @dataclass

@@ -138,10 +138,12 @@ class Ledger:
         self.critical.extend(run.critical)
         self.enqueued.extend(run.enqueued)
         self.requester.extend(requesters)
-        for j in np.flatnonzero(record < 0).tolist():
-            self.unknown_keys[first + j] = keys[j]
+        if len(record) and record.min() < 0:
+            for j in np.flatnonzero(record < 0).tolist():
+                self.unknown_keys[first + j] = keys[j]
         late = run.earlier_request
-        self.released_at.values[late] = run.earlier_released_at
+        if len(late):
+            self.released_at.values[late] = run.earlier_released_at
         own = np.flatnonzero(run.released_at >= 0)
         released_records = np.concatenate([record[own], self.record.values[late]])
         released_at = np.concatenate([run.released_at[own], run.earlier_released_at])
@@ -176,6 +178,8 @@ class Ledger:
         self.feed_at.extend(at)
         self.feed_request.extend(request)
         owner = self.requester.values[request]
+        if owner.max() < 0:  # no named requester's
+            return
         for code in np.unique(owner[owner >= 0]).tolist():
             mine = owner == code
             columns = self.own_feed.setdefault(code, (Column(np.int64), Column(np.int64)))
@@ -201,6 +205,24 @@ class Ledger:
         return np.where(
             decision == RELEASED, self.released_at.data[part], np.where(waiting, of_record, -1)
         )
+
+    def effective_released_at_after(self, run: GateRun) -> np.ndarray:
+        """:meth:`effective_released_at_of` the requests of ``run`` as it will be once the
+        run is added (:meth:`add`), the ledger left as it is: the records' committed
+        release times, with the releases the run makes (its own requests' records and
+        the queued records of earlier requests; a record is released once). It sets the
+        records' release times and puts them back: readers must be kept out meanwhile
+        (as they are while a run is added)."""
+        record, decision = run.record, run.decision
+        own = np.flatnonzero(run.released_at >= 0)
+        released = np.concatenate([record[own], self.record.values[run.earlier_request]])
+        times = self.record_released_at  # set for the run's releases, read, and put back
+        kept = times[released]
+        times[released] = np.concatenate([run.released_at[own], run.earlier_released_at])
+        of_record = times[np.maximum(record, 0)]
+        times[released] = kept
+        waiting = ((decision == QUEUED) | (decision == DUPLICATE)) & (record >= 0)
+        return np.where(decision == RELEASED, run.released_at, np.where(waiting, of_record, -1))
 
     def releases(
         self, after: int, requester: int | None, limit: int

@@ -31,9 +31,11 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import NamedTuple
+from functools import partial
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -41,7 +43,8 @@ import pyarrow as pa
 from distgate.data.inputs import Inputs
 from distgate.data.values import JOINT_SEPARATOR
 from distgate.errors import InputError
-from distgate.gate.archive import compact_tail, encoding_of, keep_encoding, read_requesters
+from distgate.gate.archive import Tail, encoding_of, keep_encoding, merge_rows, read_requesters
+from distgate.gate.decided import Columns, Decided, Decision, parts_of
 from distgate.gate.decisions import DECISION_NAMES, GateStatus
 from distgate.gate.ledger import Ledger
 from distgate.gate.replay import (
@@ -54,6 +57,8 @@ from distgate.gate.replay import (
 from distgate.gate.store import StateStore, read_history, state_of_history, table_record
 
 RETRY_AFTER = 1.0  # seconds without trying to write after a failed commit
+OVERLAP_FROM = 1000  # keys of a batch from which its answers are made while it is flushed
+T = TypeVar("T")
 
 
 class StateUnwritable(Exception):
@@ -63,76 +68,6 @@ class StateUnwritable(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-class Decision(NamedTuple):
-    """One request and where it stands.
-
-    ``decision`` is the word the gate answered when the request arrived (replay's words);
-    ``released_at`` the request index at which its record was released for it (its own
-    for ``released``, a later one for a ``queued`` request whose record left the queue,
-    the earlier release for a ``duplicate``), -1 while it is not. ``statistic`` and
-    ``critical`` decided it (NaN for duplicates, unknown keys and grace releases)."""
-
-    request: int
-    key: str
-    decision: str
-    record: int  # position in the table, -1 for an unknown key
-    released_at: int
-    statistic: float
-    critical: float
-    requester: str | None
-
-    @property
-    def released(self) -> bool:
-        """The record has been released and may be shown to whoever asked for it."""
-        return self.released_at >= 0
-
-
-@dataclass(frozen=True)
-class Decided(Sequence):
-    """A batch's decisions as arrays (one entry per key, in order), read once they were
-    committed; indexing gives :class:`Decision` values. ``released_at`` is as in
-    :class:`Decision`; ``cell`` is each record's target code * |X| + value code (-1 for an
-    unknown key)."""
-
-    first: int
-    keys: list[str]
-    decision: np.ndarray
-    record: np.ndarray
-    released_at: np.ndarray
-    statistic: np.ndarray
-    critical: np.ndarray
-    cell: np.ndarray
-    requester: str | None
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        return Decision(
-            self.first + i,
-            self.keys[i],
-            DECISION_NAMES[int(self.decision[i])],
-            int(self.record[i]),
-            int(self.released_at[i]),
-            float(self.statistic[i]),
-            float(self.critical[i]),
-            self.requester,
-        )
-
-    def part(self, start: int, stop: int, requester: str | None) -> Decided:
-        return Decided(
-            self.first + start,
-            self.keys[start:stop],
-            *(a[start:stop] for a in (self.decision, self.record, self.released_at)),
-            *(a[start:stop] for a in (self.statistic, self.critical, self.cell)),
-            requester,
-        )
 
 
 @dataclass(frozen=True)
@@ -194,6 +129,7 @@ class GateSession:
                 f"'{inputs.options.id_column}' (lines {first + 2} and {second + 2})."
             )
         self.keys = keys
+        self._cell = table.target_codes * len(table.value_labels) + table.value_codes
         self.columns = _record_columns(inputs, columns)
         self._cells: dict[tuple[int, int], dict] = {}  # a cell's target and attribute values
         self.store = StateStore(
@@ -214,6 +150,7 @@ class GateSession:
         self.failure = ""
         self.commits = 0
         self.commit_seconds = 0.0  # the last commit's (with its flush to the disk)
+        self._committer = ThreadPoolExecutor(1, thread_name_prefix="distgate-commit")
 
     def _load(self) -> None:
         """Read the state's requests into the ledger (in a thread) while the gate's critical
@@ -243,12 +180,14 @@ class GateSession:
         if failure:
             raise failure[0]
         history, size, self.ledger = read
+        self.tail = Tail(db)  # the batches' sizes, for compaction (archive.compact_tail)
         if size:
             checked = json.loads(self.store._meta("checked") or "null")
             self.gate.restore(state_of_history(history, size, checked, len(table.target_labels)))
 
     # ------------------------------------------------------------------ closing
     def close(self) -> None:
+        self._committer.shutdown(wait=True)
         self.store.__exit__(None, None, None)
 
     def __enter__(self) -> GateSession:
@@ -270,53 +209,105 @@ class GateSession:
     def decide_groups(self, groups: Sequence[tuple[Sequence[str], str | None]]) -> list[Decided]:
         """Decide several requesters' batches of keys as one batch, in the order given,
         committed in one transaction (a service's group commit); the decisions per group."""
+        return self._decide(groups, None)[0]
+
+    def decide_prepared(
+        self,
+        groups: Sequence[tuple[Sequence[str], str | None]],
+        prepare: Callable[[list[Decided]], T],
+    ) -> tuple[list[Decided], T]:
+        """:meth:`decide_groups`, and what ``prepare`` makes of the decisions per group (a
+        service's answers): for a batch of ``OVERLAP_FROM`` keys or more, while the batch
+        is being committed and flushed to the disk in a thread of the session's. Until this
+        returns the decisions are not durable (and if the commit fails, not made): what
+        ``prepare`` makes must not leave the caller before. Returns (the decisions per
+        group, what ``prepare`` returned)."""
+        return self._decide(groups, prepare)
+
+    def _decide(self, groups, prepare):
         keys = [key for group, _ in groups for key in group]
         with self._deciding:
             if self.failed_at is not None and time.monotonic() - self.failed_at < RETRY_AFTER:
                 raise StateUnwritable(self.failure)
             if not keys:
-                return [self._decided(len(self.ledger), [], who) for _, who in groups]
+                parts = [self._decided(len(self.ledger), [], who) for _, who in groups]
+                return parts, None if prepare is None else prepare(parts)
             text = pa.array(keys, type=pa.string())
             records, _ = self.index.lookup(text)
-            sizes = [len(group) for group, _ in groups]
-            codes = np.array([self.ledger.code(who) for _, who in groups], np.int32)
-            owners = np.repeat(codes, sizes)
             names = None  # who asked, stored only when someone named did
-            if (codes >= 0).any():
+            if all(who is None for _, who in groups):
+                owners = np.full(len(keys), -1, np.int32)
+            else:
+                sizes = [len(group) for group, _ in groups]
+                codes = np.array([self.ledger.code(who) for _, who in groups], np.int32)
+                owners = np.repeat(codes, sizes)
                 labels = pa.array(self.ledger.names + [None], type=pa.string())
-                names = pa.DictionaryArray.from_arrays(
-                    pa.array(np.where(owners >= 0, owners, len(self.ledger.names))), labels
-                )
+                names = labels.take(np.where(owners >= 0, owners, len(self.ledger.names)))
             checked, next_request = self.gate.checked, self.gate.next_request
             run = self.gate.run(records)
             started = time.perf_counter()
-            try:
-                self.store.commit(
-                    None,
-                    0,
-                    text,
-                    run,
-                    self.gate.checked,
-                    self.gate.next_request,
-                    counts=self.gate.counts,
-                    requesters=names,
-                )
-            except (sqlite3.Error, OSError) as exc:
+            prepared = failure = None
+            if prepare is not None and len(keys) >= OVERLAP_FROM:
+                with self._reading:
+                    released_at = self.ledger.effective_released_at_after(run)
+                decided = self._decided_of(next_request, keys, run, released_at, text)
+                parts = parts_of(decided, groups)
+                job = self._committer.submit(self._commit, next_request, text, run, names)
+                try:
+                    prepared = prepare(parts)
+                except Exception as exc:  # raised once the commit is settled
+                    failure = exc
+                error = job.exception()
+            else:
+                try:
+                    self._commit(next_request, text, run, names)
+                    error = None
+                except Exception as exc:
+                    error = exc
+            if error is not None:
+                if not isinstance(error, sqlite3.Error | OSError):
+                    raise error
                 self._undo(checked, next_request)
-                self.failed_at, self.failure = time.monotonic(), str(exc)
-                raise StateUnwritable(str(exc)) from None
+                self.failed_at, self.failure = time.monotonic(), str(error)
+                raise StateUnwritable(str(error)) from None
             self.failed_at = None
             self.commit_seconds = time.perf_counter() - started
             with self._reading:
                 self.ledger.add(run, keys, owners)
             self.commits += 1
-            decided = self._decided(int(run.request[0]), keys, None)
-            self._compact()
-        out, start = [], 0
-        for group, who in groups:
-            out.append(decided.part(start, start + len(group), who))
-            start += len(group)
-        return out
+            if failure is not None:
+                raise failure
+            if prepared is None:
+                parts = parts_of(self._decided(next_request, keys, None, text), groups)
+                if prepare is not None:
+                    prepared = prepare(parts)
+        return parts, prepared
+
+    def _commit(self, first: int, text: pa.Array, run, names: pa.Array | None) -> None:
+        """Commit a run: one transaction, which also merges the small batches at the end
+        of the state when they call for it (:class:`~distgate.gate.archive.Tail`). A
+        merge that fails (it rewrites up to 65,536 requests) is left for a later commit:
+        the batch is committed alone."""
+        commit = partial(
+            self.store.commit,
+            None,
+            0,
+            text,
+            run,
+            self.gate.checked,
+            self.gate.next_request,
+            counts=self.gate.counts,
+            requesters=names,
+        )
+        merges, rows = self.tail.plan(first, len(run))
+        if merges:
+            try:
+                commit(then=partial(_merge, merges))
+            except (sqlite3.Error, OSError):
+                merges, rows = [], self.tail.plus(first, len(run))
+        if not merges:
+            commit()
+        self.tail.keep(rows)
 
     def _undo(self, checked: np.ndarray, next_request: int) -> None:
         """Put the gate back in the last committed state (after a failed commit)."""
@@ -325,12 +316,6 @@ class GateSession:
         self.gate.restore(
             state_of_history(history, next_request, checked.tolist(), self.gate.n_targets)
         )
-
-    def _compact(self) -> None:
-        try:
-            compact_tail(self.store.db)
-        except sqlite3.Error:
-            pass  # the next commit tries again; the unmerged batches read the same
 
     # ------------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -358,23 +343,41 @@ class GateSession:
             requester=None if requester < 0 else ledger.names[requester],
         )
 
-    def _decided(self, first: int, keys: list[str], requester: str | None) -> Decided:
-        """Requests first, first + 1, ... (whose key text is ``keys``) as they stand (copies
-        of the ledger's arrays: the next batch may grow them)."""
+    def _decided(
+        self, first: int, keys: list[str], requester: str | None, text: pa.Array | None = None
+    ) -> Decided:
+        """Requests first, first + 1, ... (whose key text is ``keys``) as they stand."""
         ledger = self.ledger
         part = slice(first, first + len(keys))
-        with self._reading:
-            record = ledger.record.data[part].copy()
+        with self._reading:  # (a committed request's columns never change but released_at)
+            columns = Columns(
+                ledger.record.data[part],
+                ledger.decision.data[part],
+                ledger.statistic.data[part],
+                ledger.critical.data[part],
+            )
             released_at = ledger.effective_released_at_of(part)
-            decision = ledger.decision.data[part].copy()
-            statistic = ledger.statistic.data[part].copy()
-            critical = ledger.critical.data[part].copy()
-        table = self.inputs.table
-        known = np.maximum(record, 0)
-        cell = table.target_codes[known] * len(table.value_labels) + table.value_codes[known]
+        decided = self._decided_of(first, keys, columns, released_at, text)
+        decided.requester = requester
+        return decided
+
+    def _decided_of(self, first: int, keys: list[str], columns, released_at, text) -> Decided:
+        """The Decided of requests from ``first`` with the record, decision, statistic and
+        critical of ``columns`` (a run, or the ledger's) and ``released_at``."""
+        record = columns.record
+        cell = self._cell[np.maximum(record, 0)]
         cell[record < 0] = -1
         return Decided(
-            first, list(keys), decision, record, released_at, statistic, critical, cell, requester
+            first,
+            keys,
+            columns.decision,
+            record,
+            released_at,
+            columns.statistic,
+            columns.critical,
+            cell,
+            None,
+            text,
         )
 
     def request(self, n: int) -> Decision | None:
@@ -451,6 +454,11 @@ class GateSession:
             targets = _summary(rows, 0, self.inputs, self.gate)
             status = self.gate.status()
         return Summary(targets, len(rows["record"]), self.decision_counts(), status, self.settings)
+
+
+def _merge(lows: list[int], db: sqlite3.Connection) -> None:
+    for low in lows:
+        merge_rows(db, low)
 
 
 def _split(columns: Sequence[str], label: str) -> list[tuple[str, str]]:

@@ -39,6 +39,7 @@ import json
 import os
 import sqlite3
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,9 @@ import pyarrow as pa
 
 from distgate.errors import InputError
 from distgate.gate import state_file
+from distgate.gate.blocks import DECODE_ERRORS, decode_block  # noqa: F401 (readers import)
+from distgate.gate.blocks import from_ipc as _from_ipc
+from distgate.gate.blocks import to_ipc as _to_ipc
 from distgate.gate.decisions import DECISION_RULES_VERSION, GateRun, GateState
 from distgate.gate.state_file import (
     APPLICATION_ID,
@@ -67,7 +71,6 @@ SCHEMA = (
     "CREATE TABLE requesters (first INTEGER PRIMARY KEY, names BLOB NOT NULL)",
     "CREATE TABLE encoding (name TEXT PRIMARY KEY, data BLOB NOT NULL)",
 )
-COMPRESS_FROM = 128  # rows of a block from which it is compressed
 # the layout of the tables, also kept in meta (where distgate 0.1 read it): 1: one row per
 # request, released and queue tables; 2: batches; 3: application id, user_version, table
 # fingerprint, labels and counts
@@ -96,35 +99,6 @@ def _lock(path: str, wait: bool):
     handle.write(str(os.getpid()))
     handle.flush()
     return handle
-
-
-def _to_ipc(table: pa.Table) -> bytes:
-    """One Arrow IPC block, its buffers compressed with zstd where pyarrow has it: a batch
-    of 20,000 decisions takes 0.33 MB instead of 1.04 MB, and SQLite's time to write it to
-    its log and copy it into the file (checkpoints) grows with its size, so compressing
-    it saves more than it costs. Readers decompress by themselves, so older and newer
-    states read alike. A small block (a service commits a few requests at a time) is
-    written as it is: compressing three rows took 0.45 ms, writing them 0.04 ms."""
-    small = table.num_rows < COMPRESS_FROM
-    codec = "zstd" if pa.Codec.is_available("zstd") and not small else None
-    sink = pa.BufferOutputStream()
-    options = pa.ipc.IpcWriteOptions(compression=codec)
-    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
-def _from_ipc(blob: bytes) -> pa.Table:
-    return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
-
-
-def decode_block(blob: bytes) -> pa.Table:
-    """A stored Arrow IPC block: a batch's decisions or late releases, the counts."""
-    return _from_ipc(blob)
-
-
-# what decoding a damaged block may raise (pyarrow raises OSError for a bad message)
-DECODE_ERRORS = (pa.ArrowException, OSError, KeyError, IndexError, ValueError, TypeError)
 
 
 @dataclass(frozen=True)
@@ -211,6 +185,7 @@ class StateStore:
         self.notes: list[str] = []
         self._read: tuple | None = None  # the history as first read, and releases since
         self._late_since_read: list[tuple[np.ndarray, np.ndarray]] = []
+        self._checked: str | None = None  # the grace flags as last committed here
         if os.path.isdir(self.path):
             raise InputError(f"State file '{self.path}' is a folder.")
         lock_existed = os.path.exists(self.path + ".lock")
@@ -463,17 +438,23 @@ class StateStore:
         next_request: int,
         counts: np.ndarray | None = None,
         requesters: pa.Array | None = None,
+        then: Callable[[sqlite3.Connection], object] | None = None,
     ) -> None:
         """Record one batch of decisions (one row of ``batches``), the log position and the
         gate's ``counts`` C[y, x] after the batch in one transaction (with ``requesters``:
         who asked for each request of the batch). ``fingerprint`` None: the requests came
-        from no log file (``distgate serve``)."""
+        from no log file (``distgate serve``). ``then(db)`` runs last in the same
+        transaction (a service's compaction shares the batch's flush to the disk)."""
         decisions = pa.table(
             {
                 "key": keys if keys.type == pa.string() else keys.cast(pa.string()),
                 **{name: getattr(run, field) for name, field in _NUMERIC.items()},
             }
         )
+        flags = json.dumps(checked.tolist())
+        meta = [(str(next_request), "next_request")]
+        if flags != self._checked:  # the grace flags change a few times in a state's life
+            meta.append((flags, "checked"))
         if len(run.earlier_request):
             late = _to_ipc(
                 pa.table({"request": run.earlier_request, "released_at": run.earlier_released_at})
@@ -495,14 +476,14 @@ class StateStore:
                     "INSERT INTO requesters VALUES (?, ?)",
                     (first, _to_ipc(pa.table({"requester": requesters}))),
                 )
-            db.executemany(
-                "UPDATE meta SET value = ? WHERE name = ?",
-                [(str(next_request), "next_request"), (json.dumps(checked.tolist()), "checked")],
-            )
+            db.executemany("UPDATE meta SET value = ? WHERE name = ?", meta)
             if counts is not None:
                 db.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('counts', ?)", (counts_blob(counts),)
                 )
+            if then is not None:
+                then(db)
+        self._checked = flags
         if self._read is not None:
             self._late_since_read.append((run.earlier_request, run.earlier_released_at))
 

@@ -11,6 +11,10 @@ Routes (the OpenAPI document at ``/openapi.json`` describes each):
 - ``GET /v1/summary`` and ``GET /metrics``: operator only;
 - ``GET /healthz`` and ``GET /openapi.json``: open.
 
+``POST /v1/requests`` and ``GET /healthz`` carry a service's traffic: they are answered on
+the ASGI interface itself (:class:`_Endpoint`), the others by Starlette's routing, request
+and response objects, which cost a health check more than the check itself.
+
 What a requester is answered never carries anything computed from a record that has not
 been released: a queued, denied or unknown request's answer has exactly the fields
 ``request``, ``key`` and ``decision``; a released record's answer adds ``released_at``
@@ -24,11 +28,12 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -36,7 +41,7 @@ from distgate.gate.session import Decision, GateSession, StateUnwritable
 from distgate.serve.auth import Client, Tokens
 from distgate.serve.metrics import Metrics
 from distgate.serve.openapi import openapi
-from distgate.serve.render import BatchRenderer, requester_view
+from distgate.serve.render import BatchRenderer, dumps, requester_view
 
 RETRY_AFTER = "1"  # seconds, with a 503
 
@@ -86,7 +91,12 @@ class Service:
 
     # ------------------------------------------------------------------ access
     def client(self, request: Request, *, operator: bool = False) -> Client:
-        client = self.tokens.client(request.headers.get("authorization"))
+        return self.client_of(request.headers.get("authorization"), operator=operator)
+
+    def client_of(self, authorization: str | None, *, operator: bool = False) -> Client:
+        """The client an Authorization header names (401 for none, 403 for a requester
+        where ``operator`` is needed)."""
+        client = self.tokens.client(authorization)
         if client is None:
             raise Problem(
                 401,
@@ -116,27 +126,44 @@ class Service:
         return out
 
 
-async def _body(request: Request, limits: Limits) -> Any:
-    length = request.headers.get("content-length")
+class _Gone(Exception):
+    """The client went away before its body arrived."""
+
+
+async def _read_body(receive: Callable, length: str | None, limits: Limits) -> Any:
+    """The JSON document of a request's body, read from the ASGI ``receive`` (413 over the
+    size limit, counted as it arrives when no Content-Length says it first; 408 when it
+    takes over the time limit; 400 when it is not JSON)."""
     if length is not None and length.isdigit() and int(length) > limits.max_body:
         raise Problem(413, f"The request body is over {limits.max_body} bytes.")
-    body = bytearray()
+    chunks: list[bytes] = []
 
-    async def receive() -> None:
-        async for chunk in request.stream():
-            body.extend(chunk)
-            if len(body) > limits.max_body:
+    async def rest() -> None:
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _Gone
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limits.max_body:
                 raise Problem(413, f"The request body is over {limits.max_body} bytes.")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return
 
     try:
         async with asyncio.timeout(limits.body_timeout):  # no task of its own, as wait_for
-            await receive()
+            await rest()
     except TimeoutError:
         raise Problem(408, f"The request body took over {limits.body_timeout:g} s.") from None
     try:
-        return json.loads(body)
+        return json.loads(chunks[0] if len(chunks) == 1 else b"".join(chunks))
     except (ValueError, UnicodeDecodeError) as exc:
         raise Problem(400, f"The request body is not JSON ({exc}).") from None
+
+
+_KEY = itemgetter("key")
 
 
 def _keys(document: Any, limits: Limits) -> tuple[list[str], bool]:
@@ -152,21 +179,38 @@ def _keys(document: Any, limits: Limits) -> tuple[list[str], bool]:
                 413, f"A batch may hold {limits.max_batch} requests; this one has {len(items)}."
             )
         try:
-            keys = [item["key"] for item in items]
+            keys = list(map(_KEY, items))
         except (TypeError, KeyError):
             keys = None
-        if keys is None or not all(type(k) is str for k in keys):
+        if keys is None or not set(map(type, keys)) <= {str}:
             for i, item in enumerate(items):  # name the first wrong request
                 if not isinstance(item, dict) or "key" not in item:
                     raise Problem(422, f"Request {i} of the batch has no 'key'.")
                 if not isinstance(item["key"], str):
                     raise Problem(422, f"Request {i} of the batch: 'key' must be a string.")
+        _unicode(keys, "Request {} of the batch: ")
         return keys, True
     if "key" in document and "requests" not in document:
         if not isinstance(document["key"], str):
             raise Problem(422, "'key' must be a string.")
+        _unicode([document["key"]], "")
         return [document["key"]], False
     raise Problem(422, 'The body must have either "key" or "requests".')
+
+
+def _unicode(keys: list[str], where: str) -> None:
+    """422 for a key that is not Unicode text (JSON lets a string hold a lone surrogate,
+    which no key has): found here, it fails its own request, not the batch it would join."""
+    try:
+        "".join(keys).encode("utf-8")
+    except UnicodeEncodeError:
+        for i, key in enumerate(keys):
+            try:
+                key.encode("utf-8")
+            except UnicodeEncodeError:
+                raise Problem(
+                    422, where.format(i) + "'key' is not Unicode text (a lone surrogate)."
+                ) from None
 
 
 def _integer(request: Request, name: str, default: int, low: int, high: int) -> int:
@@ -182,24 +226,87 @@ def _integer(request: Request, name: str, default: int, low: int, high: int) -> 
     return value
 
 
-def create_app(service: Service, lifespan: Callable | None = None) -> Starlette:
-    """The ASGI application over ``service``."""
+GONE = "The client went away."
+FAILED = "The service failed to answer this request."
 
-    async def post_requests(request: Request) -> Response:
-        client = service.client(request)
-        service.ready()
-        keys, batch = _keys(await _body(request, service.limits), service.limits)
+
+class _Endpoint:
+    """A route answered on the ASGI interface itself, without Starlette's request and
+    response objects: the two that carry a service's traffic (``POST /v1/requests`` and
+    ``GET /healthz``). Answers as the Starlette routes do: JSON, with a JSON error for a
+    :class:`Problem`, 400 for a client gone mid-body, 500 for anything else. ``counted``:
+    the answer is counted for ``/metrics`` here (when not called through the counted
+    Starlette application)."""
+
+    def __init__(self, service: Service, *, counted: bool) -> None:
+        self.service, self.counted = service, counted
+
+    async def answer(self, scope, receive) -> tuple[int, bytes, dict | None]:
+        raise NotImplementedError
+
+    async def __call__(self, scope, receive, send) -> None:
         try:
-            decided = await service.batcher.decide(keys, client.name)
+            status, body, headers = await self.answer(scope, receive)
+        except Problem as exc:
+            status, body, headers = exc.status, dumps({"error": exc.message}), exc.headers
+        except _Gone:
+            status, body, headers = 400, dumps({"error": GONE}), None
+        except Exception:
+            status, body, headers = 500, dumps({"error": FAILED}), None
+        raw = [
+            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()
+        ]
+        raw += [(b"content-length", b"%d" % len(body)), (b"content-type", b"application/json")]
+        if self.counted:
+            self.service.metrics.response(status)
+        await send({"type": "http.response.start", "status": status, "headers": raw})
+        await send({"type": "http.response.body", "body": body})
+
+
+class _Decide(_Endpoint):
+    """``POST /v1/requests``."""
+
+    async def answer(self, scope, receive) -> tuple[int, bytes, dict | None]:
+        authorization = length = None
+        for name, value in scope["headers"]:
+            if name == b"authorization" and authorization is None:
+                authorization = value.decode("latin-1")
+            elif name == b"content-length" and length is None:
+                length = value.decode("latin-1")
+        service = self.service
+        client = service.client_of(authorization)
+        service.ready()
+        keys, batch = _keys(await _read_body(receive, length, service.limits), service.limits)
+        try:
+            _, answer = await service.batcher.decide(keys, client.name, batch)
         except StateUnwritable:
             raise Problem(
                 503,
                 "The state file cannot be written now; nothing was decided.",
                 {"Retry-After": RETRY_AFTER},
             ) from None
-        if batch:
-            return Response(service.renderer.decisions(decided), media_type="application/json")
-        return JSON(service.view(decided[0]))
+        return 200, answer, None
+
+
+_HEALTH = {state: dumps({"status": state}) for state in ("ok", "loading", "unwritable")}
+
+
+class _Health(_Endpoint):
+    """``GET /healthz``: 200 when ready, 503 while loading or when the state cannot be
+    written."""
+
+    async def answer(self, scope, receive) -> tuple[int, bytes, dict | None]:
+        service = self.service
+        session = service.session
+        if session is None or service.batcher is None:
+            return 503, _HEALTH["loading"], None
+        if not session.writable:
+            return 503, _HEALTH["unwritable"], None
+        return 200, _HEALTH["ok"], None
+
+
+def create_app(service: Service, lifespan: Callable | None = None):
+    """The ASGI application over ``service``."""
 
     async def get_request(request: Request) -> Response:
         client = service.client(request)
@@ -239,14 +346,6 @@ def create_app(service: Service, lifespan: Callable | None = None) -> Starlette:
         )
         return Response(text, media_type="text/plain; version=0.0.4")
 
-    async def healthz(request: Request) -> Response:
-        session = service.session
-        if session is None or service.batcher is None:
-            return JSON({"status": "loading"}, status_code=503)
-        if not session.writable:
-            return JSON({"status": "unwritable"}, status_code=503)
-        return JSON({"status": "ok"})
-
     async def schema(request: Request) -> Response:
         return JSON(openapi(service.limits))
 
@@ -257,19 +356,16 @@ def create_app(service: Service, lifespan: Callable | None = None) -> Starlette:
         messages = {404: "There is no such path.", 405: "This path does not take that method."}
         return error(exc.status_code, messages.get(exc.status_code, str(exc.detail)), exc.headers)
 
-    async def disconnected(request: Request, exc: ClientDisconnect) -> Response:
-        return error(400, "The client went away.")
-
     async def unexpected(request: Request, exc: Exception) -> Response:
-        return error(500, "The service failed to answer this request.")
+        return error(500, FAILED)
 
-    routes = [
-        Route("/v1/requests", post_requests, methods=["POST"]),
+    routes = [  # (the endpoints' other methods: 405; HEAD of /healthz)
+        Route("/v1/requests", _Decide(service, counted=False), methods=["POST"]),
         Route("/v1/requests/{n:int}", get_request, methods=["GET"]),
         Route("/v1/releases", get_releases, methods=["GET"]),
         Route("/v1/summary", get_summary, methods=["GET"]),
         Route("/metrics", get_metrics, methods=["GET"]),
-        Route("/healthz", healthz, methods=["GET"]),
+        Route("/healthz", _Health(service, counted=False), methods=["GET"]),
         Route("/openapi.json", schema, methods=["GET"]),
     ]
     app = Starlette(
@@ -277,12 +373,30 @@ def create_app(service: Service, lifespan: Callable | None = None) -> Starlette:
         exception_handlers={
             Problem: problem,
             HTTPException: http_error,
-            ClientDisconnect: disconnected,
             Exception: unexpected,
         },
         lifespan=lifespan,
     )
-    return _Counted(app, service.metrics)
+    hot = {
+        ("POST", "/v1/requests"): _Decide(service, counted=True),
+        ("GET", "/healthz"): _Health(service, counted=True),
+    }
+    return _Front(hot, _Counted(app, service.metrics))
+
+
+class _Front:
+    """Hands ``POST /v1/requests`` and ``GET /healthz`` to their endpoints directly, and
+    every other request (and the lifespan) to the Starlette application."""
+
+    def __init__(self, hot: dict[tuple[str, str], _Endpoint], app) -> None:
+        self.hot, self.app = hot, app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            endpoint = self.hot.get((scope["method"], scope["path"]))
+            if endpoint is not None:
+                return await endpoint(scope, receive, send)
+        return await self.app(scope, receive, send)
 
 
 class _Counted:

@@ -13,6 +13,7 @@ per record) the views are made one by one instead.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -21,7 +22,9 @@ import pyarrow.compute as pc
 from distgate.gate.decisions import DECISION_NAMES
 from distgate.gate.session import Decided, GateSession
 
-_ESCAPED = r'["\\\x00-\x1f]'  # what json.dumps writes escaped (ensure_ascii=False)
+_ESCAPE = np.zeros(256, bool)  # the bytes json.dumps writes escaped (ensure_ascii=False)
+_ESCAPE[[ord('"'), ord("\\"), *range(0x20)]] = True
+_PLAIN = re.compile(r'[^"\\\x00-\x1f]*')  # text json.dumps writes as it is
 _WORDS = pa.array([f',"decision":"{word}"' for word in DECISION_NAMES], type=pa.string())
 
 
@@ -51,41 +54,64 @@ class BatchRenderer:
             found = self.fragments[cell] = dumps(self.session.record(record)).decode()
         return found
 
+    def one(self, decided: Decided) -> bytes:
+        """The JSON of a batch's only decision (the answer to ``{"key": ...}``)."""
+        if self.session.columns:
+            return dumps(requester_view(self.session, decided[0]))
+        row = decided.row(0)
+        key = row.key
+        quoted = f'"{key}"' if _PLAIN.fullmatch(key) else json.dumps(key, ensure_ascii=False)
+        text = (
+            f'{{"request":{row.request},"key":{quoted},"decision":"{DECISION_NAMES[row.decision]}"'
+        )
+        if row.released_at >= 0:
+            record = self._fragment(row.cell, row.record)
+            text += f',"released_at":{row.released_at},"record":{record}'
+        return (text + "}").encode()
+
     def decisions(self, decided: Decided) -> bytes:
         if self.session.columns or not len(decided):
             views = [requester_view(self.session, d) for d in decided]
             return dumps({"decisions": views})
         n = len(decided)
-        keys = pa.array(decided.keys, type=pa.string())
-        if pc.any(pc.match_substring_regex(keys, _ESCAPED)).as_py():
-            quoted = pa.array([json.dumps(k, ensure_ascii=False) for k in decided.keys])
-        else:
-            quoted = pc.binary_join_element_wise('"', keys, '"', "")
+        keys = decided.text if decided.text is not None else pa.array(decided.keys, pa.string())
+        _, key_offsets, key_data = keys.buffers()
+        ends = np.frombuffer(key_offsets, np.int32, n + 1, 4 * keys.offset)[[0, -1]]
+        text = np.frombuffer(key_data, np.uint8, ends[1] - ends[0], ends[0]) if n else None
+        if text is not None and _ESCAPE[text].any():
+            keys = pa.array([json.dumps(k, ensure_ascii=False) for k in decided.keys])
+            key_open, key_close = ',"key":', ""
+        else:  # written as they are, between quotes
+            key_open, key_close = ',"key":"', '"'
         requests = pc.cast(pa.array(np.arange(decided.first, decided.first + n)), pa.string())
         words = _WORDS.take(pa.array(decided.decision.astype(np.int64)))
         released = decided.released_at >= 0
-        tail = pa.array(np.full(n, "},", dtype=object), type=pa.string())
         if released.any():
-            cells = np.where(released, decided.cell, -1)
             unique, first, index = np.unique(
-                cells[released], return_index=True, return_inverse=True
+                decided.cell[released], return_index=True, return_inverse=True
             )
             records = decided.record[released][first]
             fragments = pa.array(
                 [self._fragment(int(c), int(r)) for c, r in zip(unique, records, strict=True)],
                 type=pa.string(),
             )
-            at = pc.cast(pa.array(decided.released_at[released]), pa.string())
-            shown = pc.binary_join_element_wise(
-                ',"released_at":', at, ',"record":', fragments.take(pa.array(index)), "},", ""
+            which = np.zeros(n, np.int64)
+            which[released] = index
+            shown = pc.binary_join_element_wise(  # null where the record is not released
+                ',"released_at":',
+                pc.cast(pa.array(decided.released_at), pa.string()),
+                ',"record":',
+                fragments.take(pa.array(which, mask=~released)),
+                "},",
+                "",
             )
-            filled = np.full(n, -1)
-            filled[released] = np.arange(int(released.sum()))
-            tail = pc.if_else(pa.array(released), shown.take(pa.array(np.maximum(filled, 0))), tail)
+            tail = pc.fill_null(shown, "},")
+        else:
+            tail = pa.scalar("},")
         rows = pc.binary_join_element_wise(
-            '{"request":', requests, ',"key":', quoted, words, tail, ""
+            '{"request":', requests, key_open, keys, key_close, words, tail, ""
         )
         _, offsets, data = rows.buffers()
-        bounds = np.frombuffer(offsets, np.int32, n + 1, rows.offset)
+        bounds = np.frombuffer(offsets, np.int32, n + 1, 4 * rows.offset)
         body = memoryview(data)[bounds[0] : bounds[-1] - 1]  # the last row's comma dropped
         return b'{"decisions":[' + bytes(body) + b"]}"

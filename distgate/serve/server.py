@@ -100,7 +100,7 @@ def run(
                 return
             service.session = session
             service.renderer = BatchRenderer(session)
-            service.batcher = Batcher(session, metrics)
+            service.batcher = Batcher(session, metrics, service.renderer)
             if tokens.open:
                 say(
                     "distgate: no tokens configured: every client on this loopback address "
