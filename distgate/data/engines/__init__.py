@@ -51,9 +51,9 @@ def available_memory() -> int:
 
 def choose_engine(source: str, engine: str) -> tuple[str, str]:
     """(engine, why): ``auto`` resolved by what ``source`` is and how large."""
+    from distgate.data.compression import MAGIC
     from distgate.data.engines.sources import is_remote
     from distgate.data.frames import FrameSource
-    from distgate.data.compression import MAGIC
 
     check_engine(engine)
     if isinstance(source, FrameSource):
