@@ -34,7 +34,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from distgate.data.baseline import Baseline
-from distgate.data.config import load_config, setting, table_options
+from distgate.data.config import (
+    DEFAULT_ALPHA,
+    DEFAULT_CRITICAL,
+    gate_choices,
+    load_config,
+    metric_setting,
+    setting,
+    table_options,
+)
 from distgate.data.frames import FrameSource, is_in_memory, table_source
 from distgate.data.inputs import Inputs, load_inputs
 from distgate.data.values import JOINT_SEPARATOR
@@ -53,9 +61,6 @@ __all__ = [
     "t_closeness",
 ]
 
-DEFAULT_METRIC = "kld"
-DEFAULT_ALPHA = 0.2
-DEFAULT_CRITICAL = "auto"
 DEFAULT_DRAWS = 10_000
 
 Names = str | Sequence[str] | None
@@ -245,7 +250,7 @@ def assess(
 
     settings = _settings(config)
     inputs = _read(table, settings, locals(), need_keys=False, counts_only=True)
-    names = parse_metrics(_joined(metric) or settings.get("metric", DEFAULT_METRIC), offline=True)
+    names = parse_metrics(metric_setting(metric, settings), offline=True)
     level = check_alpha(setting(alpha, settings, "alpha", DEFAULT_ALPHA))
     if diversity not in DIVERSITIES:
         raise InputError(f"Unknown diversity '{diversity}' (choose from distinct, entropy).")
@@ -263,12 +268,6 @@ def assess(
         _thresholds(threshold, names),
         classic_settings(inputs, ground=ground, hierarchy=list(hierarchy), diversity=diversity),
     )
-
-
-def _joined(metric: Names) -> str | None:
-    if metric is None:
-        return None
-    return metric if isinstance(metric, str) else ",".join(metric)
 
 
 def k_anonymity(table: Table, k: int, **options: Any) -> Assessment:
@@ -396,11 +395,9 @@ def replay(
     check_outputs(_paths(table, requests, baseline), outputs)
     settings = _settings(config)
     _no_weight_in_replay(settings.get("weight"))
+    chosen = gate_choices(settings, metric=metric, alpha=alpha, critical=critical, seed=seed)
     replay_settings = ReplaySettings(
-        metrics=(_joined(metric) or settings.get("metric", DEFAULT_METRIC)).split(","),
-        alpha=setting(alpha, settings, "alpha", DEFAULT_ALPHA),
-        critical=setting(critical, settings, "critical", DEFAULT_CRITICAL),
-        seed=setting(seed, settings, "seed", 0),
+        **chosen,
         draws=draws,
         threshold=threshold,
         queue=not no_queue,

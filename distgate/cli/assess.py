@@ -8,8 +8,6 @@ from typing import Annotated
 import typer
 
 from distgate.cli.common import (
-    DEFAULT_ALPHA,
-    DEFAULT_CRITICAL,
     EXIT_OK,
     EXIT_UNSAFE,
     AlphaOption,
@@ -17,7 +15,6 @@ from distgate.cli.common import (
     DrawsOption,
     SeedOption,
     handles_bad_input,
-    metric_setting,
 )
 from distgate.cli.fixing import (
     FixByOption,
@@ -136,7 +133,7 @@ def assess_command(
     --metric kld,cst --alpha 0.05
     """
     from distgate.data.atomic import check_outputs
-    from distgate.data.config import setting
+    from distgate.data.config import DEFAULT_ALPHA, DEFAULT_CRITICAL, metric_setting, setting
     from distgate.release.assess import assess_release, classic_settings, parse_thresholds
     from distgate.stats.critical import check_alpha
     from distgate.stats.metrics.registry import parse_metrics

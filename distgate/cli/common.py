@@ -138,24 +138,6 @@ NoQueueOption = Annotated[
     bool, typer.Option("--no-queue", help="Deny unsafe requests instead of queueing them.")
 ]
 
-DEFAULT_METRIC = "kld"
-DEFAULT_ALPHA = 0.2
-DEFAULT_CRITICAL = "auto"
-
-
-def joined(items: list[str] | str | None, default: str) -> str:
-    """A list option as one comma-separated text: every item given (a repeated option
-    adds to the list; keeping only the last would silently drop a metric or a level),
-    else ``default``."""
-    if not items:
-        return default
-    return ",".join(items) if isinstance(items, list) else str(items)
-
-
-def metric_setting(flag: list[str] | None, config: dict) -> str:
-    """The chosen metrics: every ``-m`` given, else the settings file's, else kld."""
-    return joined(flag or config.get("metric"), DEFAULT_METRIC)
-
 
 def gate_settings(
     config: dict,
@@ -172,14 +154,12 @@ def gate_settings(
 ):
     """The gate's settings (:class:`~distgate.gate.replay.ReplaySettings`) from the gate
     options of replay and serve, each flag over the settings file over the default."""
-    from distgate.data.config import setting
+    from distgate.data.config import gate_choices
     from distgate.gate.replay import ReplaySettings
 
+    chosen = gate_choices(config, metric=metric, alpha=alpha, critical=critical, seed=seed)
     return ReplaySettings(
-        metrics=metric_setting(metric, config).split(","),
-        alpha=setting(alpha, config, "alpha", DEFAULT_ALPHA),
-        critical=setting(critical, config, "critical", DEFAULT_CRITICAL),
-        seed=setting(seed, config, "seed", 0),
+        **chosen,
         draws=draws,
         threshold=threshold,
         queue=not no_queue,

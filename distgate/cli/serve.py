@@ -17,7 +17,6 @@ from distgate.cli.common import (
     ThresholdOption,
     gate_settings,
     handles_bad_input,
-    joined,
 )
 from distgate.cli.options import TableFlags, bundled
 from distgate.errors import InputError
@@ -131,7 +130,9 @@ def serve_command(
             f"Listening on {host}, which is not a loopback address, needs tokens: give "
             "--operator-token-file and --requester-tokens (or their environment variables)."
         )
-    shown = [c.strip() for c in joined(columns, "").split(",") if c.strip()]
+    from distgate.data.config import split_names
+
+    shown = split_names(columns)
 
     def load():
         from distgate._runtime import await_preload, preload

@@ -13,7 +13,6 @@ from distgate.cli.common import (
     GraceOption,
     NoQueueOption,
     handles_bad_input,
-    joined,
 )
 from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
 from distgate.cli.output import describe, show
@@ -98,7 +97,7 @@ def simulate_command(
     Example: distgate simulate soldiers.csv --metric mis,kld,cst,dqt --alpha 0.2,0.05
     """
     from distgate.data.atomic import check_outputs
-    from distgate.data.config import setting
+    from distgate.data.config import joined, setting
     from distgate.errors import InputError
     from distgate.gate.simulate import chi_square_fit_sample, simulate
     from distgate.report.common import progress

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -227,8 +228,8 @@ def table_options(
     """Merge command-line flags (when given) over the config file's settings."""
     from distgate.data.values import parse_bins, parse_order
 
-    attrs = _split(attributes) or list(config.get("attributes") or [])
-    targs = _split(targets) or list(config.get("targets") or [])
+    attrs = split_names(attributes) or list(config.get("attributes") or [])
+    targs = split_names(targets) or list(config.get("targets") or [])
     # the file's bins and orders serve the columns in use (flags may name other columns);
     # a flag's bins or order for a column that is not in use is still an error
     merged_bins = {c: e for c, e in parse_bins(config.get("bins") or {}).items() if c in attrs}
@@ -271,7 +272,7 @@ def text_format(config: dict[str, Any], delimiter: str | None, encoding: str | N
     )
 
 
-def _split(values: list[str] | None) -> list[str]:
+def split_names(values: list[str] | None) -> list[str]:
     """Accept both ``-x a -x b`` and ``-x a,b``."""
     out: list[str] = []
     for value in values or []:
@@ -284,3 +285,42 @@ def setting(flag: Any, config: dict[str, Any], key: str, default: Any) -> Any:
     if flag is not None:
         return flag
     return config.get(key, default)
+
+
+# the defaults of the choices that a flag, then the settings file, may change
+DEFAULT_METRIC = "kld"
+DEFAULT_ALPHA = 0.2
+DEFAULT_CRITICAL = "auto"
+
+
+def joined(items: Sequence[str] | str | None, default: str) -> str:
+    """A list option as one comma-separated text: every item given (a repeated option
+    adds to the list; keeping only the last would silently drop a metric or a level),
+    else ``default``."""
+    if not items:
+        return default
+    return items if isinstance(items, str) else ",".join(items)
+
+
+def metric_setting(flag: Sequence[str] | str | None, config: dict[str, Any]) -> str:
+    """The chosen metrics: every one given, else the settings file's, else kld."""
+    return joined(flag or config.get("metric"), DEFAULT_METRIC)
+
+
+def gate_choices(
+    config: dict[str, Any],
+    *,
+    metric: Sequence[str] | str | None,
+    alpha: float | None,
+    critical: str | None,
+    seed: int | None,
+) -> dict[str, Any]:
+    """The online gate's metrics, alpha, critical values and seed (keywords of
+    :class:`~distgate.gate.replay.ReplaySettings`): each given one over the settings
+    file's over the default."""
+    return {
+        "metrics": metric_setting(metric, config).split(","),
+        "alpha": setting(alpha, config, "alpha", DEFAULT_ALPHA),
+        "critical": setting(critical, config, "critical", DEFAULT_CRITICAL),
+        "seed": setting(seed, config, "seed", 0),
+    }
