@@ -23,6 +23,7 @@ from distgate.gate import (
 )
 from distgate.stats.critical import CriticalValues
 from distgate.stats.metrics.registry import ONLINE_METRICS, evaluate
+from tests.gate_helpers import assert_same_run
 
 # GATE_EXAMPLES=400 make test runs a longer search than CI's default
 SETTINGS = settings(
@@ -370,18 +371,8 @@ def test_the_compiled_kernel_decides_exactly_like_the_python_loop(s, grace):
     assert compiled.compiled and not plain.compiled
     a1, a2 = run_in_two(compiled, s)
     b1, b2 = run_in_two(plain, s)
-    for a, b in ((a1, b1), (a2, b2)):
-        for name in (
-            "decision",
-            "released_at",
-            "released_total",
-            "enqueued",
-            "earlier_request",
-            "earlier_released_at",
-        ):
-            assert np.array_equal(getattr(a, name), getattr(b, name)), name
-        assert np.allclose(a.statistic, b.statistic, rtol=1e-12, equal_nan=True)
-        assert np.allclose(a.critical, b.critical, rtol=1e-12, equal_nan=True)
+    assert_same_run(a1, b1)
+    assert_same_run(a2, b2)
     assert np.array_equal(compiled.counts, plain.counts)
     assert np.array_equal(compiled.queued_records(), plain.queued_records())
 

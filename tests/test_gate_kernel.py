@@ -10,6 +10,7 @@ from numba import njit
 from distgate.gate import kernel
 from distgate.gate.compiled import cell_groups
 from distgate.gate.kernel.queue import next_safe, set_safe
+from tests.gate_helpers import assert_same_run
 
 
 @njit(cache=True)
@@ -136,18 +137,7 @@ def _shifted_table(rng, n_targets, n_values, records):
 def _same_runs(compiled, plain, requests, cuts):
     """Both gates run the same batches; every field of every run is equal."""
     for start, stop in zip(cuts[:-1], cuts[1:], strict=True):
-        a, b = compiled.run(requests[start:stop]), plain.run(requests[start:stop])
-        for name in (
-            "decision",
-            "released_at",
-            "released_total",
-            "enqueued",
-            "earlier_request",
-            "earlier_released_at",
-        ):
-            assert np.array_equal(getattr(a, name), getattr(b, name)), (name, start)
-        assert np.allclose(a.statistic, b.statistic, rtol=1e-12, equal_nan=True)
-        assert np.allclose(a.critical, b.critical, rtol=1e-12, equal_nan=True)
+        assert_same_run(compiled.run(requests[start:stop]), plain.run(requests[start:stop]), start)
     assert np.array_equal(compiled.counts, plain.counts)
     assert np.array_equal(compiled.queued_records(), plain.queued_records())
 
