@@ -26,6 +26,7 @@ MAGIC = (
     (b"\xfd7zXZ\x00", "xz"),
     (b"\x28\xb5\x2f\xfd", "zstd"),
 )
+STREAMED = ("gzip", "bz2", "zstd")  # pyarrow's codecs (xz is not among them)
 
 
 def kind_of(head: bytes) -> str | None:
@@ -47,25 +48,12 @@ def decompress(stream, kind: str, name: str) -> io.BytesIO:
         ) from None
 
 
-def _stream(path: str):
-    """A decompressing stream over the regular file ``path``, or None when it is not
-    compressed with a codec pyarrow streams."""
-    with open(path, "rb") as file:
-        kind = kind_of(file.read(8))
-    if kind is None or kind == "xz":
-        return None
-    return pa.input_stream(path, compression=kind)
-
-
-def head_line(path: str) -> bytes | None:
-    """The first line of a compressed file, decompressing only as far as it goes; None
-    when the file is not streamed (or the stream fails)."""
-    stream = _stream(path)
-    if stream is None:
-        return None
+def head_line(path: str, kind: str) -> bytes | None:
+    """The first line of a file compressed with ``kind`` (one of STREAMED), decompressing
+    only as far as it goes; None when the stream fails."""
     head = b""
     try:
-        with stream:
+        with pa.input_stream(path, compression=kind) as stream:
             while b"\n" not in head:
                 chunk = stream.read(1 << 16)
                 if not chunk:
@@ -76,15 +64,14 @@ def head_line(path: str) -> bytes | None:
     return head.split(b"\n", 1)[0]
 
 
-def read_streaming(path: str, delimiter: str, convert: pacsv.ConvertOptions) -> pa.Table | None:
-    """The table of a compressed file read while it is decompressed; None when the file
-    is not streamed or the fast reading fails."""
-    stream = _stream(path)
-    if stream is None:
-        return None
+def read_streaming(
+    path: str, kind: str, delimiter: str, convert: pacsv.ConvertOptions
+) -> pa.Table | None:
+    """The table of a file compressed with ``kind`` (one of STREAMED), read while it is
+    decompressed; None when the fast reading fails."""
     parse = pacsv.ParseOptions(delimiter=delimiter)
     try:
-        with stream:
+        with pa.input_stream(path, compression=kind) as stream:
             return pacsv.read_csv(stream, parse_options=parse, convert_options=convert)
     except (OSError, ValueError, pa.ArrowException):
         return None

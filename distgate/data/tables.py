@@ -197,16 +197,18 @@ def _open(source: str | os.PathLike, fmt: TextFormat = PLAIN):
     return io.BytesIO(_transcode(_bytes_of(handle), fmt.encoding, source))
 
 
-def _compressed_path(source: str | os.PathLike, fmt: TextFormat) -> str | None:
-    """The path of a regular file of UTF-8 text that pyarrow can read while it
-    decompresses it (:mod:`distgate.data.compression`); None for anything else, which
-    :func:`_open` reads whole."""
+def _streamed(source: str | os.PathLike, fmt: TextFormat) -> tuple[str, str] | None:
+    """(path, compression) of a compressed regular file of UTF-8 text that pyarrow reads
+    while it decompresses it (:mod:`distgate.data.compression`); None for anything else,
+    which :func:`_open` reads whole."""
     raw = _raw(source)
     if isinstance(raw, bytes) or os.path.isdir(raw) or os.path.getsize(raw) == 0:
         return None
     if not (fmt.encoding is None or fmt.encoding in UTF8_NAMES):
         return None
-    return raw
+    with open(raw, "rb") as file:
+        kind = _compression(file.read(8))
+    return (raw, kind) if kind in compression.STREAMED else None
 
 
 def _bytes_of(handle) -> bytes:
@@ -297,8 +299,8 @@ def read_header(
                 )
             )
         return header
-    path = _compressed_path(source, fmt)
-    first = compression.head_line(path) if path else None
+    streamed = _streamed(source, fmt)
+    first = compression.head_line(*streamed) if streamed else None
     handle = None
     if first is None:
         handle = _open(source, fmt)
@@ -392,10 +394,10 @@ def read_columns(
         # afterwards: faster than a declared dictionary type or the reader's own encoding.
         # Binned (numeric) columns are left to type inference and stay numbers when they are.
         types = {c: pa.string() for c in wanted if c not in numeric}
-        path = _compressed_path(source, fmt)
+        streamed = _streamed(source, fmt)
         convert = _convert_options(wanted, types)
         delimiter = delimiter_of(source, fmt)
-        table = compression.read_streaming(path, delimiter, convert) if path else None
+        table = compression.read_streaming(*streamed, delimiter, convert) if streamed else None
         handle = None if table is not None else _open(source, fmt)
         if table is None:
             table = _read(handle, name, wanted, types, delimiter)
