@@ -50,8 +50,6 @@ AHEAD = 8  # requests looked ahead: their records' flags and codes are prefetche
 CHECKED_TOTAL, ALL_TOTAL, PRESENT_TARGETS = 0, 1, 2
 # Queue.tally entries: slots used (alive or released), entries still queued
 FILL, LIVE = 0, 1
-# The queue's maps: a block is 64 slots, a word of map1 covers 64 blocks, of map2 64 words
-BLOCK_BITS, MAP_BITS = 6, 6
 
 # Families of metrics, by how the gate finds the cells one release can make safe
 # (:mod:`distgate.gate.kernel.rechecks`): a bound on g(x) per target (kld, mis, exposure),
