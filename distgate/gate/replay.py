@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from distgate.data.atomic import atomic_path
+from distgate.data.config import DEFAULT_ALPHA, DEFAULT_CRITICAL, DEFAULT_METRIC
 from distgate.data.csv_cells import spreadsheet_array, spreadsheet_cell, write_rows
 from distgate.data.inputs import Inputs
 from distgate.data.requests import KeyColumn, RequestKeys, read_requests
@@ -47,9 +48,9 @@ TEXT_SAMPLE = 4096  # floats looked at to judge whether a column's values repeat
 
 @dataclass
 class ReplaySettings:
-    metrics: list[str] = field(default_factory=lambda: ["kld"])
-    alpha: float = 0.2
-    critical: str = "auto"
+    metrics: list[str] = field(default_factory=lambda: [DEFAULT_METRIC])
+    alpha: float = DEFAULT_ALPHA
+    critical: str = DEFAULT_CRITICAL
     seed: int = 0
     draws: int = DEFAULT_DRAWS
     threshold: float | None = None
