@@ -570,3 +570,40 @@ def test_cst_groups_know_what_one_more_tuple_does_to_a_rows_grouping(row, data):
             assert tail_stat == pytest.approx(exact, rel=1e-12, abs=1e-12)
         else:
             assert kind[x] == REGROUPS
+
+
+@pytest.mark.parametrize("metric", ["kld", "mis"])
+def test_runs_of_one_request_keep_their_own_arrays_and_decide_like_one_batch(metric):
+    # Small runs take their output arrays as views of blocks made for many runs (4,096
+    # requests a block): each run's arrays must stay as the run left them while later runs
+    # (across a block's end) write theirs, and the decisions must be those of one batch.
+    rng = np.random.default_rng(7)
+    targets = rng.integers(0, 3, 3000)
+    values = rng.integers(0, 4, 3000)
+    values[targets == 0] = rng.choice(4, (targets == 0).sum(), p=[0.7, 0.1, 0.1, 0.1])
+    order = np.concatenate([rng.permutation(3000), rng.integers(-1, 3000, 2000)])
+
+    def gate():
+        critical = CriticalValues(np.full(4, 0.25), np.bincount(targets), mode="auto", seed=3)
+        return Gate(targets, values, 3, 4, [metric], 0.2, critical, grace="releases:5")
+
+    one_by_one, whole = gate(), gate()
+    assert one_by_one.compiled
+    runs, copies = [], []
+    for record in order:
+        run = one_by_one.run(np.array([record]))
+        runs.append(run)
+        copies.append({name: getattr(run, name).copy() for name in vars(run)})
+    for run, copy in zip(runs, copies, strict=True):
+        for name, values_then in copy.items():
+            assert np.array_equal(getattr(run, name), values_then, equal_nan=True), name
+    batch = whole.run(order)
+    released_at = np.concatenate([run.released_at for run in runs])
+    for run in runs:  # a queued request released by a later run
+        released_at[run.earlier_request] = run.earlier_released_at
+    assert np.array_equal(released_at, batch.released_at)
+    for name in ("request", "record", "decision", "released_total", "enqueued"):
+        joined = np.concatenate([getattr(run, name) for run in runs])
+        assert np.array_equal(joined, getattr(batch, name)), name
+    assert (batch.decision == 1).sum() > 100  # a long queue, released from along the way
+    assert (batch.released_at > batch.request).sum() > 100

@@ -221,6 +221,7 @@ class KernelState:
         self.late = np.zeros(0, dtype=np.int64)
         self.late_at = np.zeros(0, dtype=np.int64)
         self.call = None  # the kernel's compiled entry point, once known
+        self.slots: _Slots | None = None  # small runs' outputs (see _Slots)
 
 
 def _entry_point(args):
@@ -286,6 +287,43 @@ def run_compiled(gate, records: np.ndarray) -> GateRun:
     if len(state.late) <= old:
         state.late = np.zeros(2 * old + 1, dtype=np.int64)
         state.late_at = np.zeros(2 * old + 1, dtype=np.int64)
+    if k <= _Slots.SMALL:  # views of arrays made for many small runs
+        slots = state.slots
+        if slots is None or not slots.fits(first, k):
+            slots = state.slots = _Slots(first)
+        requests, kept, out = slots.take(first, k, records, state)
+    else:
+        requests, kept, out = _outputs(first, k, records, state)
+    counts = state.counts
+    n_late = call_kernel(
+        state, (kept, first, gate.kernel_tables(), counts, layout, out, state.work)
+    )
+    # the queue stays in the kernel's layout for the next run (new entries go to the free
+    # slots at its end); other readers take it out when they need it
+    queue.keep_kernel_layout(layout)
+    gate.kernel_runs += 1
+    gate.next_request = first + k
+    sums = gate.sums
+    sums.N, sums.N_all, sums.NY = counts.tally.tolist()
+    sums.A = counts.weighted.item(0)
+    return GateRun(
+        requests,
+        kept,
+        out.decision,
+        out.released_at,
+        out.statistic,
+        out.critical,
+        out.total,
+        state.late[:n_late].copy() if n_late else _NONE,
+        state.late_at[:n_late].copy() if n_late else _NONE,
+        out.enqueued,
+    )
+
+
+def _outputs(first: int, k: int, records: np.ndarray, state: KernelState):
+    """A run's request numbers, its records (a copy: the caller's array may change) and
+    the kernel's outputs, each initialised as the kernel expects (no release time, no
+    statistic, not enqueued)."""
     numbers = np.empty(2 * k)
     numbers.fill(np.nan)
     integers = np.empty(2 * k, dtype=np.int64)
@@ -300,30 +338,49 @@ def run_compiled(gate, records: np.ndarray) -> GateRun:
         state.late,
         state.late_at,
     )
-    counts = state.counts
-    n_late = call_kernel(
-        state, (records, first, gate.kernel_tables(), counts, layout, out, state.work)
-    )
-    # the queue stays in the kernel's layout for the next run (new entries go to the free
-    # slots at its end); other readers take it out when they need it
-    queue.keep_kernel_layout(layout)
-    gate.kernel_runs += 1
-    gate.next_request = first + k
-    sums = gate.sums
-    sums.N, sums.N_all, sums.NY = counts.tally.tolist()
-    sums.A = counts.weighted.item(0)
-    return GateRun(
-        np.arange(first, first + k, dtype=np.int64),
-        records.copy(),
-        out.decision,
-        out.released_at,
-        out.statistic,
-        out.critical,
-        out.total,
-        state.late[:n_late].copy() if n_late else _NONE,
-        state.late_at[:n_late].copy() if n_late else _NONE,
-        out.enqueued,
-    )
+    return np.arange(first, first + k, dtype=np.int64), records.copy(), out
+
+
+class _Slots:
+    """The outputs of many small runs, one slot per request, made and initialised once:
+    a run of one request then takes views instead of allocating and filling eight arrays
+    (about half of its cost in Python). Slots are taken in request order and never
+    reused, so a run's arrays stay its own for as long as they are kept (they keep the
+    block alive)."""
+
+    SMALL = 64  # runs up to this many requests take slots
+    SIZE = 4096  # slots in one block
+
+    def __init__(self, first: int) -> None:
+        size = self.SIZE
+        self.first = first
+        self.requests = np.arange(first, first + size, dtype=np.int64)
+        self.records = np.empty(size, dtype=np.int64)
+        self.decision = np.empty(size, dtype=np.int8)
+        self.released_at = np.full(size, -1, dtype=np.int64)
+        self.statistic = np.full(size, np.nan)
+        self.critical = np.full(size, np.nan)
+        self.total = np.empty(size, dtype=np.int64)
+        self.enqueued = np.zeros(size, dtype=bool)
+
+    def fits(self, first: int, k: int) -> bool:
+        return self.first <= first and first + k - self.first <= self.SIZE
+
+    def take(self, first: int, k: int, records: np.ndarray, state: KernelState):
+        part = slice(first - self.first, first - self.first + k)
+        kept = self.records[part]
+        kept[:] = records
+        out = _Outputs(
+            self.decision[part],
+            self.released_at[part],
+            self.statistic[part],
+            self.critical[part],
+            self.total[part],
+            self.enqueued[part],
+            state.late,
+            state.late_at,
+        )
+        return self.requests[part], kept, out
 
 
 _Outputs = None  # kernel.Outputs, once the kernel is loaded (numba is imported late)

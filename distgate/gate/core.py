@@ -89,6 +89,7 @@ class Gate:
         self._xlogx = xlogx_table(int(sizes.max(initial=0)) + 1)
         self._tables = None  # the compiled kernel's look-up tables, built on first use
         self._runs_compiled: bool | None = None  # whether the kernel can run these options
+        self._runner = None  # run_compiled once the gate is known to run compiled
         self.kernel_runs = 0  # after the first, the kernel's queue layout gets free room
         self._reset()
 
@@ -195,17 +196,27 @@ class Gate:
     def run(self, records: np.ndarray) -> GateRun:
         """Decide requests for ``records`` (positions in the table, -1 = unknown key)."""
         records = np.ascontiguousarray(records, dtype=np.int64)
-        # (a few requests are checked in Python: numpy's reduction costs microseconds)
-        largest = max(records.tolist(), default=-1) if len(records) < 16 else records.max()
+        # (one request is checked in Python: numpy's reduction costs microseconds)
+        k = len(records)
+        largest = records.item(0) if k == 1 else (records.max() if k else -1)
         if largest >= len(self.target_codes):
             raise ValueError("record position out of range")
+        runner = self._runner
+        if runner is None or not self.use_kernel:  # (a test may switch the kernel off)
+            runner = self._choose_runner()
+        return runner(self, records)
+
+    def _choose_runner(self):
+        """The function that decides a run: the compiled kernel's adapter or the reference
+        loop (chosen once: importing it again at every run costs a microsecond or two)."""
         if self.compiled:
             from distgate.gate.compiled import run_compiled
 
-            return run_compiled(self, records)
+            self._runner = run_compiled
+            return run_compiled
         from distgate.gate.reference import run_reference
 
-        return run_reference(self, records)
+        return run_reference
 
     @property
     def compiled(self) -> bool:
