@@ -7,7 +7,11 @@ shifted targets), 1,000,000 requests in a random order; kld, queue on.
    the same server's CPU per ``GET /healthz`` under the same load (goal <= 2x). CPU is
    the server process's user + system time (/proc) over the load; the clients are one
    lean asyncio process writing HTTP/1.1 by hand (httpx would need more CPU than the
-   server and starve it of the machine's two cores).
+   server and starve it of the machine's two cores). Beside it, what the HTTP side of a
+   decision costs alone: the same server with its batcher replaced (in the server
+   process, by this benchmark) by one that answers at once without deciding, so that the
+   request is read, authorised, parsed and validated and a fixed answer sent. A
+   decision can cost no less than that.
 2. Batches of 10,000 keys (``POST /v1/requests``, one client) over the whole log: time
    per decision against ``replay --state`` per decision on the same table and order, in
    this process from the read inputs (goal <= 2x). The time is the service's: from
@@ -51,9 +55,26 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+# The server with a batcher that answers every request at once, deciding nothing: the
+# HTTP side of a decision alone (a measurement of this benchmark, not a mode of distgate)
+UNDECIDED = """
+import sys
+import distgate.serve.batcher as batcher
+
+async def answer_at_once(self, keys, requester, batch):
+    return None, b'{"request":0,"key":"K","decision":"queued"}'
+
+batcher.Batcher.decide = answer_at_once
+from distgate.cli import main
+sys.argv = ["distgate", *sys.argv[1:]]
+main()
+"""
+
+
 class Server:
-    def __init__(self, table: Path, state: Path, *extra: str) -> None:
-        command = [sys.executable, "-m", "distgate", "serve", str(table), "--state", str(state)]
+    def __init__(self, table: Path, state: Path, *extra: str, undecided: bool = False) -> None:
+        start = ["-c", UNDECIDED] if undecided else ["-m", "distgate"]
+        command = [sys.executable, *start, "serve", str(table), "--state", str(state)]
         self.started = time.perf_counter()
         self.process = subprocess.Popen(
             [*command, "--port", "0", *FLAGS, *extra],
@@ -159,22 +180,31 @@ def fresh(path: Path) -> Path:
 
 
 def cpu_ratio(table: Path, keys: list[str]) -> None:
-    server = Server(table, fresh(OUT / "serve_cpu.db"))
-    try:
-        measure_cpu(server, [None] * 2000, "/healthz")  # warm up both paths
-        warm = [json.dumps({"key": k}).encode() for k in keys[-2000:]]
-        measure_cpu(server, warm, "/v1/requests")
-        health, health_wall = measure_cpu(server, [None] * LOAD_REQUESTS, "/healthz")
-        bodies = [json.dumps({"key": k}).encode() for k in keys[:LOAD_REQUESTS]]
-        decide, decide_wall = measure_cpu(server, bodies, "/v1/requests")
-    finally:
-        server.stop()
-    ratio = decide / health
+    figures = {}
+    for undecided in (False, True):
+        server = Server(table, fresh(OUT / "serve_cpu.db"), undecided=undecided)
+        try:
+            measure_cpu(server, [None] * 2000, "/healthz")  # warm up both paths
+            warm = [json.dumps({"key": k}).encode() for k in keys[-2000:]]
+            measure_cpu(server, warm, "/v1/requests")
+            health, health_wall = measure_cpu(server, [None] * LOAD_REQUESTS, "/healthz")
+            bodies = [json.dumps({"key": k}).encode() for k in keys[:LOAD_REQUESTS]]
+            decide, decide_wall = measure_cpu(server, bodies, "/v1/requests")
+        finally:
+            server.stop()
+        figures[undecided] = (decide, health, decide_wall, health_wall)
+    decide, health, decide_wall, health_wall = figures[False]
     print(
         f"1. CPU per single-key decision {decide * 1e6:.0f} us, per /healthz "
-        f"{health * 1e6:.0f} us, {CLIENTS} clients: ratio {ratio:.2f} (goal <= 2) "
+        f"{health * 1e6:.0f} us, {CLIENTS} clients: ratio {decide / health:.2f} (goal <= 2) "
         f"[{LOAD_REQUESTS / decide_wall:.0f} decisions/s, {LOAD_REQUESTS / health_wall:.0f} "
         "health checks/s]"
+    )
+    answered, health = figures[True][:2]
+    print(
+        f"   the HTTP side alone (answered at once, nothing decided): {answered * 1e6:.0f} us, "
+        f"per /healthz {health * 1e6:.0f} us: ratio {answered / health:.2f}; the decision's "
+        f"own share of a decision's CPU: {(decide - answered) / decide:.0%}"
     )
 
 
