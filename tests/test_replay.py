@@ -432,7 +432,9 @@ def test_a_second_replay_on_the_same_state_is_refused_or_waits(tmp_path, slow_re
         assert f"is in use by another replay (process {first.pid})" in message
         assert len(message.splitlines()) == 1
         # --wait: blocked on the state's lock while the first holds it
+        deadline = time.monotonic() + 120
         while waiting.poll() is None and not waits_for_a_lock(waiting.pid):
+            assert time.monotonic() < deadline, "--wait never blocked on the state's lock"
             time.sleep(0.005)
         assert waiting.poll() is None, waiting.communicate()
     finally:
