@@ -69,6 +69,8 @@ def brute_force_bounds(counts: np.ndarray, released: np.ndarray):
             choices = [int(counts[i, j])]
         elif j == n - 1:
             choices = [row_left[i]]
+        elif i == m - 1:  # the last row takes what its column has left
+            choices = [col_left[j]]
         else:
             choices = range(min(row_left[i], col_left[j]) + 1)
         for v in choices:

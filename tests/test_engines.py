@@ -2,7 +2,7 @@
 assessments and replay decisions on the same records, whether they come as one CSV file,
 a compressed one or a folder of Parquet files; every --missing mode included.
 
-Dask runs on a LocalCluster of two worker processes started here, shared by the session
+Dask runs on a LocalCluster of two worker processes started here, shared by the module
 (the tests are grouped on one pytest-xdist worker)."""
 
 import gzip
@@ -92,9 +92,10 @@ def tables(tmp_path_factory):
     return {"csv": str(plain), "gzip": str(packed), "parquet": str(parts)}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def scheduler():
-    """A two-process LocalCluster's address, for the whole test session."""
+    """A two-process LocalCluster's address, for this module's tests (closed when they are
+    done: its idle processes kept to the end of a session cost over a minute of CPU)."""
     import logging
 
     from distributed import LocalCluster

@@ -32,6 +32,28 @@ def test_pearson_without_merging_equals_scipy_chisquare():
         assert ours == pytest.approx(expected, rel=1e-10)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 24).flatmap(
+        lambda m: st.tuples(
+            arrays(np.int64, m, elements=st.integers(0, 40)),
+            arrays(np.float64, m, elements=st.floats(0.0, 1.0)),
+        )
+    ),
+    st.sampled_from([1, 5, 7]),
+)
+def test_one_targets_pearson_is_the_tables_to_the_last_bit(row_and_weights, min_count):
+    """The gate checks one target at a time by a path of its own: the same statistic and
+    groups, bit for bit, as the target's row of a larger table (zero counts, zero
+    probabilities, empty targets included)."""
+    counts, weights = row_and_weights
+    p = weights / weights.sum() if weights.sum() > 0 else weights
+    alone = pearson_statistic(counts[None, :], p, min_count)
+    table = pearson_statistic(np.stack([counts, counts[::-1]]), p, min_count)
+    assert alone.statistic.shape == (1,) and alone.groups.tolist() == [table.groups[0]]
+    assert np.array_equal(alone.statistic, table.statistic[:1], equal_nan=True)
+
+
 def test_mutual_information_is_the_size_weighted_kl_distance():
     n = ref.COUNTS.sum(axis=1)
     weighted = (n / n.sum() * kl_distance(ref.COUNTS, ref.BASELINE)).sum()

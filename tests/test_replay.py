@@ -265,28 +265,37 @@ def committed_requests(state) -> int:
     return int(row[0]) if row else 0
 
 
-@pytest.fixture
-def slow_replay(tmp_path):
+@pytest.fixture(scope="module")
+def slow_replay(tmp_path_factory):
     """A 60,000-request replay that runs in the Python loop (dleak), about a second per
-    batch of 20,000: the command, its environment, and a dump of a state's tables."""
+    batch of 20,000: the command, its environment, and the folder holding the table, the
+    log and the decisions file and state of an uninterrupted run (made once per worker,
+    in-process through the same CLI; the tests below compare their reruns with it)."""
+    folder = tmp_path_factory.mktemp("slow_replay")
     rng = np.random.default_rng(5)
     n = 4000
     ages = rng.integers(17, 60, n)
     places = rng.choice(["A", "B", "C", "D"], n, p=[0.4, 0.3, 0.2, 0.1])
     places[(ages > 45) & (rng.random(n) < 0.6)] = "D"
-    table = tmp_path / "t.csv"
+    table = folder / "t.csv"
     table.write_text(
         "id,age,location\n"
         + "".join(f"r{i},{a},{p}\n" for i, (a, p) in enumerate(zip(ages, places, strict=True)))
     )
     requests = rng.integers(0, n, 60_000)
-    log = tmp_path / "log.csv"
+    log = folder / "log.csv"
     log.write_text("id\n" + "".join(f"r{i}\n" for i in requests))
     flags = ["-x", "age", "-y", "location", "--id", "id", "--bins", "age=20,30,40,50"]
     flags += ["-m", "kld,dleak", "--threshold", "0.3", "--critical", "asymptotic", "-q"]
+    straight = runner.invoke(
+        app,
+        ["replay", str(table), str(log), *flags, "--state", str(folder / "a.db")]
+        + ["-o", str(folder / "a.csv")],
+    )
+    assert straight.exit_code == 0, straight.output
     command = [sys.executable, "-m", "distgate", "replay", str(table), str(log), *flags]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return command, env
+    return command, env, folder
 
 
 def dump(path):
@@ -308,16 +317,16 @@ def start_and_wait_for_a_batch(command, env, state, before=0):
     return process
 
 
+def waits_for_a_lock(pid: int) -> bool:
+    """Whether process ``pid`` is blocked in flock() (a "->" line of /proc/locks)."""
+    with open("/proc/locks") as handle:
+        return any("->" in line and line.split()[5] == str(pid) for line in handle)
+
+
 @pytest.mark.slow
+@pytest.mark.xdist_group("slow_replay")
 def test_a_killed_replay_resumes_to_the_state_of_an_uninterrupted_run(tmp_path, slow_replay):
-    command, env = slow_replay
-    straight = subprocess.run(
-        [*command, "--state", str(tmp_path / "a.db"), "-o", str(tmp_path / "a.csv")],
-        env=env,
-        capture_output=True,
-        timeout=300,
-    )
-    assert straight.returncode == 0, straight.stderr
+    command, env, straight = slow_replay
     killed_state = tmp_path / "b.db"
     committed = []
     for _ in range(2):  # killed twice, each time just after one more batch was committed
@@ -343,8 +352,8 @@ def test_a_killed_replay_resumes_to_the_state_of_an_uninterrupted_run(tmp_path, 
         timeout=300,
     )
     assert resumed.returncode == 0, resumed.stderr
-    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
-    assert dump(tmp_path / "a.db") == dump(killed_state)
+    assert (straight / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    assert dump(straight / "a.db") == dump(killed_state)
 
 
 def test_a_truncated_a_garbage_and_a_newer_state_are_refused(tmp_path, small_log):
@@ -378,13 +387,12 @@ def test_a_truncated_a_garbage_and_a_newer_state_are_refused(tmp_path, small_log
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("slow_replay")
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_at_a_batch_boundary_and_the_rerun_is_identical(
     tmp_path, slow_replay, number
 ):
-    command, env = slow_replay
-    straight = [*command, "--state", str(tmp_path / "a.db"), "-o", str(tmp_path / "a.csv")]
-    assert subprocess.run(straight, env=env, capture_output=True).returncode == 0
+    command, env, straight = slow_replay
     state = tmp_path / "b.db"
     again = [*command, "--state", str(state), "-o", str(tmp_path / "b.csv")]
     process = start_and_wait_for_a_batch(again, env, state)
@@ -400,33 +408,42 @@ def test_a_signal_stops_at_a_batch_boundary_and_the_rerun_is_identical(
     assert not (tmp_path / "b.csv").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
     assert subprocess.run(again, env=env, capture_output=True).returncode == 0
-    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
-    assert dump(tmp_path / "a.db") == dump(state)
+    assert (straight / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    assert dump(straight / "a.db") == dump(state)
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("slow_replay")
 def test_a_second_replay_on_the_same_state_is_refused_or_waits(tmp_path, slow_replay):
-    command, env = slow_replay
-    # a log long enough (ten batches) that the first replay still holds the state when the
-    # second one starts
-    log = tmp_path / "long.csv"
-    lines = (tmp_path / "log.csv").read_text().splitlines()
-    log.write_text("\n".join(lines[:1] + lines[1:] * 4) + "\n")
-    command = [str(log) if part.endswith("log.csv") else part for part in command]
+    command, env, _ = slow_replay
     state = tmp_path / "s.db"
     first = start_and_wait_for_a_batch([*command, "--state", str(state)], env, state)
-    refused = subprocess.run([*command, "--state", str(state)], env=env, capture_output=True)
-    assert refused.returncode == 2
-    message = refused.stderr.decode().strip()
-    assert f"is in use by another replay (process {first.pid})" in message
-    assert len(message.splitlines()) == 1
-    waited = subprocess.run(
-        [*command, "--state", str(state), "--wait", "--json"], env=env, capture_output=True
-    )
+    # stopped (SIGSTOP) after its first batch, the first replay holds the state for as long
+    # as the two others take to start, however busy the machine
+    first.send_signal(signal.SIGSTOP)
+    try:
+        later = [*command, "--state", str(state)]
+        waiting = subprocess.Popen(
+            [*later, "--wait", "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        refused = subprocess.run(later, env=env, capture_output=True)
+        assert refused.returncode == 2
+        message = refused.stderr.decode().strip()
+        assert f"is in use by another replay (process {first.pid})" in message
+        assert len(message.splitlines()) == 1
+        # --wait: blocked on the state's lock while the first holds it
+        deadline = time.monotonic() + 120
+        while waiting.poll() is None and not waits_for_a_lock(waiting.pid):
+            assert time.monotonic() < deadline, "--wait never blocked on the state's lock"
+            time.sleep(0.005)
+        assert waiting.poll() is None, waiting.communicate()
+    finally:
+        first.send_signal(signal.SIGCONT)
     assert first.wait(timeout=120) == 0
-    assert waited.returncode == 0
+    stdout, stderr = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0, stderr
     # it waited for the first, which had decided the whole log: nothing left to decide
-    assert json.loads(waited.stdout)["resumed"] == 240_000
+    assert json.loads(stdout)["resumed"] == 60_000
 
 
 def test_a_repeated_metric_option_adds_to_the_list(tmp_path, small_log):
