@@ -89,3 +89,42 @@ def test_a_signal_at_any_instant_then_a_rerun_equals_an_uninterrupted_run(
     assert rerun.returncode == 0, rerun.stderr
     assert out.read_bytes() == (folder / "a.csv").read_bytes()
     assert dump(state) == dump(folder / "a.db")
+
+
+# The console script's entry with the command line's import held for seconds (an import
+# hook that says "loading" first): the moment a signal reaches a real start-up, made wide
+SLOW_START = """
+import sys
+import time
+
+
+class Slow:
+    def find_spec(self, name, path=None, target=None):
+        if name == "distgate.cli":
+            sys.stderr.write("loading\\n")
+            sys.stderr.flush()
+            time.sleep(5)
+
+
+sys.meta_path.insert(0, Slow())
+sys.argv = ["distgate", "--help"]
+from distgate.__main__ import main
+
+main()
+"""
+
+
+@pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_command_line_loads_is_one_sentence(number):
+    # the command line's modules take tenths of a second to import: a signal then once
+    # printed a traceback from the middle of an import (SIGINT) or ended the process
+    # without a word (SIGTERM)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(
+        [sys.executable, "-c", SLOW_START], env=env, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stderr.readline() == "loading\n"
+    process.send_signal(number)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == (130 if number == signal.SIGINT else 143)
+    assert err == "distgate: interrupted while starting; nothing was done.\n"
