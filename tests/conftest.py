@@ -1,4 +1,7 @@
 import csv
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,21 @@ SAMPLE_OPTIONS = TableOptions(
     "id",
     (("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),),
 )
+
+
+def pytest_configure(config):
+    """Measured hand-overs of critical values (distgate.data.cache) go to a folder of this
+    run, never to the user's cache: made by the main process (the workers of pytest -n
+    inherit its environment and share it) and removed at the end."""
+    if not hasattr(config, "workerinput"):
+        config.distgate_cache = tempfile.mkdtemp(prefix="distgate-test-cache-")
+        os.environ["DISTGATE_CACHE_DIR"] = config.distgate_cache
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "distgate_cache", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from distgate.data.baseline import Baseline
+from distgate.data.cache import default_store
 from distgate.data.values import MISSING_LABEL, interval_key
 from distgate.errors import InputError
 from distgate.release.assess import Assessment, assess_release
@@ -252,7 +253,13 @@ def fix_counts(
         merged = _merge(counts, value_groups, target_groups)
         p = np.array([probabilities[g].sum() for g in value_groups])
         values = CriticalValues(
-            p, merged.sum(axis=1), mode=critical, draws=draws, seed=seed, ordered=ordered
+            p,
+            merged.sum(axis=1),
+            mode=critical,
+            draws=draws,
+            seed=seed,
+            ordered=ordered,
+            store=default_store(),
         )
         names = ["+".join(target_labels[i] for i in g) for g in target_groups]
         return _Judged(assess_release(merged, names, metrics, alpha, values, threshold, settings))

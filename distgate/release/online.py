@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from distgate.data.cache import default_store
 from distgate.errors import InputError
 from distgate.gate.core import Gate
 from distgate.stats.critical import DEFAULT_DRAWS, CriticalValues
@@ -84,7 +85,13 @@ def online_release(
     value_codes = np.repeat(np.tile(np.arange(values), targets), cells)
     order = np.random.default_rng([seed, 28]).permutation(len(target_codes))
     source = CriticalValues(
-        probabilities, counts.sum(axis=1), mode=critical, draws=draws, seed=seed, ordered=ordered
+        probabilities,
+        counts.sum(axis=1),
+        mode=critical,
+        draws=draws,
+        seed=seed,
+        ordered=ordered,
+        store=default_store(),
     )
     try:
         gate = Gate(

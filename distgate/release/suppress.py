@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from distgate.data.cache import default_store
 from distgate.release.allocation import Closest
 from distgate.release.assess import Assessment, assess_release
 from distgate.release.coupling import (
@@ -155,7 +156,13 @@ def judge_release(
         return None
     rows = kept[present]
     values = CriticalValues(
-        probabilities, rows.sum(axis=1), mode=critical, draws=draws, seed=seed, ordered=ordered
+        probabilities,
+        rows.sum(axis=1),
+        mode=critical,
+        draws=draws,
+        seed=seed,
+        ordered=ordered,
+        store=default_store(),
     )
     labels = [label for label, here in zip(target_labels, present, strict=True) if here]
     return assess_release(rows, labels, metrics, alpha, values, threshold, settings)
