@@ -13,7 +13,6 @@ from distgate.cli.common import (
     DrawsOption,
     SeedOption,
     handles_bad_input,
-    joined,
 )
 from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
 from distgate.cli.output import describe, show
@@ -99,7 +98,7 @@ def calibrate_command(
     --metric kld,cst,mis --sizes 20,100,1000
     """
     from distgate.data.atomic import check_outputs
-    from distgate.data.config import setting
+    from distgate.data.config import joined, setting
     from distgate.stats.calibration import measure_levels
     from distgate.stats.metrics.registry import parse_metrics
 

@@ -68,9 +68,11 @@ def online_release(
     draws: int = DEFAULT_DRAWS,
     threshold: float | Mapping[str, float] | None = None,
     ordered: bool = True,
+    source: CriticalValues | None = None,
 ) -> OnlineRelease:
     """The gate over every record of the table C[y, x] in a random order drawn with
-    ``seed`` (module docstring)."""
+    ``seed`` (module docstring). ``source``: the table's critical values, when the caller
+    has them already (their measured hand-overs are then shared)."""
     labels = tuple(target_labels)
     offline = [m for m in metrics if m not in names(online=True)]
     if offline:
@@ -84,15 +86,16 @@ def online_release(
     target_codes = np.repeat(np.repeat(np.arange(targets), values), cells)
     value_codes = np.repeat(np.tile(np.arange(values), targets), cells)
     order = np.random.default_rng([seed, 28]).permutation(len(target_codes))
-    source = CriticalValues(
-        probabilities,
-        counts.sum(axis=1),
-        mode=critical,
-        draws=draws,
-        seed=seed,
-        ordered=ordered,
-        store=default_store(),
-    )
+    if source is None:
+        source = CriticalValues(
+            probabilities,
+            counts.sum(axis=1),
+            mode=critical,
+            draws=draws,
+            seed=seed,
+            ordered=ordered,
+            store=default_store(),
+        )
     try:
         gate = Gate(
             target_codes, value_codes, targets, values, metrics, alpha, source, threshold=bound

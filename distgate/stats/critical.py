@@ -130,6 +130,15 @@ def _code_digest() -> str:
     return digest.hexdigest()
 
 
+@functools.lru_cache(maxsize=8)
+def _equal_targets(p: bytes, targets: int, draws: int, seed: int) -> CriticalValues:
+    """Critical values of baseline ``p`` over ``targets`` equally frequent targets, shared
+    within the process: the rungs of a global test's hand-over are drawn from them, so that
+    measuring it again for other target frequencies (a repair's candidates, a gate's
+    release and its assessment) reuses their draws and costs a fit."""
+    return CriticalValues(np.frombuffer(p, dtype="<f8"), np.ones(targets), draws=draws, seed=seed)
+
+
 @dataclass
 class CriticalValues:
     """Source of critical values for one baseline.
@@ -141,7 +150,12 @@ class CriticalValues:
     metric's record carries (:mod:`distgate.stats.metrics.registry`), mixed into the seed.
     Callers pass it (``stream=``, or a :class:`Law` that carries it), so that this module
     knows no metric by name. ``store``: where measured hand-overs are kept between runs
-    (:class:`HandoverStore`; None: measured in every process).
+    (:class:`HandoverStore`; None: measured in every process). ``lender``: another source
+    whose measured hand-overs this one takes instead of measuring its own (a repair judges
+    its candidate plans under the hand-overs of the table as given, :meth:`lent`).
+    ``floor``: ``"size"`` judges a release below the floor 2 m |Y| by Monte Carlo in every
+    test; ``"above"`` and ``"below"`` take every release to lie past it or below it (a
+    repair's per-target search judges targets alone, in either regime of a release).
     """
 
     p: np.ndarray
@@ -151,6 +165,8 @@ class CriticalValues:
     seed: int = 0
     ordered: bool = True
     store: Any = field(default=None, repr=False, compare=False)
+    lender: CriticalValues | None = field(default=None, repr=False, compare=False)
+    floor: str = "size"
     _cache: dict = field(default_factory=dict, repr=False)
     _samples: OrderedDict = field(default_factory=OrderedDict, repr=False)
     _growers: dict = field(default_factory=dict, repr=False)
@@ -197,9 +213,44 @@ class CriticalValues:
         total = np.asarray(total)
         if self.mode == "mc":
             return np.ones(total.shape, dtype=bool)
-        if self.mode == "asymptotic":
+        if self.mode == "asymptotic" or self.floor == "above":
             return np.zeros(total.shape, dtype=bool)
+        if self.floor == "below":
+            return np.ones(total.shape, dtype=bool)
         return total < self.switch_size
+
+    def lent(
+        self, p: np.ndarray, target_weights: np.ndarray, *, floor: str = "size"
+    ) -> CriticalValues:
+        """Critical values of another baseline and targets (a candidate plan's) with this
+        source's mode, seed and draws, which take this source's measured hand-overs
+        instead of measuring their own: a search judges many candidates at the cost of one
+        measurement per test (their own Monte Carlo quantiles are still drawn)."""
+        return CriticalValues(
+            p,
+            target_weights,
+            mode=self.mode,
+            draws=self.draws,
+            seed=self.seed,
+            ordered=self.ordered,
+            lender=self,
+            floor=floor,
+        )
+
+    def own(self) -> CriticalValues:
+        """These critical values with hand-overs measured for their own baseline and
+        targets (what ``distgate assess`` computes for a written release)."""
+        store = self.store if self.lender is None else self.lender.store
+        return CriticalValues(
+            self.p,
+            self.target_weights,
+            mode=self.mode,
+            draws=self.draws,
+            seed=self.seed,
+            ordered=self.ordered,
+            store=store,
+            floor=self.floor,
+        )
 
     # ------------------------------------------------------------------ tests by their law
 
@@ -208,6 +259,8 @@ class CriticalValues:
         (cached; the null samples of the ladder serve every alpha). The rungs have draws of
         their own; at the hand-over size the correction is taken from the draws of the
         Monte Carlo critical value there, so that the two meet."""
+        if self.lender is not None:
+            return self.lender.handover(law, alpha)
         key = ("handover", law.key, alpha)
         if key not in self._cache:
             stored = self._stored_key(law, alpha) if self.store is not None else None
@@ -234,10 +287,20 @@ class CriticalValues:
         return f"handover-{law.key}-{digest.hexdigest()[:40]}"
 
     def _measure_handover(self, law: Law, alpha: float) -> Handover:
-        """The hand-over measured on the ladder (see :meth:`handover`)."""
+        """The hand-over measured on the ladder (see :meth:`handover`). A global test's
+        rungs draw the targets equally often: its correction then depends on the number of
+        targets, not on their frequencies, so that releases whose targets differ a little
+        in size (a repair's candidates, a gate's release and its assessment) get the same
+        correction instead of ones that differ by the noise of their own draws (1-2% for
+        dqt); its Monte Carlo values, and the correction at the hand-over size, which
+        meets them there, keep the frequencies of the release."""
         first = max(self.switch_size, LADDER_START) if law.is_global else LADDER_START
         sizes = ladder(first)
-        samples = [self._ratios(law, alpha, int(n)) for n in sizes]
+        rungs = self
+        if law.is_global:
+            key = np.ascontiguousarray(self.p, dtype="<f8").tobytes()
+            rungs = _equal_targets(key, self.full_targets, self.draws, self.seed)
+        samples = [rungs._ratios(law, alpha, int(n)) for n in sizes]
         fitted = fit_handover(sizes, samples, alpha, first=int(sizes[0]))
         for _ in sizes:  # the hand-over rung's sample changes its neighbours' checks
             at = int(np.searchsorted(sizes, fitted.start))
