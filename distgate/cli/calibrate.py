@@ -127,5 +127,5 @@ def calibrate_command(
     code = EXIT_OK if calibration.within else EXIT_UNSAFE
     shown = calibration_report(calibration, plot)
     describe(shown, context, [table.table, table.baseline], settings, code)
-    show(shown, chosen, calibration.to_dict, html=shown_as.report)
+    show(shown, chosen, calibration.to_dict, outputs=shown_as)
     raise typer.Exit(code)

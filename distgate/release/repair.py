@@ -346,6 +346,7 @@ def repair_counts(
 def _best(setting: _Setting, found: list[Plan], max_suppressed: float | None) -> Plan | None:
     """The plan with most information within the budget that passes under its own
     hand-overs (plans were judged under the table's; each is verified in turn)."""
+
     def allowed(plan: Plan) -> bool:
         return plan.found and (max_suppressed is None or plan.withheld_share <= max_suppressed)
 

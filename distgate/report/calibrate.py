@@ -22,6 +22,22 @@ def _at(handover, n: int) -> Cell:
 
 def calibration_report(calibration: Calibration, plot: str | None = None) -> Report:
     report = Report("calibrate")
+    data = report.data_table(
+        "calibrate: one row per metric, alpha and size",
+        ["metric", "alpha", "size", "critical", "method", "type_i_error", "standard_error"]
+        + ["within_tolerance"],
+    )
+    for level in calibration.levels:
+        data.add(
+            level.metric,
+            Cell(f"{level.alpha:g}", level.alpha),
+            count(level.size),
+            num(level.critical),
+            level.method,
+            num(level.blocked, 4),
+            num(level.standard_error, 4),
+            Cell("yes" if level.within else "no", level.within),
+        )
     if calibration.handovers:
         table = report.table(
             "Hand-over from Monte Carlo to the corrected asymptotic law",

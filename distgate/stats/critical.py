@@ -59,11 +59,18 @@ from distgate.stats.handover import (
     fit_handover,
     ladder,
     upper_quantile,
-    upper_quantiles,
 )
-from distgate.stats.null_tables import GrowingNull
+from distgate.stats.null_tables import GROW_LIMIT, GrowingNull, NullSamples
 
-__all__ = ["TIE_ABSOLUTE", "TIE_RELATIVE", "below", "CriticalValues", "Handover", "Law"]
+__all__ = [
+    "GROW_LIMIT",
+    "TIE_ABSOLUTE",
+    "TIE_RELATIVE",
+    "below",
+    "CriticalValues",
+    "Handover",
+    "Law",
+]
 
 MODES = ("auto", "auto-paper", "asymptotic", "mc")
 AUTOMATIC = ("auto", "auto-paper")  # modes that simulate below the floor
@@ -73,14 +80,7 @@ LIMIT, PROBE = 2**31 - 1, 2**31 - 2  # the draws of a limit law (dqt), of the la
 DEFAULT_DRAWS = 10_000
 LN2 = float(np.log(2.0))
 
-# Sizes up to GROW_LIMIT are simulated by growing the same tables one tuple at a time
-# (a gate asks for every size in turn); a larger size is drawn directly as multinomials,
-# which costs O(cells) instead of O(n) per table. The method depends on the size alone,
-# so a critical value never depends on which sizes were asked for before.
-GROW_LIMIT = 1024
-SAMPLES_KEPT = 512  # null samples kept for reuse by other alphas (80 KB each)
 PROBES_KEPT = 128  # a test's (statistic, degrees) samples kept likewise (160 KB each)
-BLOCK_VALUES = 4_000_000  # simulated values per block when many sizes grow at once (32 MB)
 
 
 def chi2_quantile(alpha: float, df) -> np.ndarray:
@@ -140,7 +140,7 @@ def _equal_targets(p: bytes, targets: int, draws: int, seed: int) -> CriticalVal
 
 
 @dataclass
-class CriticalValues:
+class CriticalValues(NullSamples):
     """Source of critical values for one baseline.
 
     ``target_weights`` are the target frequencies of the full table (used to draw Y in the
@@ -547,94 +547,6 @@ class CriticalValues:
                 self.draws,
             )
         return self._growers[name]
-
-    def _quantiles(
-        self,
-        name: str,
-        sizes,
-        alpha: float,
-        null: Callable,
-        grower: GrowingNull | None = None,
-    ) -> np.ndarray:
-        """Quantiles per size, cached per (name, size, alpha); the simulated null sample of
-        a size is kept (least recently used first out) so that other alphas reuse it. With
-        the ``grower`` of an information statistic, many small sizes are grown in one pass."""
-        sizes = np.asarray(sizes)
-        unique, where = np.unique(sizes, return_inverse=True)
-        if grower is not None:
-            self._grow_many(name, unique, alpha, grower)
-        self._draw_many(name, unique, alpha, null)
-        values = np.full(len(unique), np.nan)
-        for i, n in enumerate(unique.astype(np.int64).tolist()):
-            if n <= 0:
-                continue
-            key = (name, n, alpha)
-            if key not in self._cache:
-                self._cache[key] = upper_quantile(self._null_sample(name, n, null), alpha)
-            values[i] = self._cache[key]
-        return values[where].reshape(sizes.shape)
-
-    def _draw_many(self, name: str, sizes: np.ndarray, alpha: float, null: Callable) -> None:
-        """Simulate the null samples of the large sizes not known yet on both cores: each
-        size draws from its own generator, seeded by the size, so they are independent of
-        each other and of the order they are drawn in (numpy releases the GIL while it
-        draws)."""
-        wanted = [
-            n
-            for n in sizes.astype(np.int64).tolist()
-            if n > GROW_LIMIT
-            and (name, n, alpha) not in self._cache
-            and (name, n) not in self._samples
-        ]
-        if len(wanted) < 2:
-            return
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            for n, sample in zip(wanted, pool.map(null, wanted), strict=True):
-                self._keep(name, n, sample)
-
-    def _grow_many(self, name: str, sizes: np.ndarray, alpha: float, grower: GrowingNull) -> None:
-        """Fill the cache for the small ``sizes`` (sorted) not in it: the tables grow once
-        through them, a block of sizes at a time, and each block's quantiles are taken in
-        one call (the same values as size by size: the quantiles of a block are those of
-        each row alone)."""
-        wanted = [
-            n
-            for n in sizes.astype(np.int64).tolist()
-            if 0 < n <= GROW_LIMIT
-            and (name, n, alpha) not in self._cache
-            and (name, n) not in self._samples
-        ]
-        if len(wanted) < 2:
-            return
-        if grower.size >= wanted[0]:
-            grower.grow_to(0)
-        block = max(1, BLOCK_VALUES // self.draws)  # rows of a block: memory stays bounded
-        start = 0
-        while start < len(wanted):
-            chosen = [n for n in wanted[start:] if n < wanted[start] + block]
-            grower.grow_to(max(grower.size, chosen[0] - 1))  # a gap is grown, not kept
-            first = grower.size + 1
-            rows = grower.informations(chosen[-1])[np.array(chosen) - first]
-            quantiles = upper_quantiles(rows, alpha)
-            for n, row, q in zip(chosen, rows, quantiles, strict=True):
-                self._cache[(name, n, alpha)] = float(q)
-                self._keep(name, n, row.copy())
-            start += len(chosen)
-
-    def _keep(self, name: str, n: int, sample: np.ndarray) -> None:
-        self._samples[(name, n)] = sample
-        if len(self._samples) > SAMPLES_KEPT:
-            self._samples.popitem(last=False)
-
-    def _null_sample(self, name: str, n: int, null: Callable) -> np.ndarray:
-        key = (name, n)
-        if key in self._samples:
-            self._samples.move_to_end(key)
-        else:
-            self._keep(name, n, null(n))
-        return self._samples[key]
 
     def dixon(self, sizes: np.ndarray, alpha: float, *, stream: int) -> float:
         """(1 - alpha) quantile of Dixon's Q under independence, given the targets' sizes

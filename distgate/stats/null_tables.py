@@ -1,5 +1,6 @@
 """Monte Carlo null tables under independence, grown one tuple at a time
-(:class:`GrowingNull`); :mod:`distgate.stats.critical` takes its critical values from them.
+(:class:`GrowingNull`), and the quantiles of their samples kept per size
+(:class:`NullSamples`); :mod:`distgate.stats.critical` takes its critical values from them.
 """
 
 from __future__ import annotations
@@ -9,6 +10,15 @@ from collections.abc import Callable
 import numpy as np
 
 from distgate._runtime import numba_loaded
+from distgate.stats.handover import upper_quantile, upper_quantiles
+
+# Sizes up to GROW_LIMIT are simulated by growing the same tables one tuple at a time
+# (a gate asks for every size in turn); a larger size is drawn directly as multinomials,
+# which costs O(cells) instead of O(n) per table. The method depends on the size alone,
+# so a critical value never depends on which sizes were asked for before.
+GROW_LIMIT = 1024
+SAMPLES_KEPT = 512  # null samples kept for reuse by other alphas (80 KB each)
+BLOCK_VALUES = 4_000_000  # simulated values per block when many sizes grow at once (32 MB)
 
 
 class GrowingNull:
@@ -99,3 +109,101 @@ def xlog2x_step(c: np.ndarray) -> np.ndarray:
     c = c.astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return (c + 1) * np.log2(c + 1) - np.where(c > 0, c * np.log2(np.maximum(c, 1)), 0.0)
+
+
+class NullSamples:
+    """Quantiles of null samples per (statistic, size, alpha), cached, for
+    :class:`~distgate.stats.critical.CriticalValues` (which holds ``draws``, ``_cache`` and
+    ``_samples``)."""
+
+    draws: int
+    _cache: dict
+    _samples: dict
+
+    def _quantiles(
+        self,
+        name: str,
+        sizes,
+        alpha: float,
+        null: Callable,
+        grower: GrowingNull | None = None,
+    ) -> np.ndarray:
+        """Quantiles per size, cached per (name, size, alpha); the simulated null sample of
+        a size is kept (least recently used first out) so that other alphas reuse it. With
+        the ``grower`` of an information statistic, many small sizes are grown in one pass."""
+        sizes = np.asarray(sizes)
+        unique, where = np.unique(sizes, return_inverse=True)
+        if grower is not None:
+            self._grow_many(name, unique, alpha, grower)
+        self._draw_many(name, unique, alpha, null)
+        values = np.full(len(unique), np.nan)
+        for i, n in enumerate(unique.astype(np.int64).tolist()):
+            if n <= 0:
+                continue
+            key = (name, n, alpha)
+            if key not in self._cache:
+                self._cache[key] = upper_quantile(self._null_sample(name, n, null), alpha)
+            values[i] = self._cache[key]
+        return values[where].reshape(sizes.shape)
+
+    def _draw_many(self, name: str, sizes: np.ndarray, alpha: float, null: Callable) -> None:
+        """Simulate the null samples of the large sizes not known yet on both cores: each
+        size draws from its own generator, seeded by the size, so they are independent of
+        each other and of the order they are drawn in (numpy releases the GIL while it
+        draws)."""
+        wanted = [
+            n
+            for n in sizes.astype(np.int64).tolist()
+            if n > GROW_LIMIT
+            and (name, n, alpha) not in self._cache
+            and (name, n) not in self._samples
+        ]
+        if len(wanted) < 2:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            for n, sample in zip(wanted, pool.map(null, wanted), strict=True):
+                self._keep(name, n, sample)
+
+    def _grow_many(self, name: str, sizes: np.ndarray, alpha: float, grower: GrowingNull) -> None:
+        """Fill the cache for the small ``sizes`` (sorted) not in it: the tables grow once
+        through them, a block of sizes at a time, and each block's quantiles are taken in
+        one call (the same values as size by size: the quantiles of a block are those of
+        each row alone)."""
+        wanted = [
+            n
+            for n in sizes.astype(np.int64).tolist()
+            if 0 < n <= GROW_LIMIT
+            and (name, n, alpha) not in self._cache
+            and (name, n) not in self._samples
+        ]
+        if len(wanted) < 2:
+            return
+        if grower.size >= wanted[0]:
+            grower.grow_to(0)
+        block = max(1, BLOCK_VALUES // self.draws)  # rows of a block: memory stays bounded
+        start = 0
+        while start < len(wanted):
+            chosen = [n for n in wanted[start:] if n < wanted[start] + block]
+            grower.grow_to(max(grower.size, chosen[0] - 1))  # a gap is grown, not kept
+            first = grower.size + 1
+            rows = grower.informations(chosen[-1])[np.array(chosen) - first]
+            quantiles = upper_quantiles(rows, alpha)
+            for n, row, q in zip(chosen, rows, quantiles, strict=True):
+                self._cache[(name, n, alpha)] = float(q)
+                self._keep(name, n, row.copy())
+            start += len(chosen)
+
+    def _keep(self, name: str, n: int, sample: np.ndarray) -> None:
+        self._samples[(name, n)] = sample
+        if len(self._samples) > SAMPLES_KEPT:
+            self._samples.popitem(last=False)
+
+    def _null_sample(self, name: str, n: int, null: Callable) -> np.ndarray:
+        key = (name, n)
+        if key in self._samples:
+            self._samples.move_to_end(key)
+        else:
+            self._keep(name, n, null(n))
+        return self._samples[key]
