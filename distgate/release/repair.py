@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from distgate.data.baseline import written_probabilities
+from distgate.data.cache import default_store
 from distgate.data.values import MISSING_LABEL
 from distgate.errors import InputError
 from distgate.release.assess import Assessment
@@ -34,7 +35,6 @@ from distgate.release.merge_search import Groups, identity, join
 from distgate.release.online import OnlineRelease, online_release
 from distgate.release.suppress import SuppressionPlan, judge_release, suppress_counts
 from distgate.release.utility import Information, information
-from distgate.data.cache import default_store
 from distgate.stats.critical import DEFAULT_DRAWS, CriticalValues
 from distgate.stats.metrics.registry import Settings
 
