@@ -5,6 +5,8 @@ values of probability 1-2%, at alpha 0.05 and 0.2 (seeded simulations; the full 
 slow, a corner of it runs in the quick suite). The published rule, which the tests of this
 file would fail, is kept as ``auto-paper``."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -21,16 +23,21 @@ SIZES = (20, 40, 100, 400, 2000)
 ALPHAS = (0.05, 0.2)
 
 
-def outside(p, metrics, *, targets=5, draws=40_000, releases=40_000, sizes=SIZES, mode="auto"):
-    """The measured levels of ``metrics`` that miss their tolerance."""
+def outside(p, metrics, *, targets=5, draws=10_000, releases=10_000, sizes=SIZES, mode="auto"):
+    """The measured levels of ``metrics`` that miss their tolerance, max(10% of alpha,
+    3 standard errors). The standard error of a measured level counts both samples it
+    rests on: the null releases counted and the Monte Carlo draws behind the critical
+    value (a quantile of ``draws`` draws blocks alpha of the null only up to
+    sqrt(alpha (1 - alpha) / draws)), sqrt(alpha (1 - alpha) (1 / releases + 1 / draws))."""
     values = CriticalValues(p, np.ones(targets), mode=mode, draws=draws, seed=7)
     calibration = measure_levels(values, metrics, ALPHAS, sizes, releases=releases, seed=3)
     assert len(calibration.levels) == len(metrics) * len(ALPHAS) * len(sizes)
-    return [
-        (lv.metric, lv.alpha, lv.size, round(lv.blocked, 4), lv.method)
-        for lv in calibration.levels
-        if not lv.within
-    ]
+    missed = []
+    for lv in calibration.levels:
+        error = math.sqrt(lv.alpha * (1 - lv.alpha) * (1 / releases + 1 / draws))
+        if abs(lv.blocked - lv.alpha) > max(0.1 * lv.alpha, 3 * error):
+            missed.append((lv.metric, lv.alpha, lv.size, round(lv.blocked, 4), lv.method))
+    return missed
 
 
 def test_every_metric_with_a_level_is_measured():
@@ -46,41 +53,30 @@ def test_every_metric_with_a_level_is_measured():
     }
 
 
-@pytest.mark.parametrize("baseline", ["rare", pytest.param("even", marks=pytest.mark.slow)])
-def test_kld_cst_and_mis_keep_their_level_at_small_and_large_sizes(baseline):
-    # the quick corner (five seconds): the default 10,000 draws, fewer releases
-    assert (
-        outside(
-            BASELINES[baseline],
-            ["kld", "cst", "mis"],
-            draws=10_000,
-            releases=10_000,
-            sizes=(20, 2000),
-        )
-        == []
-    )
+@pytest.mark.parametrize("baseline", ["even", "rare"])
+def test_kld_and_cst_block_null_targets_at_their_level_at_every_size(baseline):
+    assert outside(BASELINES[baseline], ["kld", "cst"]) == []
+
+
+@pytest.mark.parametrize("baseline", ["even", pytest.param("rare", marks=pytest.mark.slow)])
+def test_mis_and_dqt_block_null_releases_at_their_level_at_every_size(baseline):
+    assert outside(BASELINES[baseline], ["mis", "dqt"]) == []
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("baseline", ["even", "rare"])
-@pytest.mark.parametrize(
-    "metrics", [("kld", "cst"), ("dleak", "eleak", "emd", "tclose")], ids=["chi2", "leakage"]
-)
-def test_per_target_tests_block_null_targets_at_their_level(baseline, metrics):
-    assert outside(BASELINES[baseline], list(metrics)) == []
+def test_leakage_tests_block_null_targets_at_their_level_at_every_size(baseline):
+    # statistics with few values at 20 tuples: a critical value of 10,000 draws can sit on
+    # either side of an atom of a few per cent (eleak blocked 6.0% at alpha 0.05)
+    metrics = ["dleak", "eleak", "emd", "tclose"]
+    assert outside(BASELINES[baseline], metrics, draws=40_000) == []
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("baseline", ["even", "rare"])
-@pytest.mark.parametrize("targets", [5, 20])
-def test_global_tests_block_null_releases_at_their_level(baseline, targets):
-    # 20 targets: the floor 2 m |Y| lies at 400 and 480, and at twice the floor the
-    # published rule's mis blocked 7.8% of null releases at alpha 0.05
-    sizes = (*SIZES, 800) if targets == 20 else SIZES
-    found = outside(
-        BASELINES[baseline], ["mis", "dqt"], targets=targets, releases=20_000, sizes=sizes
-    )
-    assert found == []
+def test_mis_keeps_its_level_just_past_the_floor_of_many_targets():
+    # 20 targets: the floor 2 m |Y| lies at 400, and at twice the floor the published
+    # rule's mis blocked 7.8% of null releases at alpha 0.05
+    assert outside(EVEN, ["mis"], targets=20, sizes=(400, 800, 2000)) == []
 
 
 def test_the_published_rule_blocks_too_many_small_null_targets_of_a_large_release():

@@ -9,6 +9,7 @@ plans the offline search chooses among.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -56,6 +57,21 @@ def _single_threshold(metrics: Sequence[str], threshold) -> tuple[float | None, 
     return (bounds.pop() if bounds else None), ""
 
 
+@functools.lru_cache(maxsize=4)
+def _source(p: bytes, sizes: bytes, critical: str, draws: int, seed: int, ordered: bool):
+    """The table's critical values, shared by the gate's runs over other orders of the
+    same table (a comparison over 20 orders simulates their Monte Carlo values once)."""
+    return CriticalValues(
+        np.frombuffer(p, dtype="<f8"),
+        np.frombuffer(sizes, dtype="<i8"),
+        mode=critical,
+        draws=draws,
+        seed=seed,
+        ordered=ordered,
+        store=default_store(),
+    )
+
+
 def online_release(
     counts: np.ndarray,
     target_labels: Sequence[str],
@@ -87,14 +103,13 @@ def online_release(
     value_codes = np.repeat(np.tile(np.arange(values), targets), cells)
     order = np.random.default_rng([seed, 28]).permutation(len(target_codes))
     if source is None:
-        source = CriticalValues(
-            probabilities,
-            counts.sum(axis=1),
-            mode=critical,
-            draws=draws,
-            seed=seed,
-            ordered=ordered,
-            store=default_store(),
+        source = _source(
+            np.ascontiguousarray(probabilities, dtype="<f8").tobytes(),
+            np.ascontiguousarray(counts.sum(axis=1), dtype="<i8").tobytes(),
+            critical,
+            draws,
+            seed,
+            ordered,
         )
     try:
         gate = Gate(
