@@ -123,6 +123,7 @@ def test_information_of_a_plan():
     )
 
 
+@pytest.mark.slow
 def test_a_repair_measures_each_hand_over_once_not_per_candidate(monkeypatch):
     """Under auto critical values every candidate plan (merges, withheld records, the
     coarsening path) is judged under the hand-overs measured for the table as given; only
