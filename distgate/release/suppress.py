@@ -270,9 +270,10 @@ def suppress_counts(
     counts = np.asarray(counts, dtype=np.int64)
     probabilities = np.asarray(probabilities, dtype=float)
     if source is None:
+        sizes = counts.sum(axis=1)
         source = CriticalValues(
             probabilities,
-            counts.sum(axis=1),
+            sizes if sizes.sum() > 0 else np.ones(len(counts)),  # nothing to release: unused
             mode=critical,
             draws=draws,
             seed=seed,
