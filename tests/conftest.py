@@ -1,4 +1,7 @@
 import csv
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,21 @@ def pytest_collection_modifyitems(items):
     hands tests out in this order, so the long ones no longer start last and leave the
     other worker idle at the end of `make test`."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_configure(config):
+    """Measured hand-overs of critical values (distgate.data.cache) go to a folder of this
+    run, never to the user's cache: made by the main process (the workers of pytest -n
+    inherit its environment and share it) and removed at the end."""
+    if not hasattr(config, "workerinput"):
+        config.distgate_cache = tempfile.mkdtemp(prefix="distgate-test-cache-")
+        os.environ["DISTGATE_CACHE_DIR"] = config.distgate_cache
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "distgate_cache", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

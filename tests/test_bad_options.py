@@ -34,7 +34,10 @@ def folder(tmp_path):
         ("seed = 1.5", ["line 4", "seed must be"]),
         ("baseline = 1", ["line 4", "baseline must be a file path"]),
         ("metric = 7", ["line 4", "metric must be metric names"]),
-        ('critical = "fast"', ["line 4", 'critical must be "auto", "asymptotic" or "mc"']),
+        (
+            'critical = "fast"',
+            ["line 4", 'critical must be "auto", "auto-paper", "asymptotic" or "mc"'],
+        ),
         ("colour = 1", ["unknown key 'colour'"]),
         ('[bins]\nage = ["x"]', ["line 4", "bins must be a table [bins] of COLUMN = [edges"]),
     ],

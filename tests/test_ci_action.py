@@ -196,7 +196,7 @@ def test_the_action_fails_the_job_on_an_unsafe_release(workspace, tmp_path):
         for line in summary.splitlines()
         if line.startswith("| kld") or line.startswith("| cst")
     ]
-    assert table[0].startswith("| kld | 0.2 | L2 | 54 | 0.641989 | 0.163534 | BLOCKED |")
+    assert table[0].startswith("| kld | 0.2 | L2 | 54 | 0.641989 | 0.163051 | BLOCKED |")
     assert table[1].startswith("| cst | 0.2 | L2 | 54 |")
     # the JUnit report for a test reporter, the HTML report for the artifact
     junit = Path(job.output("junit"))

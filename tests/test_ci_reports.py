@@ -86,14 +86,16 @@ def test_assess_junit_has_one_failure_per_blocked_target(tmp_path):
     # the message gives the statistic, the critical value and alpha (SPEC 9's figures)
     l2 = failures(cases[("kld at alpha 0.05", "L2")])[0]
     assert l2.message == (
-        "L2: statistic 0.358836, critical value 0.00939528 (alpha 0.05, chi-square), 1299 records"
+        "L2: statistic 0.358836, critical value 0.00944257 (alpha 0.05, chi-square (corrected)), "
+        "1299 records"
     )
     assert l2.type == "blocked"
     cst = failures(cases[("cst at alpha 0.05", "L2")])[0].message
-    assert "statistic 878.202, critical value 16.919" in cst
+    assert "statistic 878.202, critical value 17.5113" in cst
     mis = failures(cases[("mis at alpha 0.05", "whole release")])[0].message
-    assert (
-        mis == "I = 0.0632852 for the release, critical value 0.00444756 (alpha 0.05, chi-square)"
+    assert mis == (
+        "I = 0.0632852 for the release, critical value 0.00450562 "
+        "(alpha 0.05, chi-square (corrected))"
     )
     assert cases[("kld at alpha 0.05", "L1")].classname == "distgate.assess.kld"
 
@@ -237,7 +239,7 @@ def test_job_summary_is_appended_when_github_sets_the_variable(tmp_path, monkeyp
     assert "**UNSAFE: releasing 400 records fails at least one metric.**" in first
     assert "- kld at alpha 0.2: L2" in first
     rows = [line for line in first.splitlines() if line.startswith("| kld")]
-    assert rows[0].startswith("| kld | 0.2 | L2 | 54 | 0.641989 | 0.163534 | BLOCKED")
+    assert rows[0].startswith("| kld | 0.2 | L2 | 54 | 0.641989 | 0.163051 | BLOCKED")
     assert "http" not in text  # a link-free table
     assert "**SAFE: releasing 600 records passes every metric.**" in second
     assert "Failed checks" not in second

@@ -360,7 +360,9 @@ def test_decision_codes_and_grace_parsing():
 @settings(max_examples=40, deadline=None)
 @given(
     scenarios(
-        metrics=("kld", "mis", "cst", "dqt", "exposure"), modes=("asymptotic", "auto"), whole=True
+        metrics=("kld", "mis", "cst", "dqt", "exposure"),
+        modes=("asymptotic", "auto", "auto-paper"),
+        whole=True,
     ),
     st.sampled_from(["none", "releases:3", "fraction:0.3", "values:2"]),
 )

@@ -212,8 +212,18 @@ COMMANDS = {
     "replay": ["replay", "soldiers.csv", "REQUESTS"],
     "simulate": ["simulate", "soldiers.csv", "--metric", "kld", "--alpha", "0.2"]
     + ["--sequences", "2", "--requests", "2000", "--draws", "200"],
+    "calibrate": ["calibrate", "soldiers.csv", "--metric", "kld", "--sizes", "20,200"]
+    + ["--releases", "500", "--draws", "500"],
 }
-PLOTS = {"baseline": 1, "assess": 0, "audit": 0, "randomize": 0, "replay": 1, "simulate": 2}
+PLOTS = {
+    "baseline": 1,
+    "assess": 0,
+    "audit": 0,
+    "randomize": 0,
+    "replay": 1,
+    "simulate": 2,
+    "calibrate": 1,
+}
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))

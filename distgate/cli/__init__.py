@@ -30,6 +30,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("replay", "replay", "replay_command"),
     ("simulate", "simulate", "simulate_command"),
     ("serve", "serve", "serve_command"),
+    ("calibrate", "calibrate", "calibrate_command"),
 ]
 
 

@@ -108,7 +108,9 @@ CriticalOption = Annotated[
     typer.Option(
         "--critical",
         metavar="MODE",
-        help="Critical values: auto, asymptotic or mc [default: auto].",
+        help="Critical values: auto (Monte Carlo below each test's measured hand-over size, "
+        "corrected asymptotic above), auto-paper (the published rule), asymptotic or mc "
+        "[default: auto].",
     ),
 ]
 SeedOption = Annotated[

@@ -97,7 +97,10 @@ VALIDATORS: dict[str, tuple[Any, str]] = {
     "baseline": (_is_text, "a file path in quotes"),
     "metric": (_is_text_list, 'metric names in quotes, e.g. "kld,cst"'),
     "alpha": (lambda v: _is_number(v) and 0 < v < 1, "a number strictly between 0 and 1"),
-    "critical": (lambda v: v in ("auto", "asymptotic", "mc"), '"auto", "asymptotic" or "mc"'),
+    "critical": (
+        lambda v: v in ("auto", "auto-paper", "asymptotic", "mc"),
+        '"auto", "auto-paper", "asymptotic" or "mc"',
+    ),
     "missing": (lambda v: v in ("error", "drop", "keep"), '"error", "drop" or "keep"'),
     "engine": (
         lambda v: v in ("auto", "arrow", "duckdb", "dask"),

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from distgate.data.baseline import Baseline, read_baseline
+from distgate.data.cache import default_store
 from distgate.data.config import TableOptions
 from distgate.data.counts import Counts
 from distgate.data.domain import EncodedTable, encode_table
@@ -41,6 +42,7 @@ class Inputs:
             draws=draws,
             seed=seed,
             ordered=self.ordered,
+            store=default_store(),
         )
 
     @property

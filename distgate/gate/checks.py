@@ -50,10 +50,10 @@ class Checks:
         return self._quantiles[df]
 
     def simulated(self, size: int) -> bool:
-        """Whether critical values at a checked release of ``size`` tuples are Monte Carlo
-        ones."""
-        mode = self.critical.mode
-        return mode == "mc" or (mode == "auto" and size < self.critical.switch_size)
+        """Whether a checked release of ``size`` tuples lies below the floor, where every
+        test's critical values are Monte Carlo ones (above it each test hands over at its
+        own size: :meth:`distgate.stats.critical.CriticalValues.simulated`)."""
+        return bool(self.critical.use_mc(size))
 
     def candidate(self, sums: RunningSums, y: int, x: int) -> Candidate:
         n1, D1 = sums.distance_with(y, x)

@@ -2,8 +2,8 @@
 the tables it looks up, the queue laid out for it, and one run's arrays in and out.
 
 The kernel runs the metrics whose record carries kernel code (kld, mis, cst, dqt,
-exposure) with ``auto`` or ``asymptotic`` critical values and every grace policy that is a
-count (all but ``accuracy:EPS``); the rest runs in the reference loop
+exposure) with ``auto``, ``auto-paper`` or ``asymptotic`` critical values and every grace
+policy that is a count (all but ``accuracy:EPS``); the rest runs in the reference loop
 (:mod:`distgate.gate.reference`). Both make the same decisions.
 
 What the kernel keeps between runs (its counts, its work space, the queue in its layout)
@@ -19,7 +19,8 @@ import math
 import numpy as np
 
 from distgate.gate.decisions import GateRun
-from distgate.stats.critical import HANDOVER_RANGE, chi2_quantile
+from distgate.stats.critical import AUTOMATIC, chi2_quantile
+from distgate.stats.metrics.evaluators import LAWS
 from distgate.stats.metrics.registry import (
     KERNEL_CST,
     KERNEL_DQT,
@@ -48,7 +49,7 @@ def runs_compiled(gate) -> bool:
     """Whether the gate's runs use the compiled kernel."""
     return (
         kernel_codes(gate.metrics) is not None
-        and gate.critical_values.mode in ("auto", "asymptotic")
+        and gate.critical_values.mode in (*AUTOMATIC, "asymptotic")
         and gate.grace.counted
     )
 
@@ -87,28 +88,57 @@ def cell_groups(cells: int) -> tuple[np.ndarray, int, int]:
     return np.arange(cells, dtype=np.int64) // size, size, groups
 
 
+def critical_tables(cv, law, alpha: float, largest: int):
+    """A test's critical values for the kernel, by its own size (n_y, or N) up to
+    ``largest``: (the Monte Carlo values below the floor or its hand-over size, that size,
+    the factor of its asymptotic value by size). The kernel looks up a Monte Carlo value
+    below the floor or the hand-over size and multiplies its chi-square value by the
+    factor above (:mod:`distgate.gate.kernel.statistics`); a studentized test's Monte
+    Carlo values are factors of its chi-square value too (cst)."""
+    if cv.mode not in AUTOMATIC or (cv.mode == "auto-paper" and not law.paper_floor):
+        return np.full(1, np.nan), 0, np.ones(1)
+    if cv.calibrated:
+        switch = cv.handover(law, alpha).start
+    else:
+        switch = cv.switch_size if law.is_global else 0
+    floor = cv.switch_size if law.is_global else min(cv.switch_size, largest + 1)
+    sizes = np.arange(max(switch, floor, 1))
+    if law.studentized and cv.calibrated:  # factors of the chi-square value, like above
+        simulated = cv.ratio_quantiles(law, sizes, alpha)
+    else:
+        simulated = cv.law_quantiles(law, sizes, alpha)
+    factor = cv.factor(law, alpha, np.arange(largest + 2))
+    return simulated, int(switch), np.where(np.isnan(factor), 1.0, factor)
+
+
+def dqt_by_size(cv, alpha: float, largest: int) -> np.ndarray:
+    """dqt's critical value by release size up to ``largest`` in ``auto`` mode (empty
+    otherwise: the kernel takes the table of normal samples by number of targets)."""
+    if not cv.calibrated:
+        return np.empty(0)
+    law = LAWS["dqt"]
+    sizes = np.arange(largest + 2)
+    limit = np.full(sizes.shape, cv.dixon_limit(alpha, stream=law.stream))
+    values, _ = cv.values(law, alpha, sizes, limit, floor=cv.use_mc(sizes))
+    return values
+
+
 def kernel_tables(gate):
-    """What the kernel looks up: Monte Carlo kld per n_y and mis per N below the ``auto``
-    switch, Dixon per number of targets, exposure's spread factors, the grace
-    thresholds, the cells' groups."""
+    """What the kernel looks up: the critical values of the chosen tests by their own size
+    (:func:`critical_tables`), Dixon per number of targets, exposure's spread factors, the
+    grace thresholds, the cells' groups."""
     from distgate.gate import kernel
     from distgate.gate.kernel.bundles import metric_family
     from distgate.stats.metrics.dixon import dixon_critical
-    from distgate.stats.metrics.information import kl_distance
 
     codes = kernel_codes(gate.metrics)
     cv, alpha = gate.critical_values, gate.alpha
-    kld_mc = np.full(1, np.nan)
-    mis_mc = np.full(1, np.nan)
-    if cv.mode == "auto":
-        sizes = np.arange(cv.switch_size)
-        if KERNEL_KLD in codes:
-            stream = REGISTRY["kld"].stream
-            kld_mc = cv.per_target(
-                "kld", kl_distance, sizes, alpha, stream=stream, information=True
-            )
-        if KERNEL_MIS in codes:
-            mis_mc = cv.mutual_information(sizes, alpha, stream=REGISTRY["mis"].stream)
+    records = len(gate.target_codes)
+    largest = int(np.bincount(gate.target_codes).max()) if records else 0
+    unused = (np.full(1, np.nan), 0, np.ones(1))
+    kld = critical_tables(cv, LAWS["kld"], alpha, largest) if KERNEL_KLD in codes else unused
+    cst = critical_tables(cv, LAWS["cst"], alpha, largest) if KERNEL_CST in codes else unused
+    mis = critical_tables(cv, LAWS["mis"], alpha, records) if KERNEL_MIS in codes else unused
     dixon = np.full(gate.n_targets + 1, np.nan)
     if KERNEL_DQT in codes:
         for count in range(3, gate.n_targets + 1):
@@ -116,9 +146,7 @@ def kernel_tables(gate):
     targets = np.arange(gate.n_targets + 2, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         spread = np.where(targets >= 3, np.sqrt(targets / (targets - 2)), 0.0)
-    correction = 0.0
-    if KERNEL_MIS in codes:
-        correction = cv.handover_correction(alpha, stream=REGISTRY["mis"].stream)
+    dqt = dqt_by_size(cv, alpha, records) if KERNEL_DQT in codes else np.empty(0)
     need_n, need_v = gate.grace.need
     group_of, group_size, _ = cell_groups(gate.n_targets * gate.n_values)
     families = 0
@@ -135,16 +163,23 @@ def kernel_tables(gate):
         logp=gate.logp,
         p=gate.p,
         chi2=chi2_table(codes, alpha, gate.domain, gate.n_targets, gate.n_values),
-        kld_mc=kld_mc,
-        mis_mc=mis_mc,
+        kld_mc=kld[0],
+        kld_switch=kld[1],
+        kld_factor=kld[2],
+        cst_mc=cst[0],
+        cst_switch=cst[1],
+        cst_factor=cst[2],
+        cst_floor=cv.mode != "auto-paper" or LAWS["cst"].paper_floor,
+        mis_mc=mis[0],
+        mis_switch=mis[1],
+        mis_factor=mis[2],
+        dqt_sized=dqt,
         dixon=dixon,
         spread=spread,
         need_n=need_n,
         need_v=need_v,
-        mis_correction=correction,
-        mis_correction_below=HANDOVER_RANGE * int(cv.switch_size),
         domain=gate.domain,
-        auto=cv.mode == "auto",
+        auto=cv.mode in AUTOMATIC,
         switch=int(cv.switch_size),
         queue_on=gate.queue_enabled,
         xlogx=gate.sums.xlogx,

@@ -3,9 +3,10 @@ and classic ones), judged on the target's candidate row of each size
 (:mod:`distgate.release.allocation`) by the metrics' own evaluators.
 
 A per-target metric judges a target by its own counts only; the one thing it takes from
-the rest of the release is, for kld in ``auto`` mode, the regime of its critical value
-(Monte Carlo while the whole release is small, chi-square from then on). Sizes are
-therefore judged under a *regime* given by the caller: ``asymptotic`` or ``mc``.
+the rest of the release is, in ``auto`` mode, the regime of its critical value (Monte
+Carlo while the whole release is small; past that, Monte Carlo below the test's measured
+hand-over size and its corrected asymptotic value from there). Sizes are therefore judged
+under a *regime* given by the caller: ``auto`` (past the floor), ``asymptotic`` or ``mc``.
 
 Every size is judged, except where that would mean simulating a critical value for each
 of thousands of sizes above the size the simulation grows to (kld under ``--critical mc``
@@ -191,10 +192,24 @@ def _kld_screen(family: Closest, p, alpha: float, sizes: np.ndarray) -> tuple[np
 
 
 def regime_values(
-    p: np.ndarray, regimes: Sequence[str], *, draws: int, seed: int, ordered: bool
+    p: np.ndarray,
+    regimes: Sequence[str],
+    *,
+    draws: int,
+    seed: int,
+    ordered: bool,
+    source: CriticalValues | None = None,
 ) -> dict[str, CriticalValues]:
-    """One source of critical values per regime (its mode forced), for judging targets."""
-    return {
-        regime: CriticalValues(p, np.ones(1), mode=regime, draws=draws, seed=seed, ordered=ordered)
-        for regime in regimes
-    }
+    """One source of critical values per regime (its mode forced), for judging targets.
+    Under ``auto`` critical values (``source``), ``auto`` is a release past the floor, each
+    test taking the source's measured hand-over by its own size, and ``mc`` one below it."""
+    out = {}
+    for regime in regimes:
+        if source is not None and source.calibrated and regime in ("auto", "mc"):
+            floor = "above" if regime == "auto" else "below"
+            out[regime] = source.lent(p, np.ones(1), floor=floor)
+        else:
+            out[regime] = CriticalValues(
+                p, np.ones(1), mode=regime, draws=draws, seed=seed, ordered=ordered
+            )
+    return out

@@ -9,11 +9,13 @@ plans the offline search chooses among.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from distgate.data.cache import default_store
 from distgate.errors import InputError
 from distgate.gate.core import Gate
 from distgate.stats.critical import DEFAULT_DRAWS, CriticalValues
@@ -55,6 +57,21 @@ def _single_threshold(metrics: Sequence[str], threshold) -> tuple[float | None, 
     return (bounds.pop() if bounds else None), ""
 
 
+@functools.lru_cache(maxsize=4)
+def _source(p: bytes, sizes: bytes, critical: str, draws: int, seed: int, ordered: bool):
+    """The table's critical values, shared by the gate's runs over other orders of the
+    same table (a comparison over 20 orders simulates their Monte Carlo values once)."""
+    return CriticalValues(
+        np.frombuffer(p, dtype="<f8"),
+        np.frombuffer(sizes, dtype="<i8"),
+        mode=critical,
+        draws=draws,
+        seed=seed,
+        ordered=ordered,
+        store=default_store(),
+    )
+
+
 def online_release(
     counts: np.ndarray,
     target_labels: Sequence[str],
@@ -67,9 +84,11 @@ def online_release(
     draws: int = DEFAULT_DRAWS,
     threshold: float | Mapping[str, float] | None = None,
     ordered: bool = True,
+    source: CriticalValues | None = None,
 ) -> OnlineRelease:
     """The gate over every record of the table C[y, x] in a random order drawn with
-    ``seed`` (module docstring)."""
+    ``seed`` (module docstring). ``source``: the table's critical values, when the caller
+    has them already (their measured hand-overs are then shared)."""
     labels = tuple(target_labels)
     offline = [m for m in metrics if m not in names(online=True)]
     if offline:
@@ -83,9 +102,15 @@ def online_release(
     target_codes = np.repeat(np.repeat(np.arange(targets), values), cells)
     value_codes = np.repeat(np.tile(np.arange(values), targets), cells)
     order = np.random.default_rng([seed, 28]).permutation(len(target_codes))
-    source = CriticalValues(
-        probabilities, counts.sum(axis=1), mode=critical, draws=draws, seed=seed, ordered=ordered
-    )
+    if source is None:
+        source = _source(
+            np.ascontiguousarray(probabilities, dtype="<f8").tobytes(),
+            np.ascontiguousarray(counts.sum(axis=1), dtype="<i8").tobytes(),
+            critical,
+            draws,
+            seed,
+            ordered,
+        )
     try:
         gate = Gate(
             target_codes, value_codes, targets, values, metrics, alpha, source, threshold=bound

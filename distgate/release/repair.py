@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from distgate.data.baseline import written_probabilities
+from distgate.data.cache import default_store
 from distgate.data.values import MISSING_LABEL
 from distgate.errors import InputError
 from distgate.release.assess import Assessment
@@ -34,7 +35,7 @@ from distgate.release.merge_search import Groups, identity, join
 from distgate.release.online import OnlineRelease, online_release
 from distgate.release.suppress import SuppressionPlan, judge_release, suppress_counts
 from distgate.release.utility import Information, information
-from distgate.stats.critical import DEFAULT_DRAWS
+from distgate.stats.critical import DEFAULT_DRAWS, CriticalValues
 from distgate.stats.metrics.registry import Settings
 
 STRATEGIES = ("merge", "suppress", "both")
@@ -168,9 +169,21 @@ class _Setting:
     metrics: list[str]
     alpha: float
     options: dict
+    source: CriticalValues | None = None  # the table's: hand-overs lent to every plan
     original: Assessment | None = None
+    checked: set = field(default_factory=set)  # plans verified under their own hand-overs
 
     def __post_init__(self) -> None:
+        options = self.options
+        self.source = CriticalValues(
+            self.p,
+            self.counts.sum(axis=1),
+            mode=options["critical"],
+            draws=options["draws"],
+            seed=options["seed"],
+            ordered=options["ordered"],
+            store=default_store(),
+        )
         self.original = self.judge(self.counts, self.p)
 
     def merged(self, value_groups: Groups) -> FixPlan:
@@ -194,17 +207,54 @@ class _Setting:
             evaluated=0,
         )
 
-    def judge(self, counts: np.ndarray, p: np.ndarray) -> Assessment:
-        return judge_release(counts, self.targets, p, self.metrics, self.alpha, **self.options)
+    def judge(self, counts: np.ndarray, p: np.ndarray, *, own: bool = False) -> Assessment:
+        """A plan's assessment under the table's hand-overs (``own``: under its own, as
+        ``distgate assess`` judges the written release)."""
+        source = None if own else self.source
+        return judge_release(
+            counts, self.targets, p, self.metrics, self.alpha, **self.options, source=source
+        )
 
     def suppressed(self, merge: FixPlan) -> Plan:
         """Records withheld after ``merge``, judged against the baseline as it is written
-        (and read back by ``distgate assess``)."""
+        (and read back by ``distgate assess``), under the table's hand-overs (the plan
+        chosen is verified under its own: :meth:`verified`)."""
         p = written_probabilities(merge.probabilities)
         plan = suppress_counts(
-            merge.counts, self.targets, p, self.metrics, self.alpha, **self.options
-        )
+            merge.counts, self.targets, p, self.metrics, self.alpha, **self.options,
+            source=self.source, verify=False,
+        )  # fmt: skip
         return self.plan(merge, plan)
+
+    def verified(self, plan: Plan) -> bool:
+        """Whether ``plan`` passes under hand-overs measured for its own baseline and
+        targets; if not, its assessment becomes that one (it is then not found)."""
+        if plan.suppression is None or not plan.found or id(plan) in self.checked:
+            return plan.found  # a merge plan is verified by its search
+        self.checked.add(id(plan))
+        p = written_probabilities(plan.merge.probabilities)
+        own = self.judge(plan.suppression.kept, p, own=True)
+        plan.suppression.assessment = own
+        return plan.found
+
+    def redone(self, plan: Plan) -> None:
+        """Search ``plan``'s suppression again under hand-overs measured for its own merged
+        baseline, verified (after its verification under them failed)."""
+        p = written_probabilities(plan.merge.probabilities)
+        options = self.options
+        own = CriticalValues(
+            p,
+            plan.merge.counts.sum(axis=1),
+            mode=options["critical"],
+            draws=options["draws"],
+            seed=options["seed"],
+            ordered=options["ordered"],
+            store=default_store(),
+        )
+        plan.suppression = suppress_counts(
+            plan.merge.counts, self.targets, p, self.metrics, self.alpha, **options, source=own
+        )
+        plan.information = self.plan(plan.merge, plan.suppression).information
 
     def plan(self, merge: FixPlan, suppression: SuppressionPlan | None) -> Plan:
         kept = merge.counts if suppression is None else suppression.kept
@@ -268,6 +318,7 @@ def repair_counts(
         merge = fix_counts(
             counts, value_labels, target_labels, p, metrics, alpha,
             merge_values=merge_values, merge_targets=merge_targets, budget=budget, **options,
+            source=setting.source,
         )  # fmt: skip
         plan = setting.plan(merge, None)
         considered.append(plan)
@@ -278,19 +329,37 @@ def repair_counts(
             considered += _coarsened(setting, considered[-1], max_suppressed)
     if unmerged.was_safe and not considered:
         considered.append(setting.plan(unmerged, None))
-    found = [p for p in considered if p.found]
-    within = [p for p in found if max_suppressed is None or p.withheld_share <= max_suppressed]
-    chosen = max(within, key=Plan.key) if within else None
-    least = max(found, key=Plan.key) if found else None
+    chosen = _best(setting, [p for p in considered if p.found], max_suppressed)
+    least = _best(setting, [p for p in considered if p.found], None)
     gate = None
     if online and fix_by != "merge" and not unmerged.was_safe:
         gate = online_release(
             counts, target_labels, p, metrics, alpha,
             critical=critical, seed=seed, draws=draws, threshold=threshold, ordered=ordered,
+            source=setting.source,
         )  # fmt: skip
     return Repair(
         fix_by, unmerged.assessment, chosen, least, considered, max_suppressed, gate, fallback
     )
+
+
+def _best(setting: _Setting, found: list[Plan], max_suppressed: float | None) -> Plan | None:
+    """The plan with most information within the budget that passes under its own
+    hand-overs (plans were judged under the table's; each is verified in turn)."""
+
+    def allowed(plan: Plan) -> bool:
+        return plan.found and (max_suppressed is None or plan.withheld_share <= max_suppressed)
+
+    pending = sorted(filter(allowed, found), key=Plan.key, reverse=True)
+    while pending:
+        plan = pending.pop(0)
+        if setting.verified(plan):
+            return plan
+        if plan.suppression is not None:  # searched again under its own hand-overs
+            setting.redone(plan)
+            if allowed(plan):
+                pending = sorted([*pending, plan], key=Plan.key, reverse=True)
+    return None
 
 
 def _coarsened(setting: _Setting, start: Plan, max_suppressed: float | None) -> list[Plan]:

@@ -33,10 +33,11 @@ Otherwise it is a plan that passes, with, for mis, a bound on what any plan coul
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from distgate.data.cache import default_store
 from distgate.release.allocation import Closest
 from distgate.release.assess import Assessment, assess_release
 from distgate.release.coupling import (
@@ -50,6 +51,7 @@ from distgate.release.coupling import (
 from distgate.release.feasibility import Judging, TargetSizes, regime_values, target_sizes
 from distgate.release.relative import capped, raised
 from distgate.stats.critical import (
+    AUTOMATIC,
     DEFAULT_DRAWS,
     HANDOVER_RANGE,
     LN2,
@@ -57,6 +59,7 @@ from distgate.stats.critical import (
     chi2_quantile,
 )
 from distgate.stats.metrics.dixon import dixon_critical
+from distgate.stats.metrics.evaluators import LAWS
 from distgate.stats.metrics.information import domain_values
 from distgate.stats.metrics.registry import REGISTRY, Settings, parse_metrics
 
@@ -145,18 +148,31 @@ def judge_release(
     ordered: bool = True,
     threshold: float | Mapping[str, float] | None = None,
     settings: Settings | None = None,
+    source: CriticalValues | None = None,
 ) -> Assessment | None:
     """The assessment of a kept release as ``distgate assess`` makes it of the written
     release: only the targets it keeps, their own frequencies for the Monte Carlo null of
-    mutual information and for the ``auto`` switch. None when nothing is kept."""
+    mutual information and for the ``auto`` switch. None when nothing is kept.
+    ``source``: critical values whose measured hand-overs the release takes instead of
+    its own (:meth:`~distgate.stats.critical.CriticalValues.lent`: a search's candidates;
+    its verification passes None)."""
     kept = np.asarray(kept, dtype=np.int64)
     present = kept.sum(axis=1) > 0
     if not present.any():
         return None
     rows = kept[present]
-    values = CriticalValues(
-        probabilities, rows.sum(axis=1), mode=critical, draws=draws, seed=seed, ordered=ordered
-    )
+    if source is not None:
+        values = source.lent(probabilities, rows.sum(axis=1))
+    else:
+        values = CriticalValues(
+            probabilities,
+            rows.sum(axis=1),
+            mode=critical,
+            draws=draws,
+            seed=seed,
+            ordered=ordered,
+            store=default_store(),
+        )
     labels = [label for label, here in zip(target_labels, present, strict=True) if here]
     return assess_release(rows, labels, metrics, alpha, values, threshold, settings)
 
@@ -176,9 +192,15 @@ class _Search:
     ordered: bool
     threshold: float | Mapping[str, float] | None
     settings: Settings | None
-    _handover: float | None = None
+    source: CriticalValues  # the table's: the hand-overs every candidate is judged under
+    verifies: bool = True  # a plan found is judged again under its own hand-overs
+    _above: dict = field(default_factory=dict)
 
-    def judge(self, kept: np.ndarray, metrics: Sequence[str] | None = None) -> Assessment | None:
+    def judge(
+        self, kept: np.ndarray, metrics: Sequence[str] | None = None, *, own: bool = False
+    ) -> Assessment | None:
+        """A candidate's assessment under the table's hand-overs (``own``: under its own,
+        as ``distgate assess`` judges the written release)."""
         return judge_release(
             kept,
             self.labels,
@@ -191,17 +213,31 @@ class _Search:
             ordered=self.ordered,
             threshold=self.threshold,
             settings=self.settings,
+            source=None if own else self.source,
         )
 
-    def handover(self) -> float:
-        """c of mis's hand-over factor in ``auto`` mode, fitted on the whole table's target
-        frequencies (a plan's own differ a little: its verification uses them)."""
-        if self._handover is None:
-            values = CriticalValues(
-                self.p, self.counts.sum(axis=1), draws=self.draws, seed=self.seed
-            )
-            self._handover = values.handover_correction(self.alpha, stream=REGISTRY["mis"].stream)
-        return self._handover
+    def verify(self, kept: np.ndarray, judged: Assessment | None) -> Assessment | None:
+        """A plan that passes under the table's hand-overs, judged under its own."""
+        if not self.verifies or judged is None or not judged.safe:
+            return judged
+        return self.judge(kept, own=True)
+
+    @property
+    def calibrated(self) -> bool:
+        return self.source.calibrated
+
+    def critical_above(self, law, present: int, total: int, asymptotic: float) -> float:
+        """A global test's critical value for a release of ``total`` tuples past the floor
+        (``auto``: Monte Carlo below its hand-over, the corrected asymptotic value from
+        there), under the table's hand-overs."""
+        if present not in self._above:
+            full = present == len(self.counts)
+            weights = self.counts.sum(axis=1) if full else np.ones(present)
+            self._above[present] = self.source.lent(self.p, weights, floor="above")
+        values = self._above[present]
+        crit, _ = values.values(law, self.alpha, np.array([total]), np.array([asymptotic]),
+                                floor=np.array([False]))  # fmt: skip
+        return float(crit[0])
 
     @property
     def switch_per_target(self) -> int:
@@ -222,11 +258,28 @@ def suppress_counts(
     draws: int = DEFAULT_DRAWS,
     threshold: float | Mapping[str, float] | None = None,
     settings: Settings | None = None,
+    source: CriticalValues | None = None,
+    verify: bool = True,
 ) -> SuppressionPlan:
     """The fewest records to withhold from the release with counts C[y, x] (domain order
     along x) so that every metric passes (module docstring). ``probabilities`` is the
-    baseline; the other arguments are those of the assessment."""
+    baseline; the other arguments are those of the assessment. ``source``: the critical
+    values whose measured hand-overs the candidates are judged under (made for the table
+    when None); ``verify``: the plan found is judged again under its own (False leaves that
+    to the caller, who verifies only the plan it chooses)."""
     counts = np.asarray(counts, dtype=np.int64)
+    probabilities = np.asarray(probabilities, dtype=float)
+    if source is None:
+        sizes = counts.sum(axis=1)
+        source = CriticalValues(
+            probabilities,
+            sizes if sizes.sum() > 0 else np.ones(len(counts)),  # nothing to release: unused
+            mode=critical,
+            draws=draws,
+            seed=seed,
+            ordered=ordered,
+            store=default_store(),
+        )
     search = _Search(
         counts,
         list(target_labels),
@@ -239,6 +292,8 @@ def suppress_counts(
         ordered,
         threshold,
         settings,
+        source,
+        verify,
     )
     original = search.judge(counts)
     if original is not None and original.safe:
@@ -254,22 +309,35 @@ def suppress_counts(
     def targets_in(regime: str) -> list[TargetSizes]:
         """Every target's sizes that pass under ``regime`` (computed once)."""
         if regime not in found:
-            values = regime_values(search.p, [regime], draws=draws, seed=seed, ordered=ordered)
+            values = regime_values(
+                search.p, [regime], draws=draws, seed=seed, ordered=ordered, source=source
+            )
             upper = {regime: _upper(search, regime)}
             found[regime] = [_target(search, y, judging, values, upper) for y in range(len(counts))]
         return found[regime]
 
     # in ``auto`` mode a plan is judged under Monte Carlo critical values when it keeps
     # fewer than 2 m |Y| tuples: that regime is searched only when it could keep more
-    simulated = critical == "auto" and ("kld" in per_target or "mis" in coupled)
+    # (under the published rule only kld and mis simulate there)
+    simulated = critical == "auto" or (
+        critical == "auto-paper" and ("kld" in per_target or "mis" in coupled)
+    )
     if coupled:
         return _coupled(search, targets_in, coupled, simulated)
     return _per_target(search, targets_in, simulated)
 
 
+def _first(search: _Search) -> str:
+    """The regime of a plan past the floor: ``auto``'s measured hand-overs (each test by its
+    own size), chi-square under the published rule, else the mode itself."""
+    if search.critical == "auto-paper":
+        return "asymptotic"
+    return search.critical
+
+
 def _upper(search: _Search, regime: str) -> int:
     """The largest size of a target a plan in ``regime`` can keep."""
-    if search.critical == "auto" and regime == "mc":
+    if search.critical in AUTOMATIC and regime == "mc":
         return search.switch_per_target * len(search.counts) - 1
     return int(search.counts.sum())
 
@@ -302,7 +370,7 @@ def _plan(search: _Search, kept, assessment, proven, bound, method) -> Suppressi
 def _per_target(search: _Search, targets_in, simulated: bool) -> SuppressionPlan:
     """Per-target metrics only: each target keeps its largest passing size; in ``auto``
     mode, the plan's total must lie on its regime's side of the switch."""
-    first = "asymptotic" if search.critical == "auto" else search.critical
+    first = _first(search)
     targets = targets_in(first)
     sizes = [largest(t.passing[first]) for t in targets]
     exact = all(t.exact for t in targets)
@@ -340,7 +408,7 @@ def _verified(search, targets, regime, sizes, proven, bound, method) -> Suppress
     sizes = list(sizes)
     for _ in range(MAX_ROUNDS):
         kept = _kept(targets, regime, sizes)
-        assessment = search.judge(kept)
+        assessment = search.verify(kept, search.judge(kept))
         if assessment is None or assessment.safe:
             return _plan(search, kept, assessment, proven, bound, method)
         failing = _failing_targets(assessment, search.labels)
@@ -369,7 +437,7 @@ def _coupled(search: _Search, targets_in, coupled, simulated: bool) -> Suppressi
     """Global metrics: the plan under chi-square critical values, and in ``auto`` mode,
     when it keeps fewer than 2 m |Y| tuples, the plan under Monte Carlo ones: the verified
     plan that keeps most records wins."""
-    first = "asymptotic" if search.critical == "auto" else search.critical
+    first = _first(search)
     plan = _coupled_in(search, targets_in(first), first, coupled)
     if simulated and plan.kept_total < search.switch_per_target * len(search.counts) - 1:
         other = _coupled_in(search, targets_in("mc"), "mc", coupled)
@@ -387,6 +455,7 @@ def _coupled_in(search: _Search, targets, regime: str, coupled) -> SuppressionPl
         kept, assessment, proven, bound, how = _global_plan(
             search, targets, regime, coupled, limits, scale
         )
+        assessment = search.verify(kept, assessment)
         if assessment is None or assessment.safe:
             proven = proven and exact and attempt == 0
             return _plan(search, kept, assessment, proven, bound, _words(proven, how))
@@ -401,14 +470,19 @@ def _coupled_in(search: _Search, targets, regime: str, coupled) -> SuppressionPl
 
 def _budget(search: _Search, present: int, total: int, scale: float) -> float:
     """sum_y n_y D(y) must stay below this for mis to pass (bits), under chi-square
-    critical values (with ``auto``'s hand-over factor, fitted on the whole table)."""
+    critical values (``auto``: mis's critical value past the floor at ``total`` tuples,
+    under the table's hand-over; the published rule: with its hand-over factor)."""
     df = (domain_values(search.p) - 1) * present
     if df <= 0:
         return np.inf
     budget = float(chi2_quantile(search.alpha, df)) / (2.0 * LN2)
     switch = search.switch_per_target * present
-    if search.critical == "auto" and switch <= total < HANDOVER_RANGE * switch:
-        budget *= 1.0 + search.handover() / total
+    if search.critical == "auto" and total > 0:
+        critical = search.critical_above(LAWS["mis"], present, total, budget / total)
+        budget = critical * total
+    elif search.critical == "auto-paper" and switch <= total < HANDOVER_RANGE * switch:
+        c = search.source.handover_correction(search.alpha, stream=REGISTRY["mis"].stream)
+        budget *= 1.0 + c / total
     return budget * scale
 
 
@@ -465,7 +539,7 @@ def _mis_sizes(search: _Search, targets, regime, efficient, scale):
     knapsack = mis_lagrangian(efficient, budget * (1 - SLACK))
     total = sum(knapsack.sizes)
     exact_budget = pure or (
-        search.critical == "auto"
+        search.critical == "auto-paper"
         and regime == "asymptotic"
         and total >= HANDOVER_RANGE * search.switch_per_target * full
     )
@@ -505,6 +579,10 @@ def _raised_plan(search: _Search, targets, regime, allowed, information, limits,
     sizes_of, distance_of = _options(allowed, information, limits, "dqt")
     present = sum(1 for s in limits if s > 0)
     critical = dixon_critical(present, search.alpha) if present >= 3 else float("nan")
+    if search.critical == "auto" and present >= 3:  # Q_c by the release's size
+        values = search.source.lent(search.p, search.counts.sum(axis=1))
+        limit = values.dixon_limit(search.alpha, stream=LAWS["dqt"].stream)
+        critical = search.critical_above(LAWS["dqt"], present, int(sum(limits)), limit)
 
     def rows(y: int, n: int) -> np.ndarray:
         return targets[y].family[regime].rows([n])[0]

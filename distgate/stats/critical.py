@@ -1,171 +1,95 @@
 """Critical values: chi-square approximations and Monte Carlo quantiles under independence.
 
-Modes (SPEC 3.2): ``asymptotic`` always uses the chi-square formulas; ``mc`` always
-simulates; ``auto`` simulates while the release is small, N < 2 m |Y| (m = baseline domain
-size, |Y| = targets of the full table; Cochran's rule of thumb of about two expected counts
-per cell), and uses chi-square from then on.
+Modes (SPEC 3.2): ``asymptotic`` always uses the asymptotic formulas; ``mc`` always
+simulates; ``auto`` simulates while a test's own sample is small and hands over to its
+asymptotic law, corrected, from the size where that law has been measured to hold
+(:mod:`distgate.stats.handover`); ``auto-paper`` is the published rule.
 
-The hand-over of mutual information. With many targets the table is still sparse at
-N = 2 m |Y| (two tuples per cell) and the G statistic 2 N ln2 I runs larger than its
-chi-square law: on a 20-target, 10-value table the Monte Carlo critical value at N = 399
-is 0.402 bits against the chi-square's 0.353 at 400. A release the gate had built up to
-the Monte Carlo bound then lies above the chi-square one, no single tuple can bring it
-down, and the gate freezes for a reason of its own making (SPEC 4). So in ``auto`` mode the
-chi-square value of mis carries a Bartlett-type correction,
+``auto``. Each test has a *law* (:class:`~distgate.stats.handover.Law`): kld and cst are
+judged by the size n_y of a target, mis and dqt by the size N of the release. Below the
+floor N < 2 m |Y| (m = baseline values, |Y| = targets of the full table) every test
+simulates, as the published rule does. Above it, a test simulates while its own size lies
+below its hand-over size H and takes its asymptotic value times the correction R(n) from
+there: both are measured for the baseline at hand on a ladder of sizes up to 65,536, with
+the same Monte Carlo draws as the critical values (see :mod:`distgate.stats.handover`).
+Per-target tests are judged by their own size: the published rule used chi-square on
+20-tuple targets of a large release, and kld then blocked 31% of null targets at alpha 0.2.
+
+``auto-paper``: Monte Carlo while the release is small, N < 2 m |Y| (Cochran's rule of
+thumb of about two expected counts per cell), chi-square from then on, dqt by the table of
+normal samples. The chi-square value of mis carries a Bartlett-type factor:
 chi2.ppf(1 - alpha, df) / (2 N ln2) * (1 + c / N), with c fitted so that the value at the
-switch s equals the Monte Carlo one there:
+switch s equals the Monte Carlo one there,
 c = max(0, I_mc(s-1) (s-1) / (chi2.ppf(1 - alpha, (m-1)|Y|) / (2 ln2)) - 1) (s-1)
-(Bartlett, Proc. R. Soc. A 160, 1937; Williams, Biometrika 63, 1976, gives an analytic
-factor, which fits badly when a value is rare). On that table it reproduces the Monte Carlo
-values at N = 800, 2,000 and 8,000 within 1.3%, 0.05% and 0.1%. Where the chi-square value
-is not below the Monte Carlo one at the switch (the sample data) c = 0 and the formula is
-the SPEC's. Beyond ``HANDOVER_RANGE`` times the switch size the factor differs from 1 by a
-few tenths of a percent at most and is dropped, so that assessing a large table needs no
-simulation. (kld is judged per target at sizes n_y far below the switch, where no fitted
-factor is validated; on the same tables kld released exactly as much in ``auto`` as in
-``asymptotic`` mode, so its chi-square value is left as the SPEC gives it.)
+(Bartlett, Proc. R. Soc. A 160, 1937; Williams, Biometrika 63, 1976), dropped beyond
+``HANDOVER_RANGE`` times the switch size: without it, a gate built up to the Monte Carlo
+bound of a sparse table froze at the switch. It keeps the level at the switch; at twice the
+switch mis still blocked 7.8% of null releases at alpha 0.05.
 
 Monte Carlo tables of a small size n are the first n tuples of seeded sequences (see
-:class:`_GrowingNull`), so the next size costs one more tuple per table; larger sizes are
-drawn directly, seeded by the size. Either way a quantile does not depend on the order in
-which sizes are asked for, and quantiles are cached per (statistic, size, alpha) so that
-repeated decisions cost nothing.
+:class:`~distgate.stats.null_tables.GrowingNull`), so the next size costs one more tuple per
+table; larger sizes are drawn directly, seeded by the size. Either way a quantile does not
+depend on the order in which sizes are asked for, and quantiles are cached per (statistic,
+size, alpha) so that repeated decisions cost nothing. A quantile is the smallest value of
+the sample with at most alpha of the draws at or above it
+(:func:`~distgate.stats.handover.upper_quantiles`).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
-from distgate._runtime import numba_loaded
 from distgate.errors import InputError
+from distgate.stats.handover import (
+    LADDER_START,
+    TIE_ABSOLUTE,
+    TIE_RELATIVE,
+    Handover,
+    Law,
+    below,
+    fit_handover,
+    ladder,
+    upper_quantile,
+)
+from distgate.stats.null_tables import GROW_LIMIT, GrowingNull, NullSamples
 
-MODES = ("auto", "asymptotic", "mc")
+__all__ = [
+    "GROW_LIMIT",
+    "TIE_ABSOLUTE",
+    "TIE_RELATIVE",
+    "below",
+    "CriticalValues",
+    "Handover",
+    "Law",
+]
+
+MODES = ("auto", "auto-paper", "asymptotic", "mc")
+AUTOMATIC = ("auto", "auto-paper")  # modes that simulate below the floor
 MIN_DRAWS, MAX_DRAWS = 100, 1_000_000
-HANDOVER_RANGE = 100  # mis's hand-over correction applies below 100 x the switch size
+HANDOVER_RANGE = 100  # auto-paper: mis's correction applies below 100 x the switch size
+LIMIT, PROBE = 2**31 - 1, 2**31 - 2  # the draws of a limit law (dqt), of the ladder's rungs
 DEFAULT_DRAWS = 10_000
 LN2 = float(np.log(2.0))
 
-# Sizes up to GROW_LIMIT are simulated by growing the same tables one tuple at a time
-# (a gate asks for every size in turn); a larger size is drawn directly as multinomials,
-# which costs O(cells) instead of O(n) per table. The method depends on the size alone,
-# so a critical value never depends on which sizes were asked for before.
-GROW_LIMIT = 1024
-SAMPLES_KEPT = 512  # null samples kept for reuse by other alphas (80 KB each)
-BLOCK_VALUES = 4_000_000  # simulated values per block when many sizes grow at once (32 MB)
+PROBES_KEPT = 128  # a test's (statistic, degrees) samples kept likewise (160 KB each)
 
 
 def chi2_quantile(alpha: float, df) -> np.ndarray:
     """chi2.ppf(1 - alpha, df); NaN where df <= 0 (test not applicable). A few values are
     computed without scipy (:mod:`distgate.stats.chi_square`); importing scipy.stats, or even
     scipy.special, costs more than a whole assessment of a small table."""
-    from distgate.stats.chi_square import upper_quantile
+    from distgate.stats.chi_square import upper_quantile as chi2_upper
 
-    return upper_quantile(alpha, df)
-
-
-class _GrowingNull:
-    """``draws`` Monte Carlo tables under independence, grown one tuple at a time.
-
-    The table of size n holds the first n tuples of ``draws`` seeded sequences (tuple j of
-    every sequence comes from its own generator, seeded by (seed, stream, j)), so asking for
-    the next size costs O(draws) and no size depends on which sizes were asked first. The
-    sum T = sum_y (S_y - L_y - n_y log2 n_y), with S_y = sum_x C log2 C and
-    L_y = sum_x C log2 p(x), is kept up to date, so that I = T / n (and, with one row,
-    D = T / n) costs nothing.
-    """
-
-    def __init__(self, rng: Callable[[int], np.random.Generator], probs, rows: int, p, draws: int):
-        self.rng, self.rows, self.draws = rng, rows, draws
-        self.cdf = np.cumsum(probs) / np.sum(probs)
-        with np.errstate(divide="ignore"):
-            self.log_p = np.log2(np.asarray(p, dtype=float))
-        self.cells = len(self.cdf)
-        self.values = self.cells // rows
-        self._restart()
-
-    def _restart(self) -> None:
-        self.size = 0
-        self.counts = np.zeros((self.draws, self.cells), dtype=np.int64)
-        self.row_sizes = np.zeros((self.draws, self.rows), dtype=np.int64)
-        self.total = np.zeros(self.draws)
-
-    def grow_to(self, n: int) -> None:
-        if n < self.size:
-            self._restart()
-        index = np.arange(self.draws)
-        for j in range(self.size, n):
-            cell = self._cells(j)
-            row, value = np.divmod(cell, self.values)
-            c = self.counts[index, cell]
-            m = self.row_sizes[index, row]
-            self.total += _xlog2x_step(c) - self.log_p[value] - _xlog2x_step(m)
-            self.counts[index, cell] = c + 1
-            self.row_sizes[index, row] = m + 1
-        self.size = n
-
-    def _cells(self, j: int) -> np.ndarray:
-        """The cell of tuple j of every table."""
-        cell = np.searchsorted(self.cdf, self.rng(j).random(self.draws), side="right")
-        return np.minimum(cell, self.cells - 1)
-
-    def informations(self, n: int) -> np.ndarray:
-        """I of every table at each size from the current one + 1 to ``n`` (one row per
-        size), growing the tables to ``n``; compiled when numba is loaded already."""
-        first = self.size + 1
-        if not numba_loaded():
-            rows = []
-            for size in range(first, n + 1):
-                self.grow_to(size)
-                rows.append(self.information())
-            return np.array(rows).reshape(-1, self.draws)
-        from distgate.stats.critical_growth import grow
-
-        uniforms = np.empty((n - self.size, self.draws))
-        for j in range(self.size, n):
-            uniforms[j - self.size] = self.rng(j).random(self.draws)
-        step = _xlog2x_step(np.arange(n + 1))
-        out = np.empty(uniforms.shape)
-        grow(
-            uniforms,
-            self.cdf,
-            self.values,
-            self.log_p,
-            step,
-            self.counts,
-            self.row_sizes,
-            self.total,
-            first,
-            out,
-        )
-        self.size = n
-        return out
-
-    def information(self) -> np.ndarray:
-        """I (or D with one row) of every table at the current size."""
-        return self.total / self.size
-
-
-def _xlog2x_step(c: np.ndarray) -> np.ndarray:
-    """(c+1) log2(c+1) - c log2 c."""
-    c = c.astype(float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return (c + 1) * np.log2(c + 1) - np.where(c > 0, c * np.log2(np.maximum(c, 1)), 0.0)
-
-
-TIE_RELATIVE = 1e-9
-TIE_ABSOLUTE = 1e-12
-
-
-def below(statistic, critical):
-    """statistic < critical, counting values within rounding of the critical value as equal
-    (so not below). Incremental and from-scratch sums differ in the last bits, and a Monte
-    Carlo critical value is itself an attainable value of the statistic: without this a
-    decision at such a tie would depend on the order of floating-point additions."""
-    return statistic < critical - (TIE_RELATIVE * np.abs(critical) + TIE_ABSOLUTE)
+    return chi2_upper(alpha, df)
 
 
 def check_alpha(alpha: float) -> float:
@@ -186,16 +110,52 @@ def check_threshold(threshold: float | None) -> float | None:
     return value
 
 
+class HandoverStore(Protocol):
+    """Where measured hand-overs are kept between runs (:mod:`distgate.data.cache`): the
+    measurement depends only on the inputs its ``key`` digests, so a later command on the
+    same baseline reads it instead of drawing the ladder again."""
+
+    def load(self, key: str) -> Handover | None: ...
+
+    def save(self, key: str, handover: Handover) -> None: ...
+
+
+@functools.cache
+def _code_digest() -> str:
+    """A digest of the statistics' code: a stored hand-over measured by other code (an
+    edited or upgraded distgate) is never read."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=8)
+def _equal_targets(p: bytes, targets: int, draws: int, seed: int) -> CriticalValues:
+    """Critical values of baseline ``p`` over ``targets`` equally frequent targets, shared
+    within the process: the rungs of a global test's hand-over are drawn from them, so that
+    measuring it again for other target frequencies (a repair's candidates, a gate's
+    release and its assessment) reuses their draws and costs a fit."""
+    return CriticalValues(np.frombuffer(p, dtype="<f8"), np.ones(targets), draws=draws, seed=seed)
+
+
 @dataclass
-class CriticalValues:
+class CriticalValues(NullSamples):
     """Source of critical values for one baseline.
 
     ``target_weights`` are the target frequencies of the full table (used to draw Y in the
-    Monte Carlo null of mutual information); ``full_targets`` is |Y| for the ``auto`` switch.
+    Monte Carlo null of the global tests); ``full_targets`` is |Y| for the floor.
 
     Every simulated statistic draws from its own random stream: the small integer its
     metric's record carries (:mod:`distgate.stats.metrics.registry`), mixed into the seed.
-    Callers pass it (``stream=``), so that this module knows no metric by name.
+    Callers pass it (``stream=``, or a :class:`Law` that carries it), so that this module
+    knows no metric by name. ``store``: where measured hand-overs are kept between runs
+    (:class:`HandoverStore`; None: measured in every process). ``lender``: another source
+    whose measured hand-overs this one takes instead of measuring its own (a repair judges
+    its candidate plans under the hand-overs of the table as given, :meth:`lent`).
+    ``floor``: ``"size"`` judges a release below the floor 2 m |Y| by Monte Carlo in every
+    test; ``"above"`` and ``"below"`` take every release to lie past it or below it (a
+    repair's per-target search judges targets alone, in either regime of a release).
     """
 
     p: np.ndarray
@@ -204,9 +164,13 @@ class CriticalValues:
     draws: int = DEFAULT_DRAWS
     seed: int = 0
     ordered: bool = True
+    store: Any = field(default=None, repr=False, compare=False)
+    lender: CriticalValues | None = field(default=None, repr=False, compare=False)
+    floor: str = "size"
     _cache: dict = field(default_factory=dict, repr=False)
     _samples: OrderedDict = field(default_factory=OrderedDict, repr=False)
     _growers: dict = field(default_factory=dict, repr=False)
+    _probes: OrderedDict = field(default_factory=OrderedDict, repr=False)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -234,15 +198,249 @@ class CriticalValues:
 
     @property
     def switch_size(self) -> int:
-        """N from which ``auto`` uses chi-square: 2 m |Y|."""
+        """The floor: N below which ``auto`` and ``auto-paper`` simulate every test,
+        2 m |Y| (``auto-paper`` switches to chi-square there)."""
         return 2 * len(self.p) * self.full_targets
 
+    @property
+    def calibrated(self) -> bool:
+        """Whether each test hands over at its own measured size (``auto``)."""
+        return self.mode == "auto"
+
+    def use_mc(self, total) -> np.ndarray:
+        """Whether a release of ``total`` tuples is judged by Monte Carlo in every test: always
+        in ``mc``, never in ``asymptotic``, below the floor otherwise."""
+        total = np.asarray(total)
+        if self.mode == "mc":
+            return np.ones(total.shape, dtype=bool)
+        if self.mode == "asymptotic" or self.floor == "above":
+            return np.zeros(total.shape, dtype=bool)
+        if self.floor == "below":
+            return np.ones(total.shape, dtype=bool)
+        return total < self.switch_size
+
+    def lent(
+        self, p: np.ndarray, target_weights: np.ndarray, *, floor: str = "size"
+    ) -> CriticalValues:
+        """Critical values of another baseline and targets (a candidate plan's) with this
+        source's mode, seed and draws, which take this source's measured hand-overs
+        instead of measuring their own: a search judges many candidates at the cost of one
+        measurement per test (their own Monte Carlo quantiles are still drawn)."""
+        return CriticalValues(
+            p,
+            target_weights,
+            mode=self.mode,
+            draws=self.draws,
+            seed=self.seed,
+            ordered=self.ordered,
+            lender=self,
+            floor=floor,
+        )
+
+    def own(self) -> CriticalValues:
+        """These critical values with hand-overs measured for their own baseline and
+        targets (what ``distgate assess`` computes for a written release)."""
+        store = self.store if self.lender is None else self.lender.store
+        return CriticalValues(
+            self.p,
+            self.target_weights,
+            mode=self.mode,
+            draws=self.draws,
+            seed=self.seed,
+            ordered=self.ordered,
+            store=store,
+            floor=self.floor,
+        )
+
+    # ------------------------------------------------------------------ tests by their law
+
+    def handover(self, law: Law, alpha: float) -> Handover:
+        """Where ``law`` hands over at ``alpha`` in ``auto`` mode, measured on the ladder
+        (cached; the null samples of the ladder serve every alpha). The rungs have draws of
+        their own; at the hand-over size the correction is taken from the draws of the
+        Monte Carlo critical value there, so that the two meet."""
+        if self.lender is not None:
+            return self.lender.handover(law, alpha)
+        key = ("handover", law.key, alpha)
+        if key not in self._cache:
+            stored = self._stored_key(law, alpha) if self.store is not None else None
+            fitted = self.store.load(stored) if stored is not None else None
+            if fitted is None:
+                fitted = self._measure_handover(law, alpha)
+                if stored is not None:
+                    self.store.save(stored, fitted)
+            self._cache[key] = fitted
+        return self._cache[key]
+
+    def _stored_key(self, law: Law, alpha: float) -> str:
+        """A digest of everything a measured hand-over depends on: the test, alpha, the
+        seed and draws, the baseline (and, for a global test, the target frequencies) and
+        the code that measures it."""
+        digest = hashlib.sha256(
+            json.dumps(
+                [_code_digest(), law.key, law.stream, float(alpha), int(self.seed), self.draws]
+            ).encode()
+        )
+        digest.update(np.ascontiguousarray(self.p, dtype="<f8").data)
+        if law.is_global:
+            digest.update(np.ascontiguousarray(self.target_weights, dtype="<f8").data)
+        return f"handover-{law.key}-{digest.hexdigest()[:40]}"
+
+    def _measure_handover(self, law: Law, alpha: float) -> Handover:
+        """The hand-over measured on the ladder (see :meth:`handover`). A global test's
+        rungs draw the targets equally often: its correction then depends on the number of
+        targets, not on their frequencies, so that releases whose targets differ a little
+        in size (a repair's candidates, a gate's release and its assessment) get the same
+        correction instead of ones that differ by the noise of their own draws (1-2% for
+        dqt); its Monte Carlo values, and the correction at the hand-over size, which
+        meets them there, keep the frequencies of the release."""
+        first = max(self.switch_size, LADDER_START) if law.is_global else LADDER_START
+        sizes = ladder(first)
+        rungs = self
+        if law.is_global:
+            key = np.ascontiguousarray(self.p, dtype="<f8").tobytes()
+            rungs = _equal_targets(key, self.full_targets, self.draws, self.seed)
+        samples = [rungs._ratios(law, alpha, int(n)) for n in sizes]
+        fitted = fit_handover(sizes, samples, alpha, first=int(sizes[0]))
+        for _ in sizes:  # the hand-over rung's sample changes its neighbours' checks
+            at = int(np.searchsorted(sizes, fitted.start))
+            samples[at] = self._ratios(law, alpha, fitted.start, monte_carlo=True)
+            refitted = fit_handover(sizes, samples, alpha, first=fitted.start)
+            done = refitted.start == fitted.start
+            fitted = refitted
+            if done:
+                break
+        return fitted
+
+    def _ratios(self, law: Law, alpha: float, n: int, *, monte_carlo: bool = False):
+        return law.ratios(self, alpha, *self._probe(law, n, monte_carlo=monte_carlo), n)
+
+    def simulated(self, law: Law, alpha: float, own, floor) -> np.ndarray:
+        """Whether the critical value of ``law`` at its own sizes ``own`` is a Monte Carlo
+        one, given whether the release lies below the floor (``floor``, broadcast to
+        ``own``: :meth:`use_mc` of its size)."""
+        own = np.asarray(own)
+        simulated = np.broadcast_to(np.asarray(floor, dtype=bool), own.shape)
+        if self.mode == "auto-paper" and not law.paper_floor:
+            return np.zeros(own.shape, dtype=bool)
+        if self.calibrated:
+            simulated = simulated | (own < self.handover(law, alpha).start)
+        return np.array(simulated)
+
+    def factor(self, law: Law, alpha: float, own) -> np.ndarray:
+        """What the asymptotic value of ``law`` is multiplied by at its own sizes ``own``:
+        the measured correction in ``auto`` (NaN below the hand-over), the published
+        Bartlett-type factor of mis in ``auto-paper``, 1 otherwise."""
+        own = np.asarray(own, dtype=float)
+        if self.calibrated:
+            return self.handover(law, alpha).factor(own)
+        if self.mode == "auto-paper" and law.paper:
+            return self.paper_factor(alpha, own, stream=law.stream)
+        return np.ones(own.shape)
+
+    def values(self, law: Law, alpha: float, own, asymptotic, *, floor) -> tuple:
+        """(critical values, simulated) of ``law`` at its own sizes ``own`` (0: absent, NaN),
+        given the asymptotic values there (NaN: not applicable) and whether the release is
+        below the floor (see :meth:`simulated`)."""
+        own = np.asarray(own)
+        simulated = self.simulated(law, alpha, own, floor)
+        with np.errstate(invalid="ignore"):
+            critical = np.asarray(asymptotic, dtype=float) * self.factor(law, alpha, own)
+        if simulated.any():
+            sizes = np.where(simulated, own, 0)
+            if law.studentized and self.calibrated:
+                quantiles = np.asarray(asymptotic) * self.ratio_quantiles(law, sizes, alpha)
+            else:
+                quantiles = self.law_quantiles(law, sizes, alpha)
+            critical = np.where(simulated, quantiles, critical)
+        return critical, simulated
+
+    def ratio_quantiles(self, law: Law, sizes, alpha: float) -> np.ndarray:
+        """Monte Carlo (1 - alpha) quantile of the ratio statistic / asymptotic value of
+        ``law`` at each size (NaN at size 0): the factor of a studentized law's
+        asymptotic value below its hand-over (see :class:`Law`)."""
+        sizes = np.asarray(sizes)
+        unique, where = np.unique(sizes, return_inverse=True)
+        values = np.full(len(unique), np.nan)
+        for i, n in enumerate(unique.astype(np.int64).tolist()):
+            if n > 0:
+                key = ("ratio", law.key, n, alpha)
+                if key not in self._cache:
+                    ratios = self._ratios(law, alpha, n, monte_carlo=True)
+                    self._cache[key] = upper_quantile(ratios, alpha)
+                values[i] = self._cache[key]
+        return values[where].reshape(sizes.shape)
+
+    def law_quantiles(self, law: Law, sizes, alpha: float) -> np.ndarray:
+        """Monte Carlo (1 - alpha) quantile of the statistic of ``law`` at each size (NaN at
+        size 0): per-target tests draw n_y values from the baseline, global ones N tuples
+        with X ~ baseline and Y ~ the full table's target frequencies."""
+
+        def statistic(counts, p):
+            return law.statistic(counts, p)[0]
+
+        if not law.is_global:
+            return self.per_target(
+                law.key,
+                lambda c, p: statistic(c, p)[:, None],
+                sizes,
+                alpha,
+                stream=law.stream,
+                information=law.information,
+            )
+        return self._global(law.key, law.stream, statistic, sizes, alpha, law.information)
+
+    def dixon_limit(self, alpha: float, *, stream: int) -> float:
+        """The (1 - alpha) quantile of Dixon's Q in the limit of large releases under
+        independence: Q over the distances chi2_y / w_y of the full table's targets (each
+        2 n_y ln2 D(y) tends to an independent chi-square with N_X - 1 degrees of freedom,
+        and n_y / N to the target's weight w_y); NaN with fewer than three targets."""
+        from distgate.stats.metrics.dixon import dixon_q
+
+        key = ("dixon-limit", alpha)
+        if key not in self._cache:
+            df = int((self.p > 0).sum()) - 1
+            value = float("nan")
+            if self.full_targets >= 3 and df > 0:
+                rng = np.random.default_rng([self.seed, stream, LIMIT])
+                shape = (self.draws, self.full_targets)
+                q, _ = dixon_q(rng.chisquare(df, size=shape) / self.target_weights)
+                value = upper_quantile(np.nan_to_num(q, nan=0.0), alpha)
+            self._cache[key] = value
+        return self._cache[key]
+
+    def _probe(self, law: Law, n: int, *, monte_carlo: bool = False) -> tuple:
+        """(statistic, degrees) of null draws of ``law`` at size n (cached): a rung's own
+        draws, or (``monte_carlo``) those of its Monte Carlo critical value at n."""
+        key = (law.key, n, monte_carlo)
+        if key in self._probes:
+            self._probes.move_to_end(key)
+        else:
+            rows = self.full_targets if law.is_global else 1
+            probs = self._joint() if law.is_global else self.p
+            if monte_carlo and n <= GROW_LIMIT:
+                grower = self._grower(law.key, law.stream, probs, rows)
+                grower.grow_to(n)
+                sample = grower.counts
+            else:
+                rng = self._rng(law.stream, n) if monte_carlo else self._rng(law.stream, PROBE, n)
+                sample = rng.multinomial(n, probs, size=self.draws)
+            self._probes[key] = law.statistic(sample.reshape(self.draws, rows, -1), self.p)
+            if len(self._probes) > PROBES_KEPT:
+                self._probes.popitem(last=False)
+        return self._probes[key]
+
+    def _joint(self) -> np.ndarray:
+        return np.outer(self.target_weights, self.p).ravel()
+
+    # ------------------------------------------------------------------ the published rule
+
     def handover_correction(self, alpha: float, *, stream: int) -> float:
-        """c of the hand-over correction of mis (module docstring); 0 unless ``auto``.
-        ``stream``: mis's Monte Carlo stream."""
-        if self.mode != "auto":
+        """c of the published hand-over correction of mis (module docstring); 0 unless
+        ``auto-paper``. ``stream``: mis's Monte Carlo stream."""
+        if self.mode != "auto-paper":
             return 0.0
-        key = ("handover", alpha)
+        key = ("paper-handover", alpha)
         if key not in self._cache:
             s = self.switch_size
             df = (int((self.p > 0).sum()) - 1) * self.full_targets
@@ -255,30 +453,26 @@ class CriticalValues:
             self._cache[key] = correction
         return self._cache[key]
 
+    def paper_factor(self, alpha: float, totals, *, stream: int) -> np.ndarray:
+        """1 + c / N between the switch and ``HANDOVER_RANGE`` times it (``auto-paper``)."""
+        totals = np.asarray(totals, dtype=float)
+        near = (totals >= self.switch_size) & (totals < HANDOVER_RANGE * self.switch_size)
+        if self.mode != "auto-paper" or not np.any(near):
+            return np.ones(totals.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            correction = 1.0 + self.handover_correction(alpha, stream=stream) / totals
+        return np.where(near, correction, 1.0)
+
     def mis_asymptotic(self, alpha: float, totals, df, *, stream: int) -> np.ndarray:
         """Chi-square critical value of mis for releases of ``totals`` tuples with ``df``
-        degrees of freedom (NaN where df <= 0), with the hand-over correction in ``auto``
-        mode (``stream``: mis's Monte Carlo stream, which fits it)."""
+        degrees of freedom (NaN where df <= 0), with the published hand-over correction in
+        ``auto-paper`` mode (``stream``: mis's Monte Carlo stream, which fits it)."""
         totals = np.asarray(totals, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore"):
             value = chi2_quantile(alpha, df) / (2.0 * totals * LN2)
-            near = (totals >= self.switch_size) & (totals < HANDOVER_RANGE * self.switch_size)
-            if self.mode == "auto" and np.any(near):
-                value = np.where(
-                    near,
-                    value * (1.0 + self.handover_correction(alpha, stream=stream) / totals),
-                    value,
-                )
-        return value
+        return value * self.paper_factor(alpha, totals, stream=stream)
 
-    def use_mc(self, total) -> np.ndarray:
-        """Whether a release of ``total`` tuples is judged by Monte Carlo."""
-        total = np.asarray(total)
-        if self.mode == "mc":
-            return np.ones(total.shape, dtype=bool)
-        if self.mode == "asymptotic":
-            return np.zeros(total.shape, dtype=bool)
-        return total < self.switch_size
+    # ------------------------------------------------------------------ Monte Carlo tables
 
     def _rng(self, stream: int, *size: int) -> np.random.Generator:
         return np.random.default_rng([self.seed, stream, *size])
@@ -319,22 +513,33 @@ class CriticalValues:
         Y ~ the full table's target frequencies, independent (random stream ``stream``)."""
         from distgate.stats.metrics.information import mutual_information
 
-        joint = np.outer(self.target_weights, self.p).ravel()
+        return self._global("mis", stream, mutual_information, totals, alpha, True)
+
+    def _global(
+        self, name: str, stream: int, statistic: Callable, sizes, alpha: float, information: bool
+    ) -> np.ndarray:
+        """(1 - alpha) quantile of ``statistic`` (of counts (draws, |Y|, |X|)) over draws of
+        N tuples with X ~ baseline and Y ~ the full table's target frequencies, for every N
+        in ``sizes``. ``information``: the statistic is the mutual information, which the
+        growing tables keep up to date."""
+        joint = self._joint()
         shape = (self.full_targets, len(self.p))
-        grower = self._grower("mis", stream, joint, self.full_targets)
+        grower = self._grower(name, stream, joint, self.full_targets)
 
         def null(n: int) -> np.ndarray:
             if n > GROW_LIMIT:
                 sample = self._rng(stream, n).multinomial(n, joint, size=self.draws)
-                return mutual_information(sample.reshape(-1, *shape), self.p)
+                return statistic(sample.reshape(-1, *shape), self.p)
             grower.grow_to(n)
-            return grower.information()
+            if information:
+                return grower.information()
+            return statistic(grower.counts.reshape(-1, *shape), self.p)
 
-        return self._quantiles("mis", totals, alpha, null, grower)
+        return self._quantiles(name, sizes, alpha, null, grower if information else None)
 
-    def _grower(self, name: str, stream: int, probs: np.ndarray, rows: int) -> _GrowingNull:
+    def _grower(self, name: str, stream: int, probs: np.ndarray, rows: int) -> GrowingNull:
         if name not in self._growers:
-            self._growers[name] = _GrowingNull(
+            self._growers[name] = GrowingNull(
                 lambda j: np.random.default_rng([self.seed, stream, j]),
                 probs,
                 rows,
@@ -342,94 +547,6 @@ class CriticalValues:
                 self.draws,
             )
         return self._growers[name]
-
-    def _quantiles(
-        self,
-        name: str,
-        sizes,
-        alpha: float,
-        null: Callable,
-        grower: _GrowingNull | None = None,
-    ) -> np.ndarray:
-        """Quantiles per size, cached per (name, size, alpha); the simulated null sample of
-        a size is kept (least recently used first out) so that other alphas reuse it. With
-        the ``grower`` of an information statistic, many small sizes are grown in one pass."""
-        sizes = np.asarray(sizes)
-        unique, where = np.unique(sizes, return_inverse=True)
-        if grower is not None:
-            self._grow_many(name, unique, alpha, grower)
-        self._draw_many(name, unique, alpha, null)
-        values = np.full(len(unique), np.nan)
-        for i, n in enumerate(unique.astype(np.int64).tolist()):
-            if n <= 0:
-                continue
-            key = (name, n, alpha)
-            if key not in self._cache:
-                self._cache[key] = float(np.quantile(self._null_sample(name, n, null), 1 - alpha))
-            values[i] = self._cache[key]
-        return values[where].reshape(sizes.shape)
-
-    def _draw_many(self, name: str, sizes: np.ndarray, alpha: float, null: Callable) -> None:
-        """Simulate the null samples of the large sizes not known yet on both cores: each
-        size draws from its own generator, seeded by the size, so they are independent of
-        each other and of the order they are drawn in (numpy releases the GIL while it
-        draws)."""
-        wanted = [
-            n
-            for n in sizes.astype(np.int64).tolist()
-            if n > GROW_LIMIT
-            and (name, n, alpha) not in self._cache
-            and (name, n) not in self._samples
-        ]
-        if len(wanted) < 2:
-            return
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            for n, sample in zip(wanted, pool.map(null, wanted), strict=True):
-                self._keep(name, n, sample)
-
-    def _grow_many(self, name: str, sizes: np.ndarray, alpha: float, grower: _GrowingNull) -> None:
-        """Fill the cache for the small ``sizes`` (sorted) not in it: the tables grow once
-        through them, a block of sizes at a time, and each block's quantiles are taken in
-        one call (the same values as size by size: np.quantile along an axis is the 1-d
-        quantile of each row)."""
-        wanted = [
-            n
-            for n in sizes.astype(np.int64).tolist()
-            if 0 < n <= GROW_LIMIT
-            and (name, n, alpha) not in self._cache
-            and (name, n) not in self._samples
-        ]
-        if len(wanted) < 2:
-            return
-        if grower.size >= wanted[0]:
-            grower.grow_to(0)
-        block = max(1, BLOCK_VALUES // self.draws)  # rows of a block: memory stays bounded
-        start = 0
-        while start < len(wanted):
-            chosen = [n for n in wanted[start:] if n < wanted[start] + block]
-            grower.grow_to(max(grower.size, chosen[0] - 1))  # a gap is grown, not kept
-            first = grower.size + 1
-            rows = grower.informations(chosen[-1])[np.array(chosen) - first]
-            quantiles = np.quantile(rows, 1 - alpha, axis=1)
-            for n, row, q in zip(chosen, rows, quantiles, strict=True):
-                self._cache[(name, n, alpha)] = float(q)
-                self._keep(name, n, row.copy())
-            start += len(chosen)
-
-    def _keep(self, name: str, n: int, sample: np.ndarray) -> None:
-        self._samples[(name, n)] = sample
-        if len(self._samples) > SAMPLES_KEPT:
-            self._samples.popitem(last=False)
-
-    def _null_sample(self, name: str, n: int, null: Callable) -> np.ndarray:
-        key = (name, n)
-        if key in self._samples:
-            self._samples.move_to_end(key)
-        else:
-            self._keep(name, n, null(n))
-        return self._samples[key]
 
     def dixon(self, sizes: np.ndarray, alpha: float, *, stream: int) -> float:
         """(1 - alpha) quantile of Dixon's Q under independence, given the targets' sizes
@@ -446,5 +563,5 @@ class CriticalValues:
             rng = self._rng(stream, len(sizes), sum(sizes))
             draws = np.stack([rng.multinomial(n, self.p, size=self.draws) for n in sizes], axis=1)
             q, _ = dixon_q(kl_distance(draws, self.p))
-            self._cache[key] = float(np.quantile(np.nan_to_num(q, nan=0.0), 1.0 - alpha))
+            self._cache[key] = upper_quantile(np.nan_to_num(q, nan=0.0), alpha)
         return self._cache[key]

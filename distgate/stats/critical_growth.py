@@ -1,9 +1,10 @@
 """Compiled growth of the Monte Carlo null tables of :mod:`distgate.stats.critical`.
 
-The gate asks for the critical value of every size below the ``auto`` switch (hundreds of
-sizes, each one more tuple per table): the numpy loop in ``_GrowingNull`` spends its time
-in per-size overhead, this loop does the same arithmetic in the same order (so the totals
-are bit-identical) at the cost of the arithmetic alone. It is used once numba is imported
+The gate asks for the critical value of every size below a test's hand-over (hundreds of
+sizes, each one more tuple per table): the numpy loop of ``GrowingNull``
+(:mod:`distgate.stats.null_tables`) spends its time in per-size overhead, this loop does
+the same arithmetic in the same order (so the totals are bit-identical) at the cost of the
+arithmetic alone. It is used once numba is imported
 anyway (replay and simulate compile the gate); an ``assess`` does not pay numba's start-up
 for it.
 """

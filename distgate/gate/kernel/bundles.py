@@ -73,17 +73,26 @@ class Tables(NamedTuple):
     logp: np.ndarray  # (X,) log2 p(x)
     p: np.ndarray  # (X,)
     chi2: np.ndarray  # chi2.ppf(1 - alpha, df) by df
-    kld_mc: np.ndarray  # Monte Carlo critical value of D by n_y (below the switch)
-    mis_mc: np.ndarray  # Monte Carlo critical value of I by N (below the switch)
+    # critical values (distgate.gate.kernel.statistics): Monte Carlo ones by a test's own
+    # size below the floor or its hand-over size, the factor of the asymptotic value above
+    kld_mc: np.ndarray  # Monte Carlo critical value of D by n_y
+    kld_switch: int  # kld's hand-over size (0: none)
+    kld_factor: np.ndarray  # by n_y (its last entry beyond)
+    cst_mc: np.ndarray  # Monte Carlo factor of cst's chi-square value by n_y
+    cst_switch: int
+    cst_factor: np.ndarray
+    cst_floor: bool  # cst too is simulated below the floor (not under the published rule)
+    mis_mc: np.ndarray  # Monte Carlo critical value of I by N
+    mis_switch: int  # mis's hand-over size (at least the floor in auto modes)
+    mis_factor: np.ndarray  # by N (auto-paper: the published 1 + c / N)
+    dqt_sized: np.ndarray  # Q_c by N (auto); empty: the table of normal samples by count
     dixon: np.ndarray  # Dixon critical value by number of targets
     spread: np.ndarray  # exposure: sqrt(m / (m - 2)) by number of targets m (0 for m < 3)
     need_n: np.ndarray  # (Y,) released tuples a target needs to leave its grace
     need_v: np.ndarray  # (Y,) distinct released values it needs
-    mis_correction: float  # c of mis's hand-over correction (distgate.stats.critical)
-    mis_correction_below: int  # ... which applies below this many released tuples
     domain: int  # N_X: baseline values with p > 0
-    auto: bool  # Monte Carlo values below ``switch`` released tuples
-    switch: int
+    auto: bool  # Monte Carlo values for every test below ``switch`` released tuples
+    switch: int  # the floor
     queue_on: bool
     xlogx: np.ndarray  # c log2 c for c up to the largest target + 1 (distgate.gate.core)
     distances: bool  # keep D(y) and n_y D(y) current (mis, dqt, exposure look at them)
@@ -163,8 +172,8 @@ class Work(NamedTuple):
     edges: np.ndarray  # int64, (|Y|, 3): places a, b of the last recheck, and its settle
     mis_limit: np.ndarray  # float[2]: mis's (critical - tie) N1, target present / new; NaN
     # when mis is not chosen
-    dqt: np.ndarray  # float, (4, |Y|): the other targets' largest, second and smallest
-    # distance and their number, as a target's last dqt recheck saw them
+    dqt: np.ndarray  # float, (5, |Y|): the other targets' largest, second and smallest
+    # distance, their number and Q_c by size (auto), as a target's last dqt recheck saw them
     ranks: np.ndarray  # float, 11: the release's three largest and two smallest distances,
     # which targets hold the largest two and the smallest, how many there are, how many
     # distinct ones (up to 4) and whether one is infinite (see dqt_ranks)
@@ -212,7 +221,7 @@ def work_space(n_targets: int, n_values: int, groups: int) -> Work:
         breaks=np.zeros((4, n_targets)),
         edges=np.zeros((n_targets, 3), dtype=np.int64),
         mis_limit=np.full(2, np.nan),
-        dqt=np.zeros((4, n_targets)),
+        dqt=np.zeros((5, n_targets)),
         ranks=np.zeros(11),
         order=np.zeros(cells, dtype=np.int64),
         place=np.zeros(cells, dtype=np.int64),

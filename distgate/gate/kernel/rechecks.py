@@ -32,6 +32,7 @@ from distgate.gate.kernel.bundles import (
     AT_TOP2,
     BOTTOM1,
     BOTTOM2,
+    CHECKED_TOTAL,
     CLOSES_TAIL,
     CST_FAMILY,
     DISTINCT,
@@ -63,7 +64,14 @@ from distgate.gate.kernel.keyed import (
     value_part,
 )
 from distgate.gate.kernel.queue import apply_note
-from distgate.gate.kernel.statistics import check_apart, group_term
+from distgate.gate.kernel.statistics import (
+    check_apart,
+    cst_critical,
+    dqt_critical,
+    group_term,
+    scaled,
+    use_mc,
+)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -162,7 +170,8 @@ def recheck_cst(y, tables, counts, queue, work):
                 if g == 1:
                     safe, exact = True, False  # a single group: nothing to test
                 else:
-                    crit = tables.chi2[g - 1]
+                    mc1 = use_mc(counts.tally[CHECKED_TOTAL] + 1, tables)
+                    crit = cst_critical(counts.n[y] + 1, g, mc1, tables)
                     limit = crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)
                     margin = ROUNDING * (abs(base) + abs(stat) + abs(crit) + 1.0)
                     if stat < limit - margin:
@@ -236,7 +245,7 @@ def dqt_view(y, counts, work):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def dqt_moved(y, counts, work):
+def dqt_moved(y, tables, counts, work):
     """Has y's view of the others changed since its last dqt recheck? (Always, when the
     distances do not let Q be worked out from the view: see recheck_dqt.)"""
     largest, second, smallest, targets = dqt_view(y, counts, work)
@@ -244,6 +253,10 @@ def dqt_moved(y, counts, work):
     if r[DISTINCT] < 4 or r[INFINITE] != 0:
         return True
     v = work.dqt
+    if tables.dqt_sized.shape[0] > 0:  # Q_c by release size: it moves with every release
+        N1 = counts.tally[CHECKED_TOTAL] + 1
+        if scaled(tables.dqt_sized, N1) != v[4, y]:
+            return True
     return not (
         v[0, y] == largest and v[1, y] == second and v[2, y] == smallest and v[3, y] == targets
     )
@@ -272,7 +285,10 @@ def recheck_dqt(y, tables, counts, queue, work):
     # how far (rest + g) / n1 can lie from D1 summed over the row (ZERO: D1 rounded to 0)
     off = ROUNDING * (abs(counts.S[y]) + abs(counts.L[y]) + n1 + 1.0) / n1 + 2.0 * ZERO
     count = int(targets)
-    crit = tables.dixon[count] if count >= 3 else np.nan
+    N1 = counts.tally[CHECKED_TOTAL] + 1
+    crit = dqt_critical(N1, count, tables) if count >= 3 else np.nan
+    if tables.dqt_sized.shape[0] > 0:
+        v[4, y] = scaled(tables.dqt_sized, N1)
     limit = crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)
     for x in range(X):
         cell = y * X + x
@@ -358,7 +374,7 @@ def recheck_after(ty, scan_all, moved_first, moved_last, tables, counts, queue, 
             keyed_edges(y, tables, counts, work)
         if need == 0 and keyed and moving and not keyed_stable(y, counts, work):
             need = KEYED_FAMILY
-        if families & DQT_FAMILY and dqt_moved(y, counts, work):
+        if families & DQT_FAMILY and dqt_moved(y, tables, counts, work):
             need |= DQT_FAMILY
         if need != 0:
             recheck_target(y, need, ty, moved_first, moved_last, tables, counts, queue, work)

@@ -50,18 +50,29 @@ def row_distance(C, y, extra, n, logp):
     return d
 
 
+# ---- critical values: Monte Carlo below the floor (use_mc) or below a test's own hand-over
+# size, its asymptotic value times the tabulated correction from there
+# (distgate.stats.critical; the tables come from distgate.gate.compiled.kernel_tables)
+
+
 @njit(cache=True, inline="always", _nrt=False)
 def use_mc(total, tables):
     return tables.auto and total < tables.switch
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def scaled(table, n):
+    """table[n]; its last entry past its end."""
+    return table[min(n, table.shape[0] - 1)]
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def kld_critical(n, mc, tables):
     if tables.domain <= 1 or n <= 0:
         return np.nan
-    if mc:
+    if mc or n < tables.kld_switch:
         return tables.kld_mc[n]
-    return tables.chi2[tables.domain - 1] / (2.0 * n * LN2)
+    return tables.chi2[tables.domain - 1] / (2.0 * n * LN2) * scaled(tables.kld_factor, n)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -69,12 +80,27 @@ def mis_critical(N1, NY1, mc, tables):
     df = (tables.domain - 1) * NY1
     if df <= 0:
         return np.nan
-    if mc:
+    if mc or N1 < tables.mis_switch:
         return tables.mis_mc[N1]
-    value = tables.chi2[df] / (2.0 * N1 * LN2)
-    if tables.auto and N1 < tables.mis_correction_below:
-        value = value * (1.0 + tables.mis_correction / N1)
-    return value
+    return tables.chi2[df] / (2.0 * N1 * LN2) * scaled(tables.mis_factor, N1)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def cst_critical(n1, groups, mc, tables):
+    """F_c of a target of n1 tuples whose row merges into ``groups`` groups (> 1): its
+    chi-square value times the Monte Carlo factor at n1 or the measured correction."""
+    if (mc and tables.cst_floor) or n1 < tables.cst_switch:
+        return tables.chi2[groups - 1] * tables.cst_mc[n1]
+    return tables.chi2[groups - 1] * scaled(tables.cst_factor, n1)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def dqt_critical(N1, count, tables):
+    """Q_c of a release of N1 tuples with ``count`` (>= 3) targets: by size when tabulated
+    (auto), else the table of normal samples by count."""
+    if tables.dqt_sized.shape[0] > 0:
+        return scaled(tables.dqt_sized, N1)
+    return tables.dixon[count]
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -251,7 +277,7 @@ def check(y, x, tables, counts, work, families):
         elif m == CST:
             stat, groups = cst_statistic(counts.C, y, x, n1 * 1.0, tables.p)
             if groups > 1:
-                crit = tables.chi2[groups - 1]
+                crit = cst_critical(n1, groups, mc1, tables)
                 ok = is_below(stat, crit)
         else:  # DQT and EXPOSURE look at every checked target
             Y = counts.n.shape[0]
@@ -260,7 +286,7 @@ def check(y, x, tables, counts, work, families):
             if m == DQT:
                 stat, count = dixon_statistic(d)
                 if count >= 3:
-                    crit = tables.dixon[count]
+                    crit = dqt_critical(N1, count, tables)
                 ok = math.isnan(stat) or is_below(stat, crit)
             else:
                 for t in range(Y):

@@ -27,7 +27,8 @@ class Candidate:
 
     ``n1``: the target's released tuples with it; ``N1``: the checked release's size with
     it; ``targets1``: targets present in the checked release with it; ``simulated``:
-    whether critical values at this size are Monte Carlo ones; ``distance``: the
+    whether the release lies below the floor, where every test's critical values are
+    Monte Carlo ones; ``distance``: the
     target's KL distance D(y) with it (inf for a value the baseline rules out);
     ``weighted`` and ``term``: sum_t n_t D(t) over the checked release and n_y D(y),
     both before it (mis updates I in O(1) from them); ``domain``: N_X, the baseline

@@ -27,11 +27,11 @@ from collections.abc import Callable
 import numpy as np
 
 from distgate.stats.critical import LN2, below, chi2_quantile
+from distgate.stats.handover import GLOBAL, PER_TARGET, Law
 from distgate.stats.metrics.dixon import dixon_critical, dixon_critical_array, dixon_q
 from distgate.stats.metrics.information import (
     domain_values,
     exposure,
-    kl_distance,
     mutual_information,
     present_targets,
 )
@@ -49,40 +49,115 @@ def _stream(name: str) -> int:
     return REGISTRY[name].stream
 
 
-def _kld_simulated(critical, sizes, alpha: float) -> np.ndarray:
-    """Monte Carlo critical values of D(y) at target sizes ``sizes``."""
-    return critical.per_target(
-        "kld", kl_distance, sizes, alpha, stream=_stream("kld"), information=True
-    )
+# ------------------------------------------------------------------ the tests' laws
+# Each takes null counts (draws, rows, |X|) and returns (statistic, what its asymptotic
+# value depends on besides the size); see distgate.stats.handover.Law.
+
+
+def null_distances(counts, p) -> np.ndarray:
+    """D(y) of whole-number null counts (draws, rows, |X|) from a table of c log2 c (three
+    times faster than :func:`kl_distance`, equal to it within rounding); NaN for an empty
+    row."""
+    c = np.asarray(counts)
+    n = c.sum(axis=-1)
+    k = np.arange(int(n.max(initial=0)) + 1, dtype=float)
+    p = np.asarray(p, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        xlogx = np.where(k > 0, k * np.log2(np.maximum(k, 1.0)), 0.0)
+        logp = np.where(p > 0, np.log2(np.where(p > 0, p, 1.0)), 0.0)
+        d = (xlogx[c].sum(axis=-1) - c @ logp - xlogx[n]) / n
+    return np.where(n > 0, d, np.nan)
+
+
+def _kld_statistic(counts, p):
+    return null_distances(counts, p)[:, 0], None
+
+
+def _kld_asymptotic(values, alpha, degrees, n):
+    df = np.array([domain_values(values.p) - 1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return chi2_quantile(alpha, df)[0] / (2.0 * n * LN2)
+
+
+def _cst_statistic(counts, p):
+    result = pearson_statistic(counts, p)
+    return result.statistic[:, 0], result.groups[:, 0] - 1
+
+
+def _cst_asymptotic(values, alpha, degrees, n):
+    return chi2_quantile(alpha, degrees)
+
+
+def _mis_statistic(counts, p):
+    n = counts.sum(axis=-1)
+    d = null_distances(counts, p)
+    info = np.where(n > 0, n * d, 0.0).sum(axis=-1) / n.sum(axis=-1)
+    return info, (domain_values(p) - 1) * (n > 0).sum(axis=-1)
+
+
+def _mis_asymptotic(values, alpha, degrees, n):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return chi2_quantile(alpha, degrees) / (2.0 * n * LN2)
+
+
+def _dqt_statistic(counts, p):
+    q, count = dixon_q(null_distances(counts, p))
+    return np.nan_to_num(q, nan=0.0), count  # fewer than three targets: never blocks
+
+
+def _dqt_asymptotic(values, alpha, degrees, n):
+    return values.dixon_limit(alpha, stream=_stream("dqt"))
+
+
+KLD_LAW = Law("kld", _stream("kld"), PER_TARGET, _kld_statistic, _kld_asymptotic, True)
+CST_LAW = Law(
+    "cst",
+    _stream("cst"),
+    PER_TARGET,
+    _cst_statistic,
+    _cst_asymptotic,
+    paper_floor=False,
+    studentized=True,
+)
+MIS_LAW = Law("mis", _stream("mis"), GLOBAL, _mis_statistic, _mis_asymptotic, True, paper=True)
+DQT_LAW = Law("dqt", _stream("dqt"), GLOBAL, _dqt_statistic, _dqt_asymptotic)
+LAWS = {law.key: law for law in (KLD_LAW, CST_LAW, MIS_LAW, DQT_LAW)}
+
+
+def _regime(simulated, present, critical, *, per_target: bool = True) -> dict:
+    """MetricResult's fields on how critical values were obtained, per release: simulated
+    (for some present target of a per-target test), and for some targets but not others."""
+    simulated = np.asarray(simulated, dtype=bool)
+    some, others = simulated, ~simulated
+    if per_target:
+        present = np.broadcast_to(present, simulated.shape)
+        some = (simulated & present).any(axis=-1)
+        others = (~simulated & present).any(axis=-1)
+    return {"monte_carlo": some, "mixed": some & others, "corrected": critical.calibrated}
 
 
 def kld(c, p, n, total, d, alpha, critical, threshold, settings):
-    df = np.full(total.shape, domain_values(p) - 1)
-    mc = critical.use_mc(total)
+    df = domain_values(p) - 1
     with np.errstate(divide="ignore", invalid="ignore"):
-        asymptotic = chi2_quantile(alpha, df)[..., None] / (2.0 * n * LN2)
-    crit = asymptotic
-    if mc.any():
-        # simulate only where the Monte Carlo regime applies (size 0 is skipped)
-        sizes = np.where(mc[..., None], n, 0)
-        simulated = _kld_simulated(critical, sizes, alpha)
-        crit = np.where(mc[..., None], simulated, asymptotic)
+        asymptotic = chi2_quantile(alpha, np.full(n.shape, df)) / (2.0 * n * LN2)
+    floor = critical.use_mc(total)[..., None]
+    crit, simulated = critical.values(KLD_LAW, alpha, n, asymptotic, floor=floor)
     # a one-value domain gives D = 0 always: not applicable in either regime
-    applicable = (df > 0)[..., None] & (n > 0)
+    applicable = (df > 0) & (n > 0)
     crit = np.where(applicable, crit, np.nan)
     safe_t = ~applicable | below(d, crit)
-    return MetricResult("kld", alpha, d, crit, safe_t, np.ones(total.shape, bool), monte_carlo=mc)
+    regime = _regime(simulated, n > 0, critical)
+    return MetricResult("kld", alpha, d, crit, safe_t, np.ones(total.shape, bool), **regime)
 
 
 def mis(c, p, n, total, d, alpha, critical, threshold, settings):
     info = mutual_information(c, p)
     df = (domain_values(p) - 1) * present_targets(c)
-    mc = critical.use_mc(total)
-    stream = _stream("mis")
-    crit = critical.mis_asymptotic(alpha, total, df, stream=stream)
-    if mc.any():
-        simulated = critical.mutual_information(np.where(mc, total, 0), alpha, stream=stream)
-        crit = np.where(mc, simulated, crit)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        asymptotic = chi2_quantile(alpha, df) / (2.0 * total * LN2)
+    crit, simulated = critical.values(
+        MIS_LAW, alpha, total, asymptotic, floor=critical.use_mc(total)
+    )
     applicable = df > 0
     crit = np.where(applicable, crit, np.nan)
     safe = ~applicable | below(info, crit)
@@ -95,13 +170,16 @@ def mis(c, p, n, total, d, alpha, critical, threshold, settings):
         safe,
         global_statistic=info,
         global_critical=crit,
-        monte_carlo=mc,
+        **_regime(simulated, True, critical, per_target=False),
     )
 
 
 def cst(c, p, n, total, d, alpha, critical, threshold, settings):
     pearson = pearson_statistic(c, p)
-    crit = chi2_quantile(alpha, pearson.groups - 1)
+    floor = critical.use_mc(total)[..., None]
+    asymptotic = chi2_quantile(alpha, pearson.groups - 1)
+    crit, simulated = critical.values(CST_LAW, alpha, n, asymptotic, floor=floor)
+    # a single merged group has nothing to test, in either regime
     applicable = (pearson.groups > 1) & (n > 0)
     crit = np.where(applicable, crit, np.nan)
     safe_t = ~applicable | below(pearson.statistic, crit)
@@ -113,17 +191,26 @@ def cst(c, p, n, total, d, alpha, critical, threshold, settings):
         safe_t,
         np.ones(total.shape, bool),
         groups=pearson.groups,
+        **_regime(simulated, n > 0, critical),
     )
 
 
 def dqt(c, p, n, total, d, alpha, critical, threshold, settings):
     q, count = dixon_q(d)
+    regime = {"monte_carlo": np.full(q.shape, critical.mode == "mc")}
     if critical.mode == "mc":
         flat_n = n.reshape(-1, n.shape[-1])
         stream = _stream("dqt")
         crit = np.array([critical.dixon(row, alpha, stream=stream) for row in flat_n])
         crit = crit.reshape(q.shape)
         crit = np.where(count >= 3, crit, np.nan)
+    elif critical.calibrated:
+        limit = np.full(total.shape, critical.dixon_limit(alpha, stream=_stream("dqt")))
+        crit, simulated = critical.values(
+            DQT_LAW, alpha, total, limit, floor=critical.use_mc(total)
+        )
+        crit = np.where(count >= 3, crit, np.nan)
+        regime = {**_regime(simulated, True, critical, per_target=False), "fixed_method": DQT_LIMIT}
     else:
         crit = dixon_critical_array(count, alpha)
     safe = np.isnan(q) | below(q, crit)
@@ -136,8 +223,11 @@ def dqt(c, p, n, total, d, alpha, critical, threshold, settings):
         safe,
         global_statistic=q,
         global_critical=crit,
-        monte_carlo=np.full(q.shape, critical.mode == "mc"),
+        **regime,
     )
+
+
+DQT_LIMIT = "Q of chi-square distances"  # dqt's asymptotic law in auto mode
 
 
 def exposure_test(c, p, n, total, d, alpha, critical, threshold, settings):
@@ -196,13 +286,21 @@ emd = leakage("emd")
 # ------------------------------------------------------------------ online checks
 
 
+def _critical(candidate, law: Law, own: int, asymptotic: float) -> float:
+    """The critical value of ``law`` at its own size for the candidate's release."""
+    crit, _ = candidate.critical.values(
+        law, candidate.alpha, np.array([own]), np.array([asymptotic]), floor=candidate.simulated
+    )
+    return float(crit[0])
+
+
 def kld_critical(candidate, n: int) -> float:
-    """D_c at target size n: Monte Carlo below the switch, else chi2 / (2 n ln2)."""
+    """D_c at target size n: Monte Carlo below the floor or the hand-over, else the
+    (corrected) chi2 / (2 n ln2)."""
     if candidate.domain <= 1 or n <= 0:
         return math.nan
-    if candidate.simulated:
-        return float(_kld_simulated(candidate.critical, np.array([n]), candidate.alpha)[0])
-    return candidate.chi2(candidate.domain - 1) / (2.0 * n * LN2)
+    asymptotic = candidate.chi2(candidate.domain - 1) / (2.0 * n * LN2)
+    return _critical(candidate, KLD_LAW, n, asymptotic)
 
 
 def check_kld(candidate):
@@ -219,11 +317,7 @@ def check_mis(candidate):
     df = (candidate.domain - 1) * candidate.targets1
     if df <= 0:
         return True, info, math.nan
-    values, alpha, stream = candidate.critical, candidate.alpha, _stream("mis")
-    if candidate.simulated:
-        crit = float(values.mutual_information(np.array([N1]), alpha, stream=stream)[0])
-    else:
-        crit = float(values.mis_asymptotic(alpha, N1, df, stream=stream))
+    crit = _critical(candidate, MIS_LAW, N1, candidate.chi2(df) / (2.0 * N1 * LN2))
     return bool(below(info, crit)), info, crit
 
 
@@ -232,7 +326,7 @@ def check_cst(candidate):
     stat, groups = float(result.statistic[0]), int(result.groups[0])
     if groups <= 1:
         return True, stat, math.nan
-    crit = candidate.chi2(groups - 1)
+    crit = _critical(candidate, CST_LAW, candidate.n1, candidate.chi2(groups - 1))
     return bool(below(stat, crit)), stat, crit
 
 
@@ -240,10 +334,14 @@ def check_dqt(candidate):
     d, n = candidate.distances()
     q, count = dixon_q(d)
     q, count = float(q), int(count)
+    values = candidate.critical
     if count < 3:
         crit = math.nan
-    elif candidate.critical.mode == "mc":
-        crit = candidate.critical.dixon(n, candidate.alpha, stream=_stream("dqt"))
+    elif values.mode == "mc":
+        crit = values.dixon(n, candidate.alpha, stream=_stream("dqt"))
+    elif values.calibrated:
+        limit = values.dixon_limit(candidate.alpha, stream=_stream("dqt"))
+        crit = _critical(candidate, DQT_LAW, candidate.N1, limit)
     else:
         crit = dixon_critical(count, candidate.alpha)
     return math.isnan(q) or bool(below(q, crit)), q, crit

@@ -56,9 +56,13 @@ def pearson_statistic(counts, p, min_count: int = MIN_COUNT) -> PearsonResult:
     labels, groups = merge_groups(c, min_count) if min_count > 0 else _singletons(c)
     n = c.sum(axis=-1, keepdims=True)
     m = c.shape[-1]
-    onehot = labels[..., None] == np.arange(m)  # (..., |Y|, |X|, G)
-    observed = (c[..., None] * onehot).sum(axis=-2)
-    expected = n * (p[..., None] * onehot).sum(axis=-2)
+    # each group's observed count and baseline share, summed in domain order: group k of
+    # a row is bin (row, k) (the compiled gate sums in the same order, to the last bit)
+    rows = np.arange(c.size // m).reshape(c.shape[:-1] + (1,)) * m if m else 0
+    index = np.ravel(rows + labels)
+    observed = np.bincount(index, weights=c.ravel(), minlength=c.size).reshape(c.shape)
+    share = np.bincount(index, weights=p.ravel(), minlength=c.size).reshape(c.shape)
+    expected = n * share
     used = np.arange(m) < groups[..., None]
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(used & (expected > 0), (observed - expected) ** 2 / expected, 0.0)

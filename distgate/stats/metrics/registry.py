@@ -149,8 +149,8 @@ _RECORDS = (
         PER_TARGET,
         "Pearson chi-square goodness of fit of each target, sparse values merged",
         _evaluator("evaluators", "cst"),
-        CriticalMethod("chi-square", "chi-square"),
-        stream=None,
+        CriticalMethod("chi-square"),
+        stream=8,
         columns=(STATISTIC, CRITICAL, Column("groups", "groups"), DECISION),
         quantity="Pearson chi-square statistic",
         check=_evaluator("evaluators", "check_cst"),
@@ -321,7 +321,10 @@ class MetricResult:
     global_statistic: np.ndarray | None = None
     global_critical: np.ndarray | None = None
     groups: np.ndarray | None = None
-    monte_carlo: np.ndarray | None = None  # (...): critical value simulated
+    monte_carlo: np.ndarray | None = None  # (...): critical value simulated (for a target)
+    mixed: np.ndarray | None = None  # (...): simulated for some targets, not for others
+    corrected: bool = False  # the asymptotic values carry the measured correction (auto)
+    fixed_method: str | None = None  # the asymptotic law, when not the record's
     extra: dict[str, np.ndarray] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)  # settings used, e.g. the ground
 
@@ -341,7 +344,12 @@ class MetricResult:
     def method(self) -> str:
         """How the critical value was obtained, in words (one release)."""
         simulated = self.monte_carlo is not None and bool(self.monte_carlo)
-        return self.record.critical.simulated if simulated else self.record.critical.fixed
+        fixed = self.fixed_method or self.record.critical.fixed
+        if self.corrected:
+            fixed += " (corrected)"
+        if simulated and self.mixed is not None and bool(self.mixed):
+            return f"{self.record.critical.simulated} and {fixed}"
+        return self.record.critical.simulated if simulated else fixed
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,74 @@
+"""The cache folder: measured hand-overs of critical values kept between runs.
+
+In ``--critical auto`` mode each test measures, for the baseline at hand, where it hands
+over from Monte Carlo to its corrected asymptotic law (:mod:`distgate.stats.handover`):
+seconds of simulation per test. The result depends only on what its key digests (the
+test, alpha, the seed and draws, the baseline's probabilities, for a global test the
+target frequencies, and the statistics' code), so it is kept in a small file and read by
+the next command on the same baseline, with the same decisions to the last bit.
+
+The folder is ``$DISTGATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/distgate``, else
+``~/.cache/distgate``; ``DISTGATE_CACHE_DIR=off`` keeps nothing. A cache never fails a
+command: a folder that cannot be written is skipped, a file that cannot be read is
+measured again (and rewritten).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from distgate.stats.handover import Handover, handover_arrays, handover_of_arrays
+
+OFF = ("", "off", "0", "none")
+
+
+class FolderStore:
+    """Hand-overs as ``.npz`` files in one folder (see the module docstring)."""
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.folder = Path(folder)
+
+    def _path(self, key: str) -> Path:
+        return self.folder / f"{key}.npz"
+
+    def load(self, key: str) -> Handover | None:
+        try:
+            with np.load(self._path(key), allow_pickle=False) as arrays:
+                return handover_of_arrays(arrays)
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
+            return None
+
+    def save(self, key: str, handover: Handover) -> None:
+        """Written to a temporary file and renamed: a reader sees the whole file or none,
+        and two processes measuring the same key at once both leave a good file."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
+            try:
+                with os.fdopen(handle, "wb") as out:
+                    np.savez(out, **handover_arrays(handover))
+                os.replace(temporary, self._path(key))
+            except BaseException:
+                Path(temporary).unlink(missing_ok=True)
+                raise
+        except OSError:
+            pass  # a read-only or full disk: the next run measures again
+
+
+def cache_folder() -> Path | None:
+    """The cache folder for this process (None: ``DISTGATE_CACHE_DIR=off``)."""
+    chosen = os.environ.get("DISTGATE_CACHE_DIR")
+    if chosen is not None:
+        return None if chosen.strip().lower() in OFF else Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "distgate"
+
+
+def default_store() -> FolderStore | None:
+    folder = cache_folder()
+    return None if folder is None else FolderStore(folder)
