@@ -81,14 +81,18 @@ def online_release(
     *,
     critical: str = "auto",
     seed: int = 0,
+    critical_seed: int = 0,
     draws: int = DEFAULT_DRAWS,
     threshold: float | Mapping[str, float] | None = None,
     ordered: bool = True,
     source: CriticalValues | None = None,
 ) -> OnlineRelease:
     """The gate over every record of the table C[y, x] in a random order drawn with
-    ``seed`` (module docstring). ``source``: the table's critical values, when the caller
-    has them already (their measured hand-overs are then shared)."""
+    ``seed`` (module docstring), under the table's critical values: ``source`` when the
+    caller has them already, else those of ``critical``, ``critical_seed`` (the Monte
+    Carlo seed, as ``assess --seed``) and ``draws``. They do not depend on ``seed``, so
+    runs over many orders of one table share one set of Monte Carlo tables and judge
+    every order alike."""
     labels = tuple(target_labels)
     offline = [m for m in metrics if m not in names(online=True)]
     if offline:
@@ -108,7 +112,7 @@ def online_release(
             np.ascontiguousarray(counts.sum(axis=1), dtype="<i8").tobytes(),
             critical,
             draws,
-            seed,
+            critical_seed,
             ordered,
         )
     try:
