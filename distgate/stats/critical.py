@@ -81,6 +81,7 @@ DEFAULT_DRAWS = 10_000
 LN2 = float(np.log(2.0))
 
 PROBES_KEPT = 128  # a test's (statistic, degrees) samples kept likewise (160 KB each)
+SCALARS_KEPT = 100_000  # single critical values kept for the reference loop (CriticalValues.value)
 
 
 def chi2_quantile(alpha: float, df) -> np.ndarray:
@@ -171,6 +172,7 @@ class CriticalValues(NullSamples):
     _samples: OrderedDict = field(default_factory=OrderedDict, repr=False)
     _growers: dict = field(default_factory=dict, repr=False)
     _probes: OrderedDict = field(default_factory=OrderedDict, repr=False)
+    _scalars: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -354,6 +356,19 @@ class CriticalValues(NullSamples):
                 quantiles = self.law_quantiles(law, sizes, alpha)
             critical = np.where(simulated, quantiles, critical)
         return critical, simulated
+
+    def value(self, law: Law, alpha: float, own: int, asymptotic: float, *, floor: bool) -> float:
+        """The critical value of :meth:`values` for one size, kept once asked: the gate's
+        reference loop asks for the same few sizes at every request it checks, and the
+        array call costs tens of microseconds of numpy set-up each time."""
+        key = (law.key, alpha, own, asymptotic, floor)
+        found = self._scalars.get(key)
+        if found is None:
+            if len(self._scalars) >= SCALARS_KEPT:
+                self._scalars.clear()
+            crit, _ = self.values(law, alpha, np.array([own]), np.array([asymptotic]), floor=floor)
+            found = self._scalars[key] = float(crit[0])
+        return found
 
     def ratio_quantiles(self, law: Law, sizes, alpha: float) -> np.ndarray:
         """Monte Carlo (1 - alpha) quantile of the ratio statistic / asymptotic value of

@@ -288,10 +288,9 @@ emd = leakage("emd")
 
 def _critical(candidate, law: Law, own: int, asymptotic: float) -> float:
     """The critical value of ``law`` at its own size for the candidate's release."""
-    crit, _ = candidate.critical.values(
-        law, candidate.alpha, np.array([own]), np.array([asymptotic]), floor=candidate.simulated
+    return candidate.critical.value(
+        law, candidate.alpha, own, asymptotic, floor=candidate.simulated
     )
-    return float(crit[0])
 
 
 def kld_critical(candidate, n: int) -> float:
