@@ -160,14 +160,14 @@ def test_mutual_information_does_not_freeze_at_the_hand_over_of_a_sparse_table()
         simulated / 400, rel=3e-3
     )
     calibrated = CriticalValues(p, weights, mode="auto")
+    plain = CriticalValues(p, weights, mode="auto-paper")
+    plain._cache[("paper-handover", 0.2)] = 0.0  # the SPEC's formula, no correction
     frozen = 0
     for s in range(10):
         order = np.random.default_rng([1, s]).permutation(len(t))[:3_000]
         gate = Gate(t, v, 20, 10, ["mis"], 0.2, corrected)
         gate.run(order)
         assert gate.counts.sum() > 2_000
-        plain = CriticalValues(p, weights, mode="auto-paper")
-        plain._cache[("paper-handover", 0.2)] = 0.0  # the SPEC's formula, no correction
         gate = Gate(t, v, 20, 10, ["mis"], 0.2, plain)
         gate.run(order)
         frozen += gate.counts.sum() == 399
