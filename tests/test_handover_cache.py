@@ -84,3 +84,58 @@ def test_the_folder_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("DISTGATE_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache_folder() == tmp_path / "distgate"
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("simulated although a stored table covers the sizes")
+
+
+def test_the_gates_monte_carlo_tables_are_stored_and_read_back_exactly(tmp_path):
+    from distgate.gate.compiled import critical_tables
+
+    plain = CriticalValues(BASELINE, WEIGHTS, draws=2000)
+    stored = CriticalValues(BASELINE, WEIGHTS, draws=2000, store=FolderStore(tmp_path))
+    for law, kind in ((LAWS["cst"], "ratio"), (LAWS["kld"], "mc")):
+        made = critical_tables(stored, law, 0.2, 2_000)
+        assert len(list(tmp_path.glob(f"table-{kind}-{law.key}-*.npz"))) == 1
+        assert len(made[0]) == max(made[1], stored.switch_size) > 1  # below floor, hand-over
+        again = CriticalValues(BASELINE, WEIGHTS, draws=2000, store=FolderStore(tmp_path))
+        again.ratio_quantiles = again.law_quantiles = _refuse
+        read = critical_tables(again, law, 0.2, 2_000)
+        expected = critical_tables(plain, law, 0.2, 2_000)
+        for table in (made, read):
+            assert np.array_equal(table[0], expected[0], equal_nan=True)
+            assert table[1] == expected[1] and np.array_equal(table[2], expected[2])
+    # a longer stored table serves a shorter one; another alpha or seed is another key
+    kld = LAWS["kld"]
+    prefix = again.size_table("mc", kld, 0.2, 40, _refuse)
+    assert np.array_equal(prefix, expected[0][:40], equal_nan=True)
+    other = CriticalValues(BASELINE, WEIGHTS, draws=2000, seed=1, store=FolderStore(tmp_path))
+    assert len(other.size_table("mc", kld, 0.2, 40, lambda k: np.zeros(k))) == 40
+    assert len(list(tmp_path.glob("table-mc-kld-*.npz"))) == 2
+
+
+def test_dqts_table_by_release_size_keeps_its_monte_carlo_part(tmp_path):
+    from distgate.gate.compiled import dqt_by_size
+
+    largest = int(WEIGHTS.sum())
+    expected = dqt_by_size(CriticalValues(BASELINE, WEIGHTS, draws=2000), 0.2, largest)
+    stored = CriticalValues(BASELINE, WEIGHTS, draws=2000, store=FolderStore(tmp_path))
+    assert np.array_equal(dqt_by_size(stored, 0.2, largest), expected, equal_nan=True)
+    (path,) = tmp_path.glob("table-dqt-dqt-*.npz")
+    with np.load(path) as arrays:
+        kept = len(arrays["table"])
+    assert 1 < kept < largest  # the simulated sizes only
+    again = CriticalValues(BASELINE, WEIGHTS, draws=2000, store=FolderStore(tmp_path))
+    again.law_quantiles = again.ratio_quantiles = _refuse
+    assert np.array_equal(dqt_by_size(again, 0.2, largest), expected, equal_nan=True)
+
+
+def test_a_damaged_table_is_simulated_again(tmp_path):
+    kld = LAWS["kld"]
+    values = CriticalValues(BASELINE, WEIGHTS, draws=2000, store=FolderStore(tmp_path))
+    expected = values.size_table("mc", kld, 0.2, 60, lambda k: np.arange(k, dtype=float))
+    (path,) = tmp_path.glob("table-mc-kld-*.npz")
+    path.write_bytes(b"PK damaged")
+    again = values.size_table("mc", kld, 0.2, 60, lambda k: np.arange(k, dtype=float))
+    assert np.array_equal(again, expected) and path.read_bytes()[:2] == b"PK"

@@ -1,11 +1,12 @@
-"""The cache folder: measured hand-overs of critical values kept between runs.
+"""The cache folder: measured hand-overs and Monte Carlo tables kept between runs.
 
 In ``--critical auto`` mode each test measures, for the baseline at hand, where it hands
-over from Monte Carlo to its corrected asymptotic law (:mod:`distgate.stats.handover`):
-seconds of simulation per test. The result depends only on what its key digests (the
-test, alpha, the seed and draws, the baseline's probabilities, for a global test the
-target frequencies, and the statistics' code), so it is kept in a small file and read by
-the next command on the same baseline, with the same decisions to the last bit.
+over from Monte Carlo to its corrected asymptotic law (:mod:`distgate.stats.handover`),
+and the gate simulates its critical value at every size below that hand-over: seconds of
+simulation per test. Each result depends only on what its key digests (the test, alpha,
+the seed and draws, the baseline's probabilities, for a global test the target
+frequencies, and the statistics' code), so it is kept in a small file and read by the next
+command on the same baseline, with the same decisions to the last bit.
 
 The folder is ``$DISTGATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/distgate``, else
 ``~/.cache/distgate``; ``DISTGATE_CACHE_DIR=off`` keeps nothing. A cache never fails a
@@ -43,7 +44,22 @@ class FolderStore:
         except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
             return None
 
+    def load_table(self, key: str) -> np.ndarray | None:
+        """A stored table of critical values by size (None: absent or unreadable)."""
+        try:
+            with np.load(self._path(key), allow_pickle=False) as arrays:
+                table = np.asarray(arrays["table"], dtype=float)
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
+            return None
+        return table if table.ndim == 1 else None
+
+    def save_table(self, key: str, table: np.ndarray) -> None:
+        self._write(key, {"table": np.asarray(table, dtype=float)})
+
     def save(self, key: str, handover: Handover) -> None:
+        self._write(key, handover_arrays(handover))
+
+    def _write(self, key: str, arrays: dict[str, np.ndarray]) -> None:
         """Written to a temporary file and renamed: a reader sees the whole file or none,
         and two processes measuring the same key at once both leave a good file."""
         try:
@@ -51,7 +67,7 @@ class FolderStore:
             handle, temporary = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
             try:
                 with os.fdopen(handle, "wb") as out:
-                    np.savez(out, **handover_arrays(handover))
+                    np.savez(out, **arrays)
                 os.replace(temporary, self._path(key))
             except BaseException:
                 Path(temporary).unlink(missing_ok=True)

@@ -102,11 +102,15 @@ def critical_tables(cv, law, alpha: float, largest: int):
     else:
         switch = cv.switch_size if law.is_global else 0
     floor = cv.switch_size if law.is_global else min(cv.switch_size, largest + 1)
-    sizes = np.arange(max(switch, floor, 1))
+    count = max(switch, floor, 1)
     if law.studentized and cv.calibrated:  # factors of the chi-square value, like above
-        simulated = cv.ratio_quantiles(law, sizes, alpha)
+        simulated = cv.size_table(
+            "ratio", law, alpha, count, lambda k: cv.ratio_quantiles(law, np.arange(k), alpha)
+        )
     else:
-        simulated = cv.law_quantiles(law, sizes, alpha)
+        simulated = cv.size_table(
+            "mc", law, alpha, count, lambda k: cv.law_quantiles(law, np.arange(k), alpha)
+        )
     factor = cv.factor(law, alpha, np.arange(largest + 2))
     return simulated, int(switch), np.where(np.isnan(factor), 1.0, factor)
 
@@ -119,8 +123,18 @@ def dqt_by_size(cv, alpha: float, largest: int) -> np.ndarray:
     law = LAWS["dqt"]
     sizes = np.arange(largest + 2)
     limit = np.full(sizes.shape, cv.dixon_limit(alpha, stream=law.stream))
-    values, _ = cv.values(law, alpha, sizes, limit, floor=cv.use_mc(sizes))
-    return values
+    simulated = cv.simulated(law, alpha, sizes, cv.use_mc(sizes))  # the sizes below a bound
+
+    def values(chosen: np.ndarray) -> np.ndarray:
+        return cv.values(law, alpha, chosen, limit[: len(chosen)], floor=cv.use_mc(chosen))[0]
+
+    count = int(simulated.sum())
+    if count == 0 or not simulated[:count].all():  # a prefix of sizes, as bounds make it
+        return values(sizes)
+    # the Monte Carlo values (seconds of simulation) come from the cache folder
+    kept = cv.size_table("dqt", law, alpha, count, lambda k: values(sizes[:k]))
+    rest = cv.values(law, alpha, sizes[count:], limit[count:], floor=cv.use_mc(sizes[count:]))
+    return np.concatenate([kept, rest[0]])
 
 
 def kernel_tables(gate):

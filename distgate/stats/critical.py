@@ -38,17 +38,15 @@ the sample with at most alpha of the draws at or above it
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from distgate.errors import InputError
+from distgate.stats.cache_keys import stored_key
 from distgate.stats.handover import (
     LADDER_START,
     TIE_ABSOLUTE,
@@ -111,26 +109,6 @@ def check_threshold(threshold: float | None) -> float | None:
     return value
 
 
-class HandoverStore(Protocol):
-    """Where measured hand-overs are kept between runs (:mod:`distgate.data.cache`): the
-    measurement depends only on the inputs its ``key`` digests, so a later command on the
-    same baseline reads it instead of drawing the ladder again."""
-
-    def load(self, key: str) -> Handover | None: ...
-
-    def save(self, key: str, handover: Handover) -> None: ...
-
-
-@functools.cache
-def _code_digest() -> str:
-    """A digest of the statistics' code: a stored hand-over measured by other code (an
-    edited or upgraded distgate) is never read."""
-    digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.rglob("*.py")):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
 @functools.lru_cache(maxsize=8)
 def _equal_targets(p: bytes, targets: int, draws: int, seed: int) -> CriticalValues:
     """Critical values of baseline ``p`` over ``targets`` equally frequent targets, shared
@@ -150,10 +128,11 @@ class CriticalValues(NullSamples):
     Every simulated statistic draws from its own random stream: the small integer its
     metric's record carries (:mod:`distgate.stats.metrics.registry`), mixed into the seed.
     Callers pass it (``stream=``, or a :class:`Law` that carries it), so that this module
-    knows no metric by name. ``store``: where measured hand-overs are kept between runs
-    (:class:`HandoverStore`; None: measured in every process). ``lender``: another source
-    whose measured hand-overs this one takes instead of measuring its own (a repair judges
-    its candidate plans under the hand-overs of the table as given, :meth:`lent`).
+    knows no metric by name. ``store``: where measured hand-overs and the gate's Monte
+    Carlo tables are kept between runs (:class:`~distgate.stats.cache_keys.HandoverStore`;
+    None: simulated in every process). ``lender``: another source whose measured
+    hand-overs this one takes instead of measuring its own (a repair judges its candidate
+    plans under the hand-overs of the table as given, :meth:`lent`).
     ``floor``: ``"size"`` judges a release below the floor 2 m |Y| by Monte Carlo in every
     test; ``"above"`` and ``"below"`` take every release to lie past it or below it (a
     repair's per-target search judges targets alone, in either regime of a release).
@@ -278,15 +257,33 @@ class CriticalValues(NullSamples):
         """A digest of everything a measured hand-over depends on: the test, alpha, the
         seed and draws, the baseline (and, for a global test, the target frequencies) and
         the code that measures it."""
-        digest = hashlib.sha256(
-            json.dumps(
-                [_code_digest(), law.key, law.stream, float(alpha), int(self.seed), self.draws]
-            ).encode()
-        )
-        digest.update(np.ascontiguousarray(self.p, dtype="<f8").data)
-        if law.is_global:
-            digest.update(np.ascontiguousarray(self.target_weights, dtype="<f8").data)
-        return f"handover-{law.key}-{digest.hexdigest()[:40]}"
+        fields = [law.stream, float(alpha), int(self.seed), self.draws]
+        weights = self.target_weights if law.is_global else None
+        return stored_key("handover", law.key, fields, self.p, weights)
+
+    def size_table(
+        self, kind: str, law: Law, alpha: float, count: int, compute: Callable[[int], np.ndarray]
+    ) -> np.ndarray:
+        """A table of ``law``'s Monte Carlo values by size 0..count-1 (``kind``: "mc" for
+        its quantiles, "ratio" for a studentized law's ratios), read from the store when a
+        stored one is long enough, else ``compute(count)`` and stored. The gate asks for
+        every size below a test's hand-over, seconds of simulation (cst's ratios up to a
+        hand-over near 1,000: about 8 s) that are the same for every command on the same
+        baseline; a value depends only on its size, so a longer table serves a shorter
+        one."""
+        store = self.store if self.lender is None else self.lender.store
+        if store is None or count <= 1 or not hasattr(store, "load_table"):
+            return compute(count)
+        fields = [law.stream, float(alpha), int(self.seed), self.draws, self.mode]
+        fields += [self.ordered, self.floor]
+        weights = self.target_weights if law.is_global else None
+        key = stored_key(f"table-{kind}", law.key, fields, self.p, weights)
+        stored = store.load_table(key)
+        if stored is not None and len(stored) >= count:
+            return stored[:count].copy()
+        table = np.asarray(compute(count), dtype=float)
+        store.save_table(key, table)
+        return table
 
     def _measure_handover(self, law: Law, alpha: float) -> Handover:
         """The hand-over measured on the ladder (see :meth:`handover`). A global test's

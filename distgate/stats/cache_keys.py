@@ -1,0 +1,50 @@
+"""What a stored hand-over or Monte Carlo table is filed under: a digest of everything its
+numbers depend on, so that a cache (:mod:`distgate.data.cache`) never serves one measured
+for other inputs or by other code.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from distgate.stats.handover import Handover
+
+
+class HandoverStore(Protocol):
+    """Where measured hand-overs and the gate's Monte Carlo tables are kept between runs
+    (:mod:`distgate.data.cache`): each depends only on the inputs its ``key`` digests, so a
+    later command on the same baseline reads it instead of simulating again."""
+
+    def load(self, key: str) -> Handover | None: ...
+
+    def save(self, key: str, handover: Handover) -> None: ...
+
+    def load_table(self, key: str) -> np.ndarray | None: ...
+
+    def save_table(self, key: str, table: np.ndarray) -> None: ...
+
+
+@functools.cache
+def code_digest() -> str:
+    """A digest of the statistics' code: a stored hand-over measured by other code (an
+    edited or upgraded distgate) is never read."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def stored_key(prefix: str, law_key: str, fields: list, p, target_weights=None) -> str:
+    """``prefix-law-digest`` of ``fields`` (JSON numbers and strings), the baseline ``p``
+    and, for a global test, the ``target_weights``, with the code's digest."""
+    digest = hashlib.sha256(json.dumps([code_digest(), law_key, *fields]).encode())
+    digest.update(np.ascontiguousarray(p, dtype="<f8").data)
+    if target_weights is not None:
+        digest.update(np.ascontiguousarray(target_weights, dtype="<f8").data)
+    return f"{prefix}-{law_key}-{digest.hexdigest()[:40]}"
