@@ -30,6 +30,7 @@ import numpy as np
 from distgate.release.allocation import Closest, Enumerated, Patched, choose_per_size, sub_rows
 from distgate.release.groupings import best_pearson_row
 from distgate.stats.critical import GROW_LIMIT, LN2, CriticalValues, chi2_quantile
+from distgate.stats.metrics.evaluators import KLD_LAW
 from distgate.stats.metrics.information import domain_values
 from distgate.stats.metrics.registry import REGISTRY, Settings, evaluate, threshold_for
 
@@ -161,8 +162,14 @@ def _judge_sizes(
         large = candidates[candidates > GROW_LIMIT]
     else:
         small, large = candidates, candidates[:0]
-    if len(small):
-        ok[small] = judging.passes(family.rows(small), values, rest)
+    others = [name for name in rest if name != "kld"]
+    if len(small) and len(others) < len(rest):  # kld by n D(n), rows near its bound only
+        passed, near = _kld_screen_at(family, p, judging.alpha, small, values)
+        passed[near] = judging.passes(family.rows(small[near]), values, ["kld"])
+        ok[small] = passed
+        small = small[passed]
+    if len(small) and others:
+        ok[small] = judging.passes(family.rows(small), values, others)
     if not len(large):
         return ok, True
     ok[large] = False
@@ -176,6 +183,28 @@ def _judge_sizes(
             high = middle - 1
     ok[large[: found + 1]] = True
     return ok, False
+
+
+def _kld_screen_at(
+    family: Closest, p, alpha: float, sizes: np.ndarray, values: CriticalValues
+) -> tuple[np.ndarray, ...]:
+    """kld's verdict at ``sizes`` from n D(n) of the closest rows against n D_c(n) of
+    ``values`` (each size judged as a target alone, as :meth:`Judging.passes` does): the
+    sizes that pass, and those too close to their bound to tell. One array call instead
+    of a row and a critical-value look-up per size (a repair's plans judge thousands)."""
+    df = domain_values(p) - 1
+    if df <= 0:
+        return np.ones(len(sizes), dtype=bool), np.zeros(len(sizes), dtype=bool)
+    n = sizes.astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        asymptotic = chi2_quantile(alpha, np.full(len(sizes), df)) / (2.0 * n * LN2)
+        crit, _ = values.values(KLD_LAW, alpha, sizes, asymptotic, floor=values.use_mc(sizes))
+        bound = n * crit
+    mass = family.information(sizes)
+    near = ~np.isfinite(bound) | (np.abs(mass - bound) <= AMBIGUOUS * np.abs(bound))
+    near &= sizes > 0
+    ok = (mass < bound) | (sizes == 0)
+    return ok & ~near, near
 
 
 def _kld_screen(family: Closest, p, alpha: float, sizes: np.ndarray) -> tuple[np.ndarray, ...]:
