@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from distgate.stats.critical import CriticalValues
 from distgate.stats.handover import Handover, handover_arrays, handover_of_arrays
 
 OFF = ("", "off", "0", "none")
@@ -88,3 +89,20 @@ def cache_folder() -> Path | None:
 def default_store() -> FolderStore | None:
     folder = cache_folder()
     return None if folder is None else FolderStore(folder)
+
+
+def cached_critical_values(
+    p, target_weights, *, mode: str, draws: int, seed: int, ordered: bool
+) -> CriticalValues:
+    """Critical values of baseline ``p`` and targets of ``target_weights`` whose measured
+    hand-overs and Monte Carlo tables are kept in the cache folder: how every command
+    takes them."""
+    return CriticalValues(
+        p,
+        target_weights,
+        mode=mode,
+        draws=draws,
+        seed=seed,
+        ordered=ordered,
+        store=default_store(),
+    )

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from distgate.data.baseline import Baseline, read_baseline
-from distgate.data.cache import default_store
+from distgate.data.cache import cached_critical_values
 from distgate.data.config import TableOptions
 from distgate.data.counts import Counts
 from distgate.data.domain import EncodedTable, encode_table
@@ -35,14 +35,13 @@ class Inputs:
         """Critical values for releases drawn from this table: Y's Monte Carlo frequencies
         and |Y| are the full table's."""
         weights = self.counts.sum(axis=1)
-        return CriticalValues(
+        return cached_critical_values(
             self.baseline.probabilities,
             weights,
             mode=mode,
             draws=draws,
             seed=seed,
             ordered=self.ordered,
-            store=default_store(),
         )
 
     @property

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from distgate.data.baseline import Baseline
-from distgate.data.cache import default_store
+from distgate.data.cache import cached_critical_values
 from distgate.data.values import MISSING_LABEL, interval_key
 from distgate.errors import InputError
 from distgate.release.assess import Assessment, assess_release
@@ -271,14 +271,13 @@ def fix_counts(
         return [*groups, [size]] if kept else groups
 
     if source is None:
-        source = CriticalValues(
+        source = cached_critical_values(
             probabilities,
             counts.sum(axis=1),
             mode=critical,
             draws=draws,
             seed=seed,
             ordered=ordered,
-            store=default_store(),
         )
     failed = []  # candidates that passed under the table's hand-overs but not their own
 

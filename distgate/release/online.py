@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from distgate.data.cache import default_store
+from distgate.data.cache import cached_critical_values
 from distgate.errors import InputError
 from distgate.gate.core import Gate
 from distgate.stats.critical import DEFAULT_DRAWS, CriticalValues
@@ -61,14 +61,13 @@ def _single_threshold(metrics: Sequence[str], threshold) -> tuple[float | None, 
 def _source(p: bytes, sizes: bytes, critical: str, draws: int, seed: int, ordered: bool):
     """The table's critical values, shared by the gate's runs over other orders of the
     same table (a comparison over 20 orders simulates their Monte Carlo values once)."""
-    return CriticalValues(
+    return cached_critical_values(
         np.frombuffer(p, dtype="<f8"),
         np.frombuffer(sizes, dtype="<i8"),
         mode=critical,
         draws=draws,
         seed=seed,
         ordered=ordered,
-        store=default_store(),
     )
 
 

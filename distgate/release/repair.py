@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from distgate.data.baseline import written_probabilities
-from distgate.data.cache import default_store
+from distgate.data.cache import cached_critical_values
 from distgate.data.values import MISSING_LABEL
 from distgate.errors import InputError
 from distgate.release.assess import Assessment
@@ -175,14 +175,13 @@ class _Setting:
 
     def __post_init__(self) -> None:
         options = self.options
-        self.source = CriticalValues(
+        self.source = cached_critical_values(
             self.p,
             self.counts.sum(axis=1),
             mode=options["critical"],
             draws=options["draws"],
             seed=options["seed"],
             ordered=options["ordered"],
-            store=default_store(),
         )
         self.original = self.judge(self.counts, self.p)
 
@@ -242,14 +241,13 @@ class _Setting:
         baseline, verified (after its verification under them failed)."""
         p = written_probabilities(plan.merge.probabilities)
         options = self.options
-        own = CriticalValues(
+        own = cached_critical_values(
             p,
             plan.merge.counts.sum(axis=1),
             mode=options["critical"],
             draws=options["draws"],
             seed=options["seed"],
             ordered=options["ordered"],
-            store=default_store(),
         )
         plan.suppression = suppress_counts(
             plan.merge.counts, self.targets, p, self.metrics, self.alpha, **options, source=own

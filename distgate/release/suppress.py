@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from distgate.data.cache import default_store
+from distgate.data.cache import cached_critical_values
 from distgate.release.allocation import Closest
 from distgate.release.assess import Assessment, assess_release
 from distgate.release.coupling import (
@@ -164,14 +164,13 @@ def judge_release(
     if source is not None:
         values = source.lent(probabilities, rows.sum(axis=1))
     else:
-        values = CriticalValues(
+        values = cached_critical_values(
             probabilities,
             rows.sum(axis=1),
             mode=critical,
             draws=draws,
             seed=seed,
             ordered=ordered,
-            store=default_store(),
         )
     labels = [label for label, here in zip(target_labels, present, strict=True) if here]
     return assess_release(rows, labels, metrics, alpha, values, threshold, settings)
@@ -271,14 +270,13 @@ def suppress_counts(
     probabilities = np.asarray(probabilities, dtype=float)
     if source is None:
         sizes = counts.sum(axis=1)
-        source = CriticalValues(
+        source = cached_critical_values(
             probabilities,
             sizes if sizes.sum() > 0 else np.ones(len(counts)),  # nothing to release: unused
             mode=critical,
             draws=draws,
             seed=seed,
             ordered=ordered,
-            store=default_store(),
         )
     search = _Search(
         counts,
