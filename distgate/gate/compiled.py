@@ -341,8 +341,8 @@ def run_compiled(gate, records: np.ndarray) -> GateRun:
         if slots is None or not slots.fits(first, k):
             slots = state.slots = _Slots(first)
         requests, kept, out = slots.take(first, k, records, state)
-    else:
-        requests, kept, out = _outputs(first, k, records, state)
+    else:  # a run's own arrays
+        requests, kept, out = _Slots(first, k).take(first, k, records, state)
     counts = state.counts
     n_late = call_kernel(
         state, (kept, first, gate.kernel_tables(), counts, layout, out, state.work)
@@ -369,40 +369,19 @@ def run_compiled(gate, records: np.ndarray) -> GateRun:
     )
 
 
-def _outputs(first: int, k: int, records: np.ndarray, state: KernelState):
-    """A run's request numbers, its records (a copy: the caller's array may change) and
-    the kernel's outputs, each initialised as the kernel expects (no release time, no
-    statistic, not enqueued)."""
-    numbers = np.empty(2 * k)
-    numbers.fill(np.nan)
-    integers = np.empty(2 * k, dtype=np.int64)
-    integers[:k] = -1
-    out = _Outputs(
-        np.empty(k, dtype=np.int8),
-        integers[:k],
-        numbers[:k],
-        numbers[k:],
-        integers[k:],
-        np.zeros(k, dtype=bool),
-        state.late,
-        state.late_at,
-    )
-    return np.arange(first, first + k, dtype=np.int64), records.copy(), out
-
-
 class _Slots:
-    """The outputs of many small runs, one slot per request, made and initialised once:
+    """A run's outputs, one slot per request, each initialised as the kernel expects (no
+    release time, no statistic, not enqueued). A block is made once for many small runs:
     a run of one request then takes views instead of allocating and filling eight arrays
     (about half of its cost in Python). Slots are taken in request order and never
     reused, so a run's arrays stay its own for as long as they are kept (they keep the
-    block alive)."""
+    block alive); a larger run gets a block of its own size."""
 
-    SMALL = 64  # runs up to this many requests take slots
-    SIZE = 4096  # slots in one block
+    SMALL = 64  # runs up to this many requests take slots of a shared block
+    SIZE = 4096  # slots in a shared block
 
-    def __init__(self, first: int) -> None:
-        size = self.SIZE
-        self.first = first
+    def __init__(self, first: int, size: int = SIZE) -> None:
+        self.first, self.size = first, size
         self.requests = np.arange(first, first + size, dtype=np.int64)
         self.records = np.empty(size, dtype=np.int64)
         self.decision = np.empty(size, dtype=np.int8)
@@ -413,9 +392,11 @@ class _Slots:
         self.enqueued = np.zeros(size, dtype=bool)
 
     def fits(self, first: int, k: int) -> bool:
-        return self.first <= first and first + k - self.first <= self.SIZE
+        return self.first <= first and first + k - self.first <= self.size
 
     def take(self, first: int, k: int, records: np.ndarray, state: KernelState):
+        """Requests first..first+k-1: their numbers, their records (a copy: the caller's
+        array may change) and the kernel's outputs."""
         part = slice(first - self.first, first - self.first + k)
         kept = self.records[part]
         kept[:] = records
