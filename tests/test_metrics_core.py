@@ -221,6 +221,20 @@ def test_dixon_monte_carlo_on_an_empty_or_small_release_is_not_applicable():
         assert result.safe and np.isnan(result.global_critical)
 
 
+def test_dixons_limit_leaves_out_a_target_of_weight_zero():
+    """A plan that withholds every record of a target judges itself with weight 0 there:
+    that target is absent, as in the statistic, not an infinite distance that made every
+    simulated Q 1 (the test then never blocked)."""
+    p = np.full(10, 0.1)
+    with_empty = CriticalValues(p, [5, 3, 0, 4, 6], draws=2000).dixon_limit(0.2, stream=4)
+    without = CriticalValues(p, [5, 3, 4, 6], draws=2000).dixon_limit(0.2, stream=4)
+    assert 0.6 < with_empty < 0.8 and 0.6 < without < 0.8
+    assert abs(with_empty - without) < 0.05  # the same law, other draws
+    two_left = CriticalValues(p, [5, 0, 0, 4, 6], draws=2000).dixon_limit(0.2, stream=4)
+    assert 0.6 < two_left < 0.9
+    assert np.isnan(CriticalValues(p, [5, 0, 0, 4], draws=2000).dixon_limit(0.2, stream=4))
+
+
 def test_a_statistic_at_its_critical_value_up_to_rounding_is_not_below_it():
     from distgate.stats.critical import below
 

@@ -406,17 +406,21 @@ class CriticalValues(NullSamples):
         """The (1 - alpha) quantile of Dixon's Q in the limit of large releases under
         independence: Q over the distances chi2_y / w_y of the full table's targets (each
         2 n_y ln2 D(y) tends to an independent chi-square with N_X - 1 degrees of freedom,
-        and n_y / N to the target's weight w_y); NaN with fewer than three targets."""
+        and n_y / N to the target's weight w_y); NaN with fewer than three targets. A
+        target of weight 0 (a plan that withholds all of its records) is absent, as in
+        the statistic: its infinite distance made every Q 1 and the test never block."""
         from distgate.stats.metrics.dixon import dixon_q
 
         key = ("dixon-limit", alpha)
         if key not in self._cache:
             df = int((self.p > 0).sum()) - 1
             value = float("nan")
-            if self.full_targets >= 3 and df > 0:
+            w = self.target_weights
+            if (w > 0).sum() >= 3 and df > 0:
                 rng = np.random.default_rng([self.seed, stream, LIMIT])
                 shape = (self.draws, self.full_targets)
-                q, _ = dixon_q(rng.chisquare(df, size=shape) / self.target_weights)
+                draws = rng.chisquare(df, size=shape)
+                q, _ = dixon_q(np.where(w > 0, draws / np.where(w > 0, w, 1.0), np.nan))
                 value = upper_quantile(np.nan_to_num(q, nan=0.0), alpha)
             self._cache[key] = value
         return self._cache[key]
