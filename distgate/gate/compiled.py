@@ -126,15 +126,14 @@ def dqt_by_size(cv, alpha: float, largest: int) -> np.ndarray:
     simulated = cv.simulated(law, alpha, sizes, cv.use_mc(sizes))  # the sizes below a bound
 
     def values(chosen: np.ndarray) -> np.ndarray:
-        return cv.values(law, alpha, chosen, limit[: len(chosen)], floor=cv.use_mc(chosen))[0]
+        return cv.values(law, alpha, chosen, limit[chosen], floor=cv.use_mc(chosen))[0]
 
     count = int(simulated.sum())
     if count == 0 or not simulated[:count].all():  # a prefix of sizes, as bounds make it
         return values(sizes)
     # the Monte Carlo values (seconds of simulation) come from the cache folder
     kept = cv.size_table("dqt", law, alpha, count, lambda k: values(sizes[:k]))
-    rest = cv.values(law, alpha, sizes[count:], limit[count:], floor=cv.use_mc(sizes[count:]))
-    return np.concatenate([kept, rest[0]])
+    return np.concatenate([kept, values(sizes[count:])])
 
 
 def kernel_tables(gate):

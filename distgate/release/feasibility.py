@@ -149,7 +149,7 @@ def _judge_sizes(
     ok = np.ones(top + 1, dtype=bool)
     rest = list(judging.metrics)
     if "kld" in rest and regime == "asymptotic":
-        ok, ambiguous = _kld_screen(family, p, judging.alpha, sizes)
+        ok, ambiguous = _kld_screen(family, p, judging.alpha, sizes, values)
         if ambiguous.any():
             where = np.flatnonzero(ambiguous)
             ok[where] = judging.passes(family.rows(where), values, ["kld"])
@@ -164,7 +164,7 @@ def _judge_sizes(
         small, large = candidates, candidates[:0]
     others = [name for name in rest if name != "kld"]
     if len(small) and len(others) < len(rest):  # kld by n D(n), rows near its bound only
-        passed, near = _kld_screen_at(family, p, judging.alpha, small, values)
+        passed, near = _kld_screen(family, p, judging.alpha, small, values)
         passed[near] = judging.passes(family.rows(small[near]), values, ["kld"])
         ok[small] = passed
         small = small[passed]
@@ -185,13 +185,14 @@ def _judge_sizes(
     return ok, False
 
 
-def _kld_screen_at(
+def _kld_screen(
     family: Closest, p, alpha: float, sizes: np.ndarray, values: CriticalValues
 ) -> tuple[np.ndarray, ...]:
     """kld's verdict at ``sizes`` from n D(n) of the closest rows against n D_c(n) of
     ``values`` (each size judged as a target alone, as :meth:`Judging.passes` does): the
     sizes that pass, and those too close to their bound to tell. One array call instead
-    of a row and a critical-value look-up per size (a repair's plans judge thousands)."""
+    of a row and a critical-value look-up per size (a repair's plans judge thousands); in
+    the asymptotic regime n D_c(n) is the same at every n."""
     df = domain_values(p) - 1
     if df <= 0:
         return np.ones(len(sizes), dtype=bool), np.zeros(len(sizes), dtype=bool)
@@ -205,19 +206,6 @@ def _kld_screen_at(
     near &= sizes > 0
     ok = (mass < bound) | (sizes == 0)
     return ok & ~near, near
-
-
-def _kld_screen(family: Closest, p, alpha: float, sizes: np.ndarray) -> tuple[np.ndarray, ...]:
-    """kld's verdict under chi-square critical values from n D(n) of the closest rows: the
-    sizes that pass, and those too close to their bound to tell."""
-    df = domain_values(p) - 1
-    if df <= 0:
-        return np.ones(len(sizes), dtype=bool), np.zeros(len(sizes), dtype=bool)
-    bound = float(chi2_quantile(alpha, df)) / (2.0 * LN2)  # n D_c(n), the same at every n
-    mass = family.information(sizes)
-    near = np.abs(mass - bound) <= AMBIGUOUS * bound
-    ok = (mass < bound) | (sizes == 0)
-    return ok & ~near, near & (sizes > 0)
 
 
 def regime_values(
