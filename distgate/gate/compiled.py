@@ -165,7 +165,7 @@ def kernel_tables(gate):
     families = 0
     for code in codes:
         families |= metric_family(code)
-    return kernel.Tables(
+    tables = kernel.Tables(
         # the smallest integers that hold the codes: a random request reads them from
         # tables that then stay in the processor's cache
         target_codes=_compact(gate.target_codes, gate.n_targets),
@@ -200,6 +200,16 @@ def kernel_tables(gate):
         group_of=group_of,
         group_size=group_size,
     )
+    return kernel.Tables(*(_writeable(field) for field in tables))
+
+
+def _writeable(field):
+    """The field, or a writeable copy of a read-only array (a baseline read from bytes):
+    numba types a read-only array apart, and each new type of an argument costs the whole
+    kernel's compilation again, minutes, for the same machine code."""
+    if isinstance(field, np.ndarray) and not field.flags.writeable:
+        return field.copy()
+    return field
 
 
 def lay_out_queue(gate, arrivals: np.ndarray, records: np.ndarray, room: int):
