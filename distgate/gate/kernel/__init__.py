@@ -20,10 +20,12 @@ The cost of a request depends on the shape of the count table, never on the leng
 queue. The kernel allocates nothing and is compiled without numba's reference counting
 (``_nrt=False``): with it every call of a helper that receives a tuple of arrays paid an
 atomic increment and decrement per array, twenty times the arithmetic. Helpers marked
-``inline="always"`` are copied into their callers by numba before typing, and numba copies
-the inlined code once per block of the caller: each is called from one place wherever it
-can be, and the queue passes (:func:`~distgate.gate.kernel.run.settle`) and the rechecks
-are functions compiled on their own, so that the first compilation stays short.
+``inline="always"`` are copied into their callers by numba before typing, and each copy
+costs numba time that grows with the square of the helper's size, its own inlined helpers
+included: each helper is called from one place wherever it can be, the release and the
+rechecks are written once (in the request loop, not in a helper of their own), and the
+rare exact test near a bound is a function compiled apart, so that the first compilation
+(once per machine, cached on disk) stays near a minute and a half.
 
 numba caches each compiled function on disk (``cache=True``) and notices when the file that
 defines it changes, not when a function it calls from another module does: after editing

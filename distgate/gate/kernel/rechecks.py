@@ -319,34 +319,6 @@ def recheck_dqt(y, tables, counts, queue, work):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def recheck_target(y, need, ty, moved_first, moved_last, tables, counts, queue, work):
-    """Run the families in ``need`` on target y (every chosen family, at y's first
-    recheck in this settle when several are chosen)."""
-    families = tables.families
-    if families != KEYED_FAMILY and families != CST_FAMILY and families != DQT_FAMILY:
-        if work.touched[y] != work.counters[SETTLE]:
-            work.touched[y] = work.counters[SETTLE]
-            work.touched_list[work.counters[TOUCHED]] = y
-            work.counters[TOUCHED] += 1
-            need = families
-    if need & KEYED_FAMILY:
-        moved = y == ty
-        recheck_keyed(
-            y,
-            moved_first if moved else 0,
-            moved_last if moved else -1,
-            tables,
-            counts,
-            queue,
-            work,
-        )
-    if need & CST_FAMILY:
-        recheck_cst(y, tables, counts, queue, work)
-    if need & DQT_FAMILY:
-        recheck_dqt(y, tables, counts, queue, work)
-
-
-@njit(cache=True, inline="always", _nrt=False)
 def recheck_after(ty, scan_all, moved_first, moved_last, tables, counts, queue, work):
     """Bring the safe set up to date after a release of target ``ty`` (see the module
     docstring; ``scan_all``: every target's verdicts may have changed; moved_first ..
@@ -376,5 +348,26 @@ def recheck_after(ty, scan_all, moved_first, moved_last, tables, counts, queue, 
             need = KEYED_FAMILY
         if families & DQT_FAMILY and dqt_moved(y, tables, counts, work):
             need |= DQT_FAMILY
-        if need != 0:
-            recheck_target(y, need, ty, moved_first, moved_last, tables, counts, queue, work)
+        if need == 0:
+            continue
+        if families != KEYED_FAMILY and families != CST_FAMILY and families != DQT_FAMILY:
+            if work.touched[y] != work.counters[SETTLE]:
+                work.touched[y] = work.counters[SETTLE]
+                work.touched_list[work.counters[TOUCHED]] = y
+                work.counters[TOUCHED] += 1
+                need = families
+        if need & KEYED_FAMILY:
+            moved = y == ty
+            recheck_keyed(
+                y,
+                moved_first if moved else 0,
+                moved_last if moved else -1,
+                tables,
+                counts,
+                queue,
+                work,
+            )
+        if need & CST_FAMILY:
+            recheck_cst(y, tables, counts, queue, work)
+        if need & DQT_FAMILY:
+            recheck_dqt(y, tables, counts, queue, work)

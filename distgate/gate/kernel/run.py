@@ -1,4 +1,4 @@
-"""The compiled gate's request loop (:func:`run_kernel`) and its queue passes (:func:`settle`)."""
+"""The compiled gate's request loop and its queue passes (:func:`run_kernel`)."""
 
 from __future__ import annotations
 
@@ -51,58 +51,6 @@ def release_step(record, y, x, at, tables, counts, work):
 
 
 @njit(cache=True, _nrt=False)
-def settle(at, first_request, tables, counts, queue, out, work):
-    """The queue passes of SPEC 4 step 4 after a release at request ``at`` that made some
-    queued cell safe (run_kernel updated the safe set).
-
-    A pass takes the earliest queued entry after its position among the cells that are
-    safe now (:func:`~distgate.gate.kernel.queue.next_safe`); after each release only the
-    verdicts that release can have changed are worked out again
-    (:func:`~distgate.gate.kernel.rechecks.recheck_after`). A pass that finds nothing
-    ends the passes if it started at the queue's start, else a new pass starts there.
-
-    Compiled on its own, not inlined: numba's inlining copies the inlined code once per
-    block of the caller. run_kernel calls it only when something is safe."""
-    X = counts.C.shape[1]
-    counters = work.counters
-    pos = -1
-    while True:
-        chosen = next_safe(pos, tables, queue, work)
-        if chosen == NOT_FOUND:
-            if pos == -1:
-                break
-            pos = -1  # a pass released something: walk the queue again from its start
-            continue
-        record = queue.record[chosen]
-        prefetch(counts.released_at, record)
-        prefetch(counts.released, record)
-        prefetch(queue.queued, record)
-        cell = queue.cell[chosen]
-        arrival = queue.arrival[chosen]
-        ty = cell // X
-        remove(chosen, cell, tables, queue)
-        if queue.cell_alive[cell] == 0:
-            set_safe(cell, False, tables, work)
-        work.target_alive[ty] -= 1
-        counters[ALIVE] -= 1
-        queue.queued[record] = False
-        pos = chosen
-        if arrival >= first_request:
-            out.released_at[arrival - first_request] = at
-        else:
-            out.late_request[counters[LATE]] = arrival
-            out.late_at[counters[LATE]] = at
-            counters[LATE] += 1
-        scan_all, moved_first, moved_last = release_step(
-            record, ty, cell - ty * X, at, tables, counts, work
-        )
-        if counters[ALIVE] == 0:
-            break
-        recheck_after(ty, scan_all, moved_first, moved_last, tables, counts, queue, work)
-    clear_safe(tables, work)  # every queued record is unsafe again
-
-
-@njit(cache=True, _nrt=False)
 def work_ready(tables, counts, queue, work):
     """Set up what the kernel keeps in Work from the counts and the queue (after the gate
     laid the queue out or restored its state; kept between runs otherwise)."""
@@ -124,7 +72,19 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
     ``first_request``, ``first_request + 1``, ...; returns how many requests of earlier
     runs left the queue (their rows are in ``out.late_request``/``out.late_at``). It
     releases the GIL (it touches no Python object), so replay's commits of the batches
-    before run beside it."""
+    before run beside it.
+
+    A release is followed by the queue passes of SPEC 4 step 4 when it made some queued
+    cell safe. After each release only the verdicts it can have changed are worked out
+    again (:func:`~distgate.gate.kernel.rechecks.recheck_after`). A pass takes the
+    earliest queued entry after its position among the cells that are safe now
+    (:func:`~distgate.gate.kernel.queue.next_safe`); a pass that finds nothing ends the
+    passes if it started at the queue's start, else a new pass starts there.
+
+    The request's release and the passes' releases share one loop, written here and
+    not in a helper: the release and the rechecks are most of the kernel's code, and
+    numba's inlining copies a helper's code whole, at a cost that grows with the square
+    of its size, so each is written once and inlined at the shallowest depth."""
     Y, X = counts.C.shape
     counters = work.counters
     if not work.ready[0]:
@@ -156,16 +116,53 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
             elif ok:
                 out.decision[j] = RELEASED
                 out.released_at[j] = at
-                scan_all, moved_first, moved_last = release_step(r, y, x, at, tables, counts, work)
-                if counters[ALIVE] > 0:
-                    # the verdicts this release changed; the queue passes (a call, with
-                    # every array of the arguments) only when one of them became safe
-                    counters[SETTLE] += 1
+                record = r
+                pos = -2  # the request's own release; then the last slot a pass released
+                rechecked = False
+                while True:
+                    scan_all, moved_first, moved_last = release_step(
+                        record, y, x, at, tables, counts, work
+                    )
+                    if counters[ALIVE] == 0:
+                        break
+                    if pos == -2:
+                        counters[SETTLE] += 1
                     recheck_after(y, scan_all, moved_first, moved_last, tables, counts, queue, work)
-                    if counters[SAFE_GROUPS] > 0:
-                        settle(at, first_request, tables, counts, queue, out, work)
+                    rechecked = True
+                    if pos == -2:
+                        if counters[SAFE_GROUPS] == 0:
+                            break  # nothing queued became safe: no pass
+                        pos = -1
+                    while True:
+                        chosen = next_safe(pos, tables, queue, work)
+                        if chosen != NOT_FOUND or pos == -1:
+                            break
+                        pos = -1  # a pass released something: walk the queue again
+                    if chosen == NOT_FOUND:
+                        break
+                    record = queue.record[chosen]
+                    prefetch(counts.released_at, record)
+                    prefetch(counts.released, record)
+                    prefetch(queue.queued, record)
+                    cell = queue.cell[chosen]
+                    arrival = queue.arrival[chosen]
+                    y = cell // X
+                    x = cell - y * X
+                    remove(chosen, cell, tables, queue)
+                    if queue.cell_alive[cell] == 0:
+                        set_safe(cell, False, tables, work)
+                    work.target_alive[y] -= 1
+                    counters[ALIVE] -= 1
+                    queue.queued[record] = False
+                    pos = chosen
+                    if arrival >= first_request:
+                        out.released_at[arrival - first_request] = at
                     else:
-                        clear_safe(tables, work)
+                        out.late_request[counters[LATE]] = arrival
+                        out.late_at[counters[LATE]] = at
+                        counters[LATE] += 1
+                if rechecked:
+                    clear_safe(tables, work)  # every queued record is unsafe again
             elif tables.queue_on:
                 out.decision[j] = QUEUED
                 out.enqueued[j] = True

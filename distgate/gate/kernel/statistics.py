@@ -310,6 +310,6 @@ def check(y, x, tables, counts, work, families):
 @njit(cache=True, _nrt=False)
 def check_apart(y, x, families, tables, counts, work):
     """:func:`check` of some families, compiled on its own, for the rechecks that need it
-    only for the rare cell near its bound: one more inlined copy in settle cost seconds
-    of every first compilation."""
+    only for the rare cell near its bound: one more inlined copy in each recheck cost
+    seconds of every first compilation."""
     return check(y, x, tables, counts, work, families)
