@@ -201,3 +201,22 @@ def test_more_than_256_cells_share_groups_and_decide_like_the_python_loop(metric
     gates[1].use_kernel = False
     _same_runs(gates[0], gates[1], requests, np.array([0, 700, 701, 702, len(requests)]))
     assert len(gates[0].queued_records()) > 0 or gates[0].counts.sum() == 1_500
+
+
+def test_the_kernel_sees_one_type_whether_the_baseline_is_read_only_or_not():
+    """A read-only array (a baseline a worker read from bytes) is another numba type, and
+    each new type of an argument compiles the whole kernel again, for minutes."""
+    import numba
+
+    from distgate.gate import Gate
+    from distgate.stats.critical import CriticalValues
+
+    targets, values = np.repeat([0, 1, 2], 4), np.tile([0, 1], 6)
+    types = []
+    for writeable in (True, False):
+        p = np.array([0.5, 0.5])
+        p.flags.writeable = writeable
+        critical = CriticalValues(p, np.full(3, 4), mode="auto")
+        gate = Gate(targets, values, 3, 2, ["kld"], 0.2, critical, grace="none")
+        types.append(numba.typeof(gate.kernel_tables()))
+    assert types[0] == types[1]
