@@ -149,10 +149,7 @@ def _judge_sizes(
     ok = np.ones(top + 1, dtype=bool)
     rest = list(judging.metrics)
     if "kld" in rest and regime == "asymptotic":
-        ok, ambiguous = _kld_screen(family, p, judging.alpha, sizes, values)
-        if ambiguous.any():
-            where = np.flatnonzero(ambiguous)
-            ok[where] = judging.passes(family.rows(where), values, ["kld"])
+        ok = _kld_passes(family, p, judging, values, sizes)
         rest.remove("kld")
     if not rest:
         return ok, True
@@ -163,9 +160,8 @@ def _judge_sizes(
     else:
         small, large = candidates, candidates[:0]
     others = [name for name in rest if name != "kld"]
-    if len(small) and len(others) < len(rest):  # kld by n D(n), rows near its bound only
-        passed, near = _kld_screen(family, p, judging.alpha, small, values)
-        passed[near] = judging.passes(family.rows(small[near]), values, ["kld"])
+    if len(small) and "kld" in rest:
+        passed = _kld_passes(family, p, judging, values, small)
         ok[small] = passed
         small = small[passed]
     if len(small) and others:
@@ -183,6 +179,17 @@ def _judge_sizes(
             high = middle - 1
     ok[large[: found + 1]] = True
     return ok, False
+
+
+def _kld_passes(
+    family: Closest, p, judging: Judging, values: CriticalValues, sizes: np.ndarray
+) -> np.ndarray:
+    """kld's verdict at ``sizes`` of closest rows: by n D(n) (:func:`_kld_screen`), and by
+    the full test only for the rows too near their bound to tell."""
+    ok, near = _kld_screen(family, p, judging.alpha, sizes, values)
+    if near.any():
+        ok[near] = judging.passes(family.rows(sizes[near]), values, ["kld"])
+    return ok
 
 
 def _kld_screen(
