@@ -419,8 +419,7 @@ class CriticalValues(NullSamples):
             if (w > 0).sum() >= 3 and df > 0:
                 rng = np.random.default_rng([self.seed, stream, LIMIT])
                 shape = (self.draws, self.full_targets)
-                draws = rng.chisquare(df, size=shape)
-                q, _ = dixon_q(np.where(w > 0, draws / np.where(w > 0, w, 1.0), np.nan))
+                q, _ = dixon_q(rng.chisquare(df, size=shape) / np.where(w > 0, w, np.nan))
                 value = upper_quantile(np.nan_to_num(q, nan=0.0), alpha)
             self._cache[key] = value
         return self._cache[key]
