@@ -64,11 +64,13 @@ def pearson_statistic(counts, p, min_count: int = MIN_COUNT) -> PearsonResult:
     share = np.bincount(index, weights=p.ravel(), minlength=c.size).reshape(c.shape)
     expected = n * share
     used = np.arange(m) < groups[..., None]
-    # a subnormal expected count overflows the term to inf: the target is unsafe, as meant
+    # a subnormal expected count overflows a term, or huge terms their sum, to inf: the
+    # target is unsafe, as meant
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         terms = np.where(used & (expected > 0), (observed - expected) ** 2 / expected, 0.0)
-        impossible = used & (expected == 0) & (observed > 0)
-    statistic = np.where(impossible.any(axis=-1), np.inf, terms.sum(axis=-1))
+        total = terms.sum(axis=-1)
+    impossible = used & (expected == 0) & (observed > 0)
+    statistic = np.where(impossible.any(axis=-1), np.inf, total)
     statistic = np.where(n[..., 0] > 0, statistic, np.nan)
     return PearsonResult(statistic, groups)
 
@@ -98,9 +100,11 @@ def _one_target(c: np.ndarray, p: np.ndarray, min_count: int) -> PearsonResult:
     observed = np.bincount(index, weights=c, minlength=m)
     expected = n * np.bincount(index, weights=p, minlength=m)
     used = np.arange(m) < groups
-    # a subnormal expected count overflows the term to inf: the target is unsafe, as meant
+    # a subnormal expected count overflows a term, or huge terms their sum, to inf: the
+    # target is unsafe, as meant
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         terms = np.where(used & (expected > 0), (observed - expected) ** 2 / expected, 0.0)
-        impossible = used & (expected == 0) & (observed > 0)
-    statistic = np.inf if impossible.any() else terms.sum()
+        total = terms.sum()
+    impossible = used & (expected == 0) & (observed > 0)
+    statistic = np.inf if impossible.any() else total
     return PearsonResult(np.array([statistic if n > 0 else np.nan]), np.array([groups]))
