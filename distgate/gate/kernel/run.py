@@ -118,7 +118,6 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
                 out.released_at[j] = at
                 record = r
                 pos = -2  # the request's own release; then the last slot a pass released
-                rechecked = False
                 while True:
                     scan_all, moved_first, moved_last = release_step(
                         record, y, x, at, tables, counts, work
@@ -128,7 +127,6 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
                     if pos == -2:
                         counters[SETTLE] += 1
                     recheck_after(y, scan_all, moved_first, moved_last, tables, counts, queue, work)
-                    rechecked = True
                     if pos == -2:
                         if counters[SAFE_GROUPS] == 0:
                             break  # nothing queued became safe: no pass
@@ -161,8 +159,7 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
                         out.late_request[counters[LATE]] = arrival
                         out.late_at[counters[LATE]] = at
                         counters[LATE] += 1
-                if rechecked:
-                    clear_safe(tables, work)  # every queued record is unsafe again
+                clear_safe(tables, work)  # every queued record is unsafe again
             elif tables.queue_on:
                 out.decision[j] = QUEUED
                 out.enqueued[j] = True
