@@ -179,12 +179,13 @@ class Work(NamedTuple):
     # distinct ones (up to 4) and whether one is infinite (see dqt_ranks)
     order: np.ndarray  # int64, cells: each target's values sorted by g (keyed family)
     place: np.ndarray  # int64, cells: a value's place in its target's order
-    counters: np.ndarray  # int64[6]: ALIVE entries, LATE releases, SAFE_GROUPS, SETTLE,
-    # the CANDIDATE cell whose D(y) result[2] holds (-1: none), TOUCHED targets
+    counters: np.ndarray  # int64[7]: ALIVE entries, LATE releases, SAFE_GROUPS, SETTLE,
+    # the CANDIDATE cell whose D(y) result[2] holds (-1: none), TOUCHED targets, and the
+    # safe set's VERSION (counts its changes: a search's result holds while it stands)
     ready: np.ndarray  # bool[1]: order and target_alive are set up (work_ready)
 
 
-ALIVE, LATE, SAFE_GROUPS, SETTLE, CANDIDATE, TOUCHED = 0, 1, 2, 3, 4, 5
+ALIVE, LATE, SAFE_GROUPS, SETTLE, CANDIDATE, TOUCHED, VERSION = 0, 1, 2, 3, 4, 5, 6
 KLD_BOUND, KLD_BAND, MIS_OFFSET, SIZES, REST = 0, 1, 2, 3, 4  # Work.bound_parts rows
 LOW_A, HIGH_A, LOW_B, HIGH_B = 0, 1, 2, 3  # Work.breaks rows
 # Work.ranks entries
@@ -225,7 +226,7 @@ def work_space(n_targets: int, n_values: int, groups: int) -> Work:
         ranks=np.zeros(11),
         order=np.zeros(cells, dtype=np.int64),
         place=np.zeros(cells, dtype=np.int64),
-        counters=np.array([0, 0, 0, 0, -1, 0], dtype=np.int64),
+        counters=np.array([0, 0, 0, 0, -1, 0, 0], dtype=np.int64),
         ready=np.zeros(1, dtype=bool),
     )
 

@@ -12,7 +12,8 @@ of map1 that is not empty (``map2``, a word per 262,144 slots). The earliest saf
 after a position is then: the position's block's slot bits of the safe groups, ORed
 together; else the first block whose map1 bits of the safe groups, ORed together, are
 set, skipping empty stretches with one word of map2 per safe group. A cell entering or
-leaving the safe set costs a counter and a list entry; the search costs a few words per
+leaving the safe set costs a counter and a list entry, and moves the set's version (a
+search's result holds while the version stands); the search costs a few words per
 safe group, however long the queue and however far the pass position moved since the
 cell was last safe.
 
@@ -35,6 +36,7 @@ from distgate.gate.kernel.bundles import (
     NOT_FOUND,
     SAFE_GROUPS,
     TOUCHED,
+    VERSION,
 )
 
 
@@ -167,6 +169,7 @@ def set_safe(cell, on, tables, work):
         return
     g = tables.group_of[cell]
     counters = work.counters
+    counters[VERSION] += 1
     if on:
         work.safe[cell] = 1
         work.group_safe[g] += 1
@@ -221,6 +224,7 @@ def clear_safe(tables, work):
         work.group_safe[g] = 0
         work.group_place[g] = -1
     work.counters[SAFE_GROUPS] = 0
+    work.counters[VERSION] += 1
     X = cells // work.target_alive.shape[0]
     for k in range(work.counters[TOUCHED]):
         y = work.touched_list[k]

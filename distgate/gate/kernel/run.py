@@ -12,15 +12,18 @@ from distgate.gate.kernel.bundles import (
     CHECKED_TOTAL,
     DENIED,
     DUPLICATE,
+    EXPOSURE,
     KEYED_FAMILY,
     LATE,
     LIVE,
+    MIS,
     NOT_FOUND,
     QUEUED,
     RELEASED,
     SAFE_GROUPS,
     SETTLE,
     UNKNOWN,
+    VERSION,
 )
 from distgate.gate.kernel.keyed import move_by_g, sort_by_g
 from distgate.gate.kernel.prefetch import prefetch
@@ -79,7 +82,11 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
     again (:func:`~distgate.gate.kernel.rechecks.recheck_after`). A pass takes the
     earliest queued entry after its position among the cells that are safe now
     (:func:`~distgate.gate.kernel.queue.next_safe`); a pass that finds nothing ends the
-    passes if it started at the queue's start, else a new pass starts there.
+    passes if it started at the queue's start, else a new pass starts there. The search
+    after a pass's release is made before the rechecks that follow it, and stands when
+    they change no verdict (the safe set's VERSION): meanwhile the processor fetches the
+    entry it found, which a long queue keeps outside its caches. Not with mis or exposure,
+    whose releases move every target's bound and change some verdict nearly every time.
 
     The request's release and the passes' releases share one loop, written here and
     not in a helper: the release and the rechecks are most of the kernel's code, and
@@ -87,6 +94,8 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
     of its size, so each is written once and inlined at the shallowest depth."""
     Y, X = counts.C.shape
     counters = work.counters
+    # mis and exposure move every target's bound: nearly every release changes a verdict
+    look_ahead = (tables.chosen & ((1 << MIS) | (1 << EXPOSURE))) == 0
     if not work.ready[0]:
         work_ready(tables, counts, queue, work)
     counters[LATE] = 0
@@ -118,6 +127,7 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
                 out.released_at[j] = at
                 record = r
                 pos = -2  # the request's own release; then the last slot a pass released
+                ahead, seen = NOT_FOUND, -1  # the search after pos, at safe-set version seen
                 while True:
                     scan_all, moved_first, moved_last = release_step(
                         record, y, x, at, tables, counts, work
@@ -132,7 +142,11 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
                             break  # nothing queued became safe: no pass
                         pos = -1
                     while True:
-                        chosen = next_safe(pos, tables, queue, work)
+                        if pos >= 0 and seen == counters[VERSION]:
+                            chosen = ahead  # no verdict changed: the same search, done
+                        else:
+                            chosen = next_safe(pos, tables, queue, work)
+                        seen = -1
                         if chosen != NOT_FOUND or pos == -1:
                             break
                         pos = -1  # a pass released something: walk the queue again
@@ -153,6 +167,15 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
                     counters[ALIVE] -= 1
                     queue.queued[record] = False
                     pos = chosen
+                    # the next pass step, should this release change no verdict, found
+                    # now so that its entry is fetched while the release is worked out
+                    if look_ahead:
+                        ahead = next_safe(pos, tables, queue, work)
+                        seen = counters[VERSION]
+                        if ahead != NOT_FOUND:
+                            prefetch(queue.record, ahead)
+                            prefetch(queue.cell, ahead)
+                            prefetch(queue.arrival, ahead)
                     if arrival >= first_request:
                         out.released_at[arrival - first_request] = at
                     else:
