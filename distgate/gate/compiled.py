@@ -152,14 +152,14 @@ def kernel_tables(gate):
     kld = critical_tables(cv, LAWS["kld"], alpha, largest) if KERNEL_KLD in codes else unused
     cst = critical_tables(cv, LAWS["cst"], alpha, largest) if KERNEL_CST in codes else unused
     mis = critical_tables(cv, LAWS["mis"], alpha, records) if KERNEL_MIS in codes else unused
+    dqt = dqt_by_size(cv, alpha, records) if KERNEL_DQT in codes else np.empty(0)
     dixon = np.full(gate.n_targets + 1, np.nan)
-    if KERNEL_DQT in codes:
-        for count in range(3, gate.n_targets + 1):
+    if KERNEL_DQT in codes and dqt.shape[0] == 0:  # else the kernel looks up dqt by size
+        for count in range(3, gate.n_targets + 1):  # a quadrature each, 0.06 s
             dixon[count] = dixon_critical(count, alpha)
     targets = np.arange(gate.n_targets + 2, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         spread = np.where(targets >= 3, np.sqrt(targets / (targets - 2)), 0.0)
-    dqt = dqt_by_size(cv, alpha, records) if KERNEL_DQT in codes else np.empty(0)
     need_n, need_v = gate.grace.need
     group_of, group_size, _ = cell_groups(gate.n_targets * gate.n_values)
     families = 0
