@@ -198,6 +198,32 @@ def test_a_state_written_under_other_decision_rules_is_refused(tmp_path, small_l
     assert state.read_bytes() == before
 
 
+def test_a_bad_log_on_a_state_used_before_names_the_log_and_leaves_the_state_free(
+    tmp_path, small_log, write_csv
+):
+    # such a state is opened while the log is read: a bad log still wins, and its replay
+    # lets go of the state it opened
+    import fcntl
+
+    table, state = str(SAMPLE / "soldiers.csv"), tmp_path / "s.db"
+    assert replay(table, small_log, "--state", str(state)).exit_code == 0
+    before = state.read_bytes()
+    bad = write_csv("bad.csv", [["id"], ["S00001"], ["nobody"]])
+    with open(f"{state}.lock", "a+") as held:  # another replay holds the state
+        fcntl.flock(held, fcntl.LOCK_EX)
+        result = replay(table, bad, "--state", str(state))
+        assert result.exit_code == 2 and "'nobody' (line 3)" in result.stderr
+        result = replay(table, small_log, "--state", str(state))
+        assert result.exit_code == 2 and "is in use by another replay" in result.stderr
+    result = replay(table, bad, "--state", str(state))
+    assert result.exit_code == 2 and "'nobody' (line 3)" in result.stderr
+    assert state.read_bytes() == before
+    # the state is free again: this replay resumes it (nothing left to decide)
+    result = replay(table, small_log, "--state", str(state), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["resumed"] == 1500
+
+
 def test_unknown_keys_are_listed_or_skipped(tmp_path, write_csv):
     log = write_csv(
         "log.csv", [["id"], ["S00001"], ["nobody"], ["S00002"], *[[f"x{i}"] for i in range(7)]]

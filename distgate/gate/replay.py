@@ -21,6 +21,7 @@ import dataclasses
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -38,6 +39,8 @@ from distgate.gate.decisions import DECISION_NAMES, QUEUED, RELEASED, UNKNOWN, G
 from distgate.gate.grace import parse_grace
 from distgate.stats.critical import DEFAULT_DRAWS, check_alpha, check_threshold
 from distgate.stats.metrics.registry import parse_metrics
+
+T = TypeVar("T")
 
 COLUMNS = ("request", "key", "target", "value", "decision", "released_at", "statistic", "critical")
 BATCH = 20_000  # requests decided and committed to the state at a time
@@ -235,28 +238,29 @@ def replay(
     """
     gate = make_gate(inputs, settings)
     prepared = _in_background(gate.prepare)  # critical-value tables while the log is read
-    fmt = inputs.options.text_format
-    if hasattr(inputs.table, "map_requests"):  # an out-of-core engine joins the keys
-        log = inputs.table.map_requests(
-            requests, settings.key, fmt, skip_unknown=settings.skip_unknown
-        )
-    else:  # read and mapped a batch at a time: only the record positions are kept
-        log = read_requests(
-            requests,
-            settings.key,
-            fmt,
-            table_keys=inputs.table.keys,
-            table_size=inputs.table.size,
-            table_name=f"table {display_name(inputs.table.source)}",
-            skip_unknown=settings.skip_unknown,
-            table_source=inputs.table.source,
-            id_column=inputs.options.id_column or "id",
-        )
-    records = log.records
-    # the reader's scratch memory and the key lookup's hash table go back to the system
-    # before the gate's own arrays are made
-    pa.default_memory_pool().release_unused()
-    prepared()
+    # a state used before is checked, locked and its history read while the log is read
+    # too (a new one is made only once the log is known to be good, and a wait for
+    # another replay's lock stays in this thread, where a signal reaches it)
+    opening = None
+    if state is not None and not wait:
+        from distgate.gate.store import opened_before
+
+        if opened_before(state):
+            opening = _in_background(lambda: _open_state(state, inputs, settings, wait=False))
+    store = None
+    try:
+        log = _read_log(inputs, requests, settings)
+        records = log.records
+        # the reader's scratch memory and the key lookup's hash table go back to the
+        # system before the gate's own arrays are made
+        pa.default_memory_pool().release_unused()
+        prepared()
+        if state is not None:  # its errors come after the log's, as they always did
+            store = opening() if opening else _open_state(state, inputs, settings, wait=wait)
+    except BaseException:
+        if opening is not None and store is None:
+            _discard(opening)
+        raise
     size = len(records)
     if state is None:
         run = gate.run(records)
@@ -265,11 +269,8 @@ def replay(
         if progress:
             progress(size, size)
     else:
-        from distgate.gate.store import StateStore, table_record
-
-        record = _settings_record(inputs, settings)
         with (
-            StateStore(state, record, wait=wait, table=table_record(inputs.table)) as store,
+            store,
             _stop_at_batch_boundaries() as received,
             _Committer(store, log, size, progress) as committer,
         ):
@@ -358,26 +359,67 @@ class _Committer:
                 self.progress(stop, self.size)
 
 
-def _in_background(work: Callable[[], object]) -> Callable[[], None]:
-    """Start ``work`` in a thread; the returned function waits for it and raises what it
-    raised. (The work is numpy and compiled code that release the GIL.)"""
-    failure: list[BaseException] = []
+def _in_background(work: Callable[[], T]) -> Callable[[], T]:
+    """Start ``work`` in a thread; the returned function waits for it and returns what it
+    returned or raises what it raised. (The work is numpy, compiled code and SQLite, which
+    release the GIL.)"""
+    outcome: list[tuple[bool, object]] = []
 
     def run() -> None:
         try:
-            work()
+            outcome.append((True, work()))
         except BaseException as exc:  # handed to the waiting thread
-            failure.append(exc)
+            outcome.append((False, exc))
 
     thread = threading.Thread(target=run, name="distgate-prepare", daemon=True)
     thread.start()
 
-    def wait() -> None:
+    def wait() -> T:
         thread.join()
-        if failure:
-            raise failure[0]
+        done, value = outcome[0]
+        if not done:
+            raise value
+        return value
 
     return wait
+
+
+def _read_log(inputs: Inputs, requests: str, settings: ReplaySettings):
+    """The request log mapped to the table's record positions."""
+    fmt = inputs.options.text_format
+    if hasattr(inputs.table, "map_requests"):  # an out-of-core engine joins the keys
+        return inputs.table.map_requests(
+            requests, settings.key, fmt, skip_unknown=settings.skip_unknown
+        )
+    # read and mapped a batch at a time: only the record positions are kept
+    return read_requests(
+        requests,
+        settings.key,
+        fmt,
+        table_keys=inputs.table.keys,
+        table_size=inputs.table.size,
+        table_name=f"table {display_name(inputs.table.source)}",
+        skip_unknown=settings.skip_unknown,
+        table_source=inputs.table.source,
+        id_column=inputs.options.id_column or "id",
+    )
+
+
+def _open_state(state: str, inputs: Inputs, settings: ReplaySettings, *, wait: bool):
+    from distgate.gate.store import StateStore, table_record
+
+    record = _settings_record(inputs, settings)
+    return StateStore(state, record, wait=wait, table=table_record(inputs.table))
+
+
+def _discard(opening: Callable[[], object]) -> None:
+    """Close a state opened in the background for a replay that stopped before using it
+    (one that could not be opened holds nothing)."""
+    try:
+        store = opening()
+    except BaseException:
+        return
+    store.__exit__(None, None, None)
 
 
 def _joined_rows(

@@ -77,6 +77,12 @@ SCHEMA = (
 VERSION = str(SCHEMA_VERSION)
 
 
+def opened_before(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a state file that a replay has opened before (it has its lock
+    file): opening it again creates no file."""
+    return os.path.isfile(path) and os.path.isfile(f"{path}.lock")
+
+
 def _lock(path: str, wait: bool):
     """An exclusive lock on ``path + '.lock'`` for as long as the returned file is open:
     one replay at a time decides on a state (two would interleave their decisions). The
