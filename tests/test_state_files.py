@@ -286,6 +286,19 @@ def test_a_state_of_schema_2_is_migrated_in_place_with_a_note(built, state, tmp_
     assert again.exit_code == 0 and "migrated" not in again.stderr
 
 
+def test_a_state_of_schema_2_and_a_bad_log_is_left_unmigrated(built, state, tmp_path):
+    # a state of this schema is opened while the log is read; an older one only after it,
+    # so that a replay that fails on its log changes nothing
+    downgrade_to_schema_2(state)
+    (tmp_path / "gate.db.lock").touch()  # a state replays have opened before
+    before = state.read_bytes()
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id\nS00001\nnobody\n")
+    result = runner.invoke(app, ["replay", TABLE, str(bad), *FLAGS, "--state", str(state)])
+    assert result.exit_code == 2 and "'nobody' (line 3)" in result.stderr
+    assert state.read_bytes() == before
+
+
 def test_a_migration_that_fails_leaves_the_state_of_schema_2(built, state, monkeypatch):
     from distgate.gate.store import StateStore, table_record
 
