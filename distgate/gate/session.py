@@ -487,10 +487,12 @@ def _record_columns(inputs: Inputs, columns: Sequence[str]) -> dict[str, pa.Arra
 
 def export_decisions(state: str, output: str) -> int:
     """Write every request of the state file ``state`` in arrival order, in replay's
-    decisions format (:func:`distgate.gate.replay.write_decisions`), to ``output``; returns
-    how many. Reads the state without locking it: a running service or replay may go on."""
+    decisions format (:func:`distgate.gate.decisions_file.write_decisions`), to
+    ``output``; returns how many. Reads the state without locking it: a running service
+    or replay may go on."""
     from distgate.gate.archive import read_state
-    from distgate.gate.replay import ReplayResult, write_decisions
+    from distgate.gate.decisions_file import write_decisions
+    from distgate.gate.replay import ReplayResult
 
     read = read_state(state)
     rows = dict(read.rows)
