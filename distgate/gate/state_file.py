@@ -138,6 +138,20 @@ def _in_use(path: str) -> bool:
     return False
 
 
+def says_current_schema(path: str | os.PathLike) -> bool:
+    """Whether the file's SQLite header alone says it is a state of :data:`SCHEMA_VERSION`
+    (its application id and user_version), read without opening it as a database."""
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(100)
+    except OSError:
+        return False
+    if len(header) < 100 or not header.startswith(MAGIC):
+        return False
+    user_version, _, application_id = struct.unpack(">III", header[60:72])
+    return user_version == SCHEMA_VERSION and application_id == APPLICATION_ID
+
+
 def _check_header(path: str) -> None:
     """The first 100 bytes say SQLite; a file shorter than its header says is truncated
     (checked only without a write-ahead log, which may hold the rest)."""

@@ -81,17 +81,7 @@ def opened_before(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a state of this schema that a replay has opened before (it has
     its lock file), by its SQLite header alone: opening it again creates no file and
     migrates nothing."""
-    if not (os.path.isfile(path) and os.path.isfile(f"{path}.lock")):
-        return False
-    try:
-        with open(path, "rb") as handle:
-            header = handle.read(100)
-    except OSError:
-        return False
-    if len(header) < 100 or not header.startswith(b"SQLite format 3\0"):
-        return False
-    user_version, _, application_id = struct.unpack(">III", header[60:72])
-    return user_version == SCHEMA_VERSION and application_id == APPLICATION_ID
+    return os.path.isfile(f"{path}.lock") and state_file.says_current_schema(path)
 
 
 def _lock(path: str, wait: bool):
