@@ -64,15 +64,19 @@ def pearson_statistic(counts, p, min_count: int = MIN_COUNT) -> PearsonResult:
     share = np.bincount(index, weights=p.ravel(), minlength=c.size).reshape(c.shape)
     expected = n * share
     used = np.arange(m) < groups[..., None]
-    # a subnormal expected count overflows a term, or huge terms their sum, to inf: the
-    # target is unsafe, as meant
+    statistic = np.where(n[..., 0] > 0, _summed(observed, expected, used), np.nan)
+    return PearsonResult(statistic, groups)
+
+
+def _summed(observed: np.ndarray, expected: np.ndarray, used: np.ndarray) -> np.ndarray:
+    """sum_g (O_g - E_g)^2 / E_g over the used groups (the last axis); inf where a group
+    has tuples but no expected share. A subnormal expected count overflows a term, or huge
+    terms their sum, to inf: the target is unsafe, as meant."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         terms = np.where(used & (expected > 0), (observed - expected) ** 2 / expected, 0.0)
         total = terms.sum(axis=-1)
-    impossible = used & (expected == 0) & (observed > 0)
-    statistic = np.where(impossible.any(axis=-1), np.inf, total)
-    statistic = np.where(n[..., 0] > 0, statistic, np.nan)
-    return PearsonResult(statistic, groups)
+    impossible = (used & (expected == 0) & (observed > 0)).any(axis=-1)
+    return np.where(impossible, np.inf, total)
 
 
 def _singletons(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -100,11 +104,5 @@ def _one_target(c: np.ndarray, p: np.ndarray, min_count: int) -> PearsonResult:
     observed = np.bincount(index, weights=c, minlength=m)
     expected = n * np.bincount(index, weights=p, minlength=m)
     used = np.arange(m) < groups
-    # a subnormal expected count overflows a term, or huge terms their sum, to inf: the
-    # target is unsafe, as meant
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        terms = np.where(used & (expected > 0), (observed - expected) ** 2 / expected, 0.0)
-        total = terms.sum()
-    impossible = used & (expected == 0) & (observed > 0)
-    statistic = np.inf if impossible.any() else total
-    return PearsonResult(np.array([statistic if n > 0 else np.nan]), np.array([groups]))
+    statistic = _summed(observed, expected, used) if n > 0 else np.nan
+    return PearsonResult(np.array([statistic], dtype=float), np.array([groups]))
