@@ -142,7 +142,7 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
                             break  # nothing queued became safe: no pass
                         pos = -1
                     while True:
-                        if pos >= 0 and seen == counters[VERSION]:
+                        if seen == counters[VERSION]:  # set only after a pass's release
                             chosen = ahead  # no verdict changed: the same search, done
                         else:
                             chosen = next_safe(pos, tables, queue, work)
