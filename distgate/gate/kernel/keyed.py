@@ -263,12 +263,24 @@ def moving_edges(tables, counts, work):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def keyed_stable(y, counts, work):
-    """Does y's new (sure, maybe) leave every verdict of its last recheck in this settle
-    as it was? (No recheck yet in this settle: none of y's cells is safe.)"""
+def edges_stamp(tables, work):
+    """The mark of a target's edges that still describe the safe set. With the keyed
+    family alone they hold from settle to settle: at a settle's end no cell they say
+    passes holds a queued entry (a pass would have taken it), a request is queued only
+    when its cell fails, and after every release that moves a target's bound the target
+    is walked or found stable (a target left unwalked because nothing of it is queued
+    loses its mark). With several families the settle's end clears the families'
+    verdicts (clear_safe), and the edges hold within a settle only."""
+    return work.counters[SETTLE] if tables.families != KEYED_FAMILY else 1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def keyed_stable(y, tables, counts, work):
+    """Does y's new (sure, maybe) leave every verdict of its last recheck as it was? (No
+    marked recheck: none of y's cells is safe.)"""
     X = counts.C.shape[1]
     sure, maybe = work.sure[y], work.maybe[y]
-    if work.edges[y, 2] != work.counters[SETTLE]:
+    if work.edges[y, 2] != edges_stamp(tables, work):
         first = work.g[y * X + work.order[y * X]]
         return maybe < first
     if work.edges[y, 0] != work.edges[y, 1]:
@@ -288,9 +300,10 @@ def recheck_keyed(y, moved_first, moved_last, tables, counts, queue, work):
     base = y * X
     order, g = work.order, work.g
     edges = work.edges
-    if edges[y, 2] == work.counters[SETTLE]:
+    stamp = edges_stamp(tables, work)
+    if edges[y, 2] == stamp:
         a0, b0 = edges[y, 0], edges[y, 1]
-    else:  # y has no cell in the safe set yet in this settle
+    else:  # y has no cell in the safe set
         a0, b0 = 0, 0
     sure, maybe = work.sure[y], work.maybe[y]
     families = tables.families & KEYED_FAMILY  # (a number, not a constant: one compilation)
@@ -317,7 +330,7 @@ def recheck_keyed(y, moved_first, moved_last, tables, counts, queue, work):
         apply_note(cell, ok, KEYED_FAMILY, tables, queue, work)
     edges[y, 0] = a
     edges[y, 1] = b
-    edges[y, 2] = work.counters[SETTLE]
+    edges[y, 2] = stamp
     breaks = work.breaks
     breaks[LOW_A, y] = g[base + order[base + a - 1]] if a > 0 else -np.inf
     breaks[HIGH_A, y] = g[base + order[base + a]] if a < X else np.inf
