@@ -253,6 +253,8 @@ def moving_edges(tables, counts, work):
             maybe[y] = min(maybe[y], here + margin)
     if tables.chosen & (1 << EXPOSURE):
         for y in range(Y):
+            if work.target_alive[y] == 0:
+                continue  # its edges go unread (recheck_after passes it by)
             low, high, numbers = exposure_edges(y, tables, counts, work)
             decided[y] = decided[y] and numbers
             sure[y] = min(sure[y], low)
