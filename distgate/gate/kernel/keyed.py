@@ -270,8 +270,8 @@ def edges_stamp(tables, work):
     family alone they hold from settle to settle: at a settle's end no cell they say
     passes holds a queued entry (a pass would have taken it), a request is queued only
     when its cell fails, and after every release that moves a target's bound the target
-    is walked or found stable (a target left unwalked because nothing of it is queued
-    loses its mark). With several families the settle's end clears the families'
+    is walked or found stable (a target whose queue empties goes unwatched, and loses its
+    mark when it is queued again). With several families the settle's end clears the families'
     verdicts (clear_safe), and the edges hold within a settle only."""
     return work.counters[SETTLE] if tables.families != KEYED_FAMILY else 1
 

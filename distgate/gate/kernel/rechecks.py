@@ -340,8 +340,7 @@ def recheck_after(ty, scan_all, moved_first, moved_last, tables, counts, queue, 
         first, last = ty, ty + 1  # only the released target's verdicts can have changed
     for y in range(first, last):
         if work.target_alive[y] == 0:
-            work.edges[y, 2] = 0  # no queued cell (a cell that emptied left the safe set),
-            continue  # and its edges no longer follow its bound
+            continue  # no queued cell (a cell that emptied left the safe set)
         need = families if (y == ty or scan_all) else 0
         if keyed and not moving:
             keyed_edges(y, tables, counts, work)

@@ -188,6 +188,10 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
                 out.enqueued[j] = True
                 queue.queued[r] = True
                 append(at, r, y * X + x, tables, queue)
+                if work.target_alive[y] == 0:
+                    # no recheck followed y's bound while nothing of it was queued (nor
+                    # any at all once a release emptied the queue): its edges are stale
+                    work.edges[y, 2] = 0
                 work.target_alive[y] += 1
                 counters[ALIVE] += 1
             else:
