@@ -270,10 +270,19 @@ def edges_stamp(tables, work):
     family alone they hold from settle to settle: at a settle's end no cell they say
     passes holds a queued entry (a pass would have taken it), a request is queued only
     when its cell fails, and after every release that moves a target's bound the target
-    is walked or found stable (a target whose queue empties goes unwatched, and loses its
-    mark when it is queued again). With several families the settle's end clears the families'
-    verdicts (clear_safe), and the edges hold within a settle only."""
+    is walked or found stable. A target with nothing queued goes unwatched, and its edges
+    are forgotten when it is queued again (:func:`forget_edges`). With several families
+    the settle's end clears the families' verdicts (clear_safe), and the edges hold
+    within a settle only."""
     return work.counters[SETTLE] if tables.families != KEYED_FAMILY else 1
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def forget_edges(y, work):
+    """Target y's edges describe nothing (its next recheck starts from its first place):
+    no recheck followed its bound while nothing of it was queued, nor any target's once a
+    release emptied the queue."""
+    work.edges[y, 2] = 0  # never a stamp: settles count from 1
 
 
 @njit(cache=True, inline="always", _nrt=False)

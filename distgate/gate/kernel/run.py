@@ -25,7 +25,7 @@ from distgate.gate.kernel.bundles import (
     UNKNOWN,
     VERSION,
 )
-from distgate.gate.kernel.keyed import move_by_g, sort_by_g
+from distgate.gate.kernel.keyed import forget_edges, move_by_g, sort_by_g
 from distgate.gate.kernel.prefetch import prefetch
 from distgate.gate.kernel.queue import append, clear_safe, next_safe, remove, set_safe
 from distgate.gate.kernel.rechecks import recheck_after
@@ -189,9 +189,7 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
                 queue.queued[r] = True
                 append(at, r, y * X + x, tables, queue)
                 if work.target_alive[y] == 0:
-                    # no recheck followed y's bound while nothing of it was queued (nor
-                    # any at all once a release emptied the queue): its edges are stale
-                    work.edges[y, 2] = 0
+                    forget_edges(y, work)
                 work.target_alive[y] += 1
                 counters[ALIVE] += 1
             else:
