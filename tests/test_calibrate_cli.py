@@ -82,7 +82,8 @@ def test_table_output_and_plot(tmp_path):
         (["--releases", "10"], ["null releases", "10"]),
         (["--metric", "exposure"], ["exposure", "no significance level"]),
         (["--metric", "nope"], ["'nope'"]),
-        (["--alpha", "0.2,1.5"], ["alpha"]),
+        (["--alpha", "0.2,1.5"], ["alpha", "1.5"]),
+        (["--alpha", "0.2,abc"], ["--alpha", "0.2,abc"]),
         (["--critical", "paper"], ["paper"]),
     ],
 )

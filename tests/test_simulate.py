@@ -155,8 +155,8 @@ def test_table_output_lists_targets_and_the_bound():
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["--alpha", "0.2,abc"], ["--alpha"]),
-        (["--alpha", "0.2,1.5"], ["alpha"]),
+        (["--alpha", "0.2,abc"], ["--alpha", "0.2,abc"]),
+        (["--alpha", "0.2,1.5"], ["alpha", "1.5"]),
         (["--metric", "kld,nope"], ["'nope'"]),
         (["--sequences", "0"], ["sequences"]),
     ],

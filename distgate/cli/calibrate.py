@@ -12,13 +12,18 @@ from distgate.cli.common import (
     CriticalOption,
     DrawsOption,
     SeedOption,
+    alpha_list,
+    alphas_option,
     handles_bad_input,
+    metrics_option,
 )
 from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
 from distgate.cli.output import describe, show
 
 DEFAULT_ALPHAS = "0.05,0.2"
 DEFAULT_SIZES = "20,40,100,400,2000"
+Metrics = metrics_option("every metric whose critical value is set by alpha")
+Alphas = alphas_option(DEFAULT_ALPHAS)
 
 
 def _numbers(text: str, option: str, kind: type) -> list:
@@ -38,25 +43,8 @@ def _numbers(text: str, option: str, kind: type) -> list:
 def calibrate_command(
     context: typer.Context,
     table: TableFlags,
-    metric: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--metric",
-            "-m",
-            metavar="M[,M...]",
-            help="Metrics to measure, comma-separated or repeated [default: every metric whose "
-            "critical value is set by alpha].",
-        ),
-    ] = None,
-    alpha: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--alpha",
-            "-a",
-            metavar="A[,A...]",
-            help=f"Significance levels [default: {DEFAULT_ALPHAS}].",
-        ),
-    ] = None,
+    metric: Metrics = None,
+    alpha: Alphas = None,
     sizes: Annotated[
         str,
         typer.Option(
@@ -106,7 +94,7 @@ def calibrate_command(
     check_outputs([table.table, table.baseline], [shown_as.report, plot])
     settings = table.settings()
     metrics = parse_metrics(joined(metric, ""), offline=True) if metric else None
-    alphas = _numbers(joined(alpha, DEFAULT_ALPHAS), "--alpha", float)
+    alphas = alpha_list(alpha, DEFAULT_ALPHAS)
     inputs = table.read(settings, counts_only=True, quiet=shown_as.silent)
     seed_value = setting(seed, settings, "seed", 0)
     values = inputs.critical_values(

@@ -103,6 +103,49 @@ AlphaOption = Annotated[
         help="Significance level; higher is more protective [default: 0.2].",
     ),
 ]
+
+
+# Options of the commands that compare several metrics and levels (simulate, calibrate)
+def metrics_option(default: str) -> Any:
+    """--metric as a list (comma-separated or repeated) whose default is ``default``."""
+    return Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            "-m",
+            metavar="M[,M...]",
+            help=f"Metrics to compare, comma-separated or repeated [default: {default}].",
+        ),
+    ]
+
+
+def alphas_option(default: str) -> Any:
+    """--alpha as a list (comma-separated or repeated) whose default is ``default``."""
+    return Annotated[
+        list[str] | None,
+        typer.Option(
+            "--alpha",
+            "-a",
+            metavar="A[,A...]",
+            help=f"Significance levels, comma-separated or repeated [default: {default}].",
+        ),
+    ]
+
+
+def alpha_list(alpha: list[str] | None, default: str) -> list[float]:
+    """The levels given to an :func:`alphas_option` (``default`` when none), each one
+    checked."""
+    from distgate.data.config import joined
+    from distgate.stats.critical import check_alpha
+
+    text = joined(alpha, default)
+    try:
+        levels = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise InputError(f"--alpha must be numbers separated by commas, not '{text}'.") from None
+    return [check_alpha(level) for level in levels]
+
+
 CriticalOption = Annotated[
     str | None,
     typer.Option(

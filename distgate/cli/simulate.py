@@ -12,13 +12,18 @@ from distgate.cli.common import (
     DrawsOption,
     GraceOption,
     NoQueueOption,
+    alpha_list,
+    alphas_option,
     handles_bad_input,
+    metrics_option,
 )
 from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
 from distgate.cli.output import describe, show
 
 DEFAULT_METRICS = "mis,kld,cst,dqt"
 DEFAULT_ALPHAS = "0.2,0.05"
+Metrics = metrics_option(DEFAULT_METRICS)
+Alphas = alphas_option(DEFAULT_ALPHAS)
 
 
 @handles_bad_input
@@ -26,24 +31,8 @@ DEFAULT_ALPHAS = "0.2,0.05"
 def simulate_command(
     context: typer.Context,
     table: TableFlags,
-    metric: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--metric",
-            "-m",
-            metavar="M[,M...]",
-            help=f"Metrics to compare, comma-separated or repeated [default: {DEFAULT_METRICS}].",
-        ),
-    ] = None,
-    alpha: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--alpha",
-            "-a",
-            metavar="A[,A...]",
-            help=f"Significance levels, comma-separated or repeated [default: {DEFAULT_ALPHAS}].",
-        ),
-    ] = None,
+    metric: Metrics = None,
+    alpha: Alphas = None,
     sequences: Annotated[
         int, typer.Option("--sequences", metavar="K", help="Random request orders.")
     ] = 20,
@@ -101,7 +90,6 @@ def simulate_command(
     from distgate.errors import InputError
     from distgate.gate.simulate import chi_square_fit_sample, simulate
     from distgate.report.common import progress
-    from distgate.stats.critical import check_alpha
     from distgate.stats.metrics.registry import parse_metrics
 
     chosen = shown_as.chosen(judges=False)
@@ -111,13 +99,7 @@ def simulate_command(
         raise InputError(f"--plots names a folder for the plots, and '{plots}' is a file.")
     settings = table.settings()
     metrics = parse_metrics(joined(metric, DEFAULT_METRICS))
-    alpha_text = joined(alpha, DEFAULT_ALPHAS)
-    try:
-        alphas = [check_alpha(float(a)) for a in alpha_text.split(",") if a.strip()]
-    except ValueError:
-        raise InputError(
-            f"--alpha must be numbers separated by commas, not '{alpha_text}'."
-        ) from None
+    alphas = alpha_list(alpha, DEFAULT_ALPHAS)
     inputs = table.read(settings, quiet=shown_as.silent)
     seed_value = setting(seed, settings, "seed", 0)
     values = inputs.critical_values(
