@@ -355,7 +355,8 @@ class _Committer:
 def _in_background(work: Callable[[], T]) -> Callable[[], T]:
     """Start ``work`` in a thread; the returned function waits for it and returns what it
     returned or raises what it raised. (The work is numpy, compiled code and SQLite, which
-    release the GIL.)"""
+    release the GIL.) A daemon thread, unlike a concurrent.futures executor's: a replay
+    stopped by bad input leaves at once instead of waiting for tables it will not use."""
     outcome: list[tuple[bool, object]] = []
 
     def run() -> None:
