@@ -355,8 +355,9 @@ class _Committer:
 def _in_background(work: Callable[[], T]) -> Callable[[], T]:
     """Start ``work`` in a thread; the returned function waits for it and returns what it
     returned or raises what it raised. (The work is numpy, compiled code and SQLite, which
-    release the GIL.) A daemon thread, unlike a concurrent.futures executor's: a replay
-    stopped by bad input leaves at once instead of waiting for tables it will not use."""
+    release the GIL.) A daemon thread, unlike a concurrent.futures executor's, whose
+    threads the interpreter joins at exit: a script whose replay stopped on bad input
+    does not wait at its exit for tables it will not use."""
     outcome: list[tuple[bool, object]] = []
 
     def run() -> None:
