@@ -15,6 +15,7 @@ from distgate.cli.common import (
     DrawsOption,
     SeedOption,
     handles_bad_input,
+    list_option,
 )
 from distgate.cli.fixing import (
     FixByOption,
@@ -41,15 +42,12 @@ class Diversity(StrEnum):
 
 _TAKERS = ", ".join(f"{r.threshold} of {m}" for m, r in REGISTRY.items() if r.threshold)
 
-AssessMetricOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--metric",
-        "-m",
-        metavar="M[,M...]",
-        help=f"Metric(s), comma-separated or repeated: {', '.join(METRICS)} [default: kld].",
-    ),
-]
+AssessMetricOption = list_option(
+    "--metric",
+    "-m",
+    metavar="M[,M...]",
+    help=f"Metric(s), comma-separated or repeated: {', '.join(METRICS)} [default: kld].",
+)
 
 
 @handles_bad_input

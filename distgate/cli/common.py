@@ -83,17 +83,18 @@ def emit_json(document: Any) -> None:
     sys.stdout.flush()
 
 
-# Options of the release gate, shared by replay and simulate (assess takes every metric).
-MetricOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--metric",
-        "-m",
-        metavar="M[,M...]",
-        help=f"Metric(s), comma-separated or repeated: {', '.join(names(online=True))} "
-        "[default: kld].",
-    ),
-]
+def list_option(*names: str, metavar: str, help: str) -> Any:
+    """The type of an option given comma-separated or repeated (the command joins it)."""
+    return Annotated[list[str] | None, typer.Option(*names, metavar=metavar, help=help)]
+
+
+# Options of the release gate, shared by replay and serve (assess takes every metric).
+MetricOption = list_option(
+    "--metric",
+    "-m",
+    metavar="M[,M...]",
+    help=f"Metric(s), comma-separated or repeated: {', '.join(names(online=True))} [default: kld].",
+)
 AlphaOption = Annotated[
     float | None,
     typer.Option(
@@ -107,29 +108,23 @@ AlphaOption = Annotated[
 
 # Options of the commands that compare several metrics and levels (simulate, calibrate)
 def metrics_option(default: str) -> Any:
-    """--metric as a list (comma-separated or repeated) whose default is ``default``."""
-    return Annotated[
-        list[str] | None,
-        typer.Option(
-            "--metric",
-            "-m",
-            metavar="M[,M...]",
-            help=f"Metrics to compare, comma-separated or repeated [default: {default}].",
-        ),
-    ]
+    """--metric as a list whose default is ``default``."""
+    return list_option(
+        "--metric",
+        "-m",
+        metavar="M[,M...]",
+        help=f"Metrics to compare, comma-separated or repeated [default: {default}].",
+    )
 
 
 def alphas_option(default: str) -> Any:
-    """--alpha as a list (comma-separated or repeated) whose default is ``default``."""
-    return Annotated[
-        list[str] | None,
-        typer.Option(
-            "--alpha",
-            "-a",
-            metavar="A[,A...]",
-            help=f"Significance levels, comma-separated or repeated [default: {default}].",
-        ),
-    ]
+    """--alpha as a list whose default is ``default``."""
+    return list_option(
+        "--alpha",
+        "-a",
+        metavar="A[,A...]",
+        help=f"Significance levels, comma-separated or repeated [default: {default}].",
+    )
 
 
 def alpha_list(alpha: list[str] | None, default: str) -> list[float]:
