@@ -45,6 +45,11 @@ NOT_FOUND = -1
 # relative to the magnitudes summed, from its bound: some 10^4 ulps of the largest term,
 # far above the rounding by which the shortcut and the full test can differ.
 ROUNDING = 1e-11
+# kld's and mis's shortcuts are their full tests' own arithmetic on the same sums,
+# rearranged (distgate.gate.kernel.keyed): the two differ by the rounding of a dozen
+# operations, and this band is some 450 ulps of the magnitudes summed. (The full test
+# also rounds a D below ZERO to 0: the bands add that apart.)
+REARRANGED = 1e-13
 AHEAD = 8  # requests looked ahead: their records' flags and codes are prefetched
 # Counts.tally entries
 CHECKED_TOTAL, ALL_TOTAL, PRESENT_TARGETS = 0, 1, 2
@@ -163,7 +168,7 @@ class Work(NamedTuple):
     stale_distance: np.ndarray  # bool, |Y|: D(y) not summed again since a release
     g: np.ndarray  # float, cells: g(x) per cell (see value_part)
     g_valid: np.ndarray  # bool, cells
-    bound_parts: np.ndarray  # float, (5, |Y|): a target's parts of its bound (bound_parts)
+    bound_parts: np.ndarray  # float, (6, |Y|): a target's parts of its bound (bound_parts)
     bound_valid: np.ndarray  # bool, |Y|: bound_parts are up to date
     sure: np.ndarray  # float, |Y|: g below it certainly passes (keyed family)
     maybe: np.ndarray  # float, |Y|: g above it certainly fails
@@ -186,7 +191,7 @@ class Work(NamedTuple):
 
 
 ALIVE, LATE, SAFE_GROUPS, SETTLE, CANDIDATE, TOUCHED, VERSION = 0, 1, 2, 3, 4, 5, 6
-KLD_BOUND, KLD_BAND, MIS_OFFSET, SIZES, REST = 0, 1, 2, 3, 4  # Work.bound_parts rows
+KLD_BOUND, KLD_BAND, MIS_OFFSET, SIZES, REST, SUMS_BAND = 0, 1, 2, 3, 4, 5  # bound_parts rows
 LOW_A, HIGH_A, LOW_B, HIGH_B = 0, 1, 2, 3  # Work.breaks rows
 # Work.ranks entries
 TOP1, TOP2, TOP3, BOTTOM1, BOTTOM2, AT_TOP1, AT_TOP2, AT_BOTTOM1 = range(8)
@@ -214,7 +219,7 @@ def work_space(n_targets: int, n_values: int, groups: int) -> Work:
         stale_distance=np.zeros(n_targets, dtype=bool),
         g=np.zeros(cells),
         g_valid=np.zeros(cells, dtype=bool),
-        bound_parts=np.zeros((5, n_targets)),
+        bound_parts=np.zeros((6, n_targets)),
         bound_valid=np.zeros(n_targets, dtype=bool),
         sure=np.zeros(n_targets),
         maybe=np.zeros(n_targets),

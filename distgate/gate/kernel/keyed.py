@@ -46,10 +46,12 @@ from distgate.gate.kernel.bundles import (
     MIS,
     MIS_OFFSET,
     PRESENT_TARGETS,
+    REARRANGED,
     REST,
     ROUNDING,
     SETTLE,
     SIZES,
+    SUMS_BAND,
     TIE_ABSOLUTE,
     TIE_RELATIVE,
     ZERO,
@@ -120,8 +122,10 @@ def bound_parts(y, tables, counts, work):
     n1 = counts.n[y] + 1
     N1 = counts.tally[CHECKED_TOTAL] + 1
     rest = counts.S[y] - counts.L[y] - tables.xlogx[n1]  # n1 D1 - g(x)
-    sizes = abs(counts.S[y]) + abs(counts.L[y]) + n1 + 1.0
+    sizes = abs(counts.S[y]) + abs(counts.L[y]) + tables.xlogx[n1] + n1 + 1.0
     parts = work.bound_parts
+    # what kld's and mis's bands take for y's sums, and for a D1 the full test rounds to 0
+    parts[SUMS_BAND, y] = REARRANGED * sizes + n1 * ZERO
     parts[KLD_BOUND, y] = np.inf
     parts[KLD_BAND, y] = 0.0
     if tables.chosen & (1 << KLD):
@@ -129,7 +133,7 @@ def bound_parts(y, tables, counts, work):
         if not math.isnan(crit):
             limit = (crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)) * n1
             parts[KLD_BOUND, y] = limit - rest
-            parts[KLD_BAND, y] = ROUNDING * (sizes + abs(limit))
+            parts[KLD_BAND, y] = parts[SUMS_BAND, y] + REARRANGED * abs(limit)
     old = counts.term[y] if counts.n[y] > 0 else 0.0
     parts[MIS_OFFSET, y] = old - rest
     parts[SIZES, y] = sizes
@@ -208,7 +212,7 @@ def keyed_edges(y, tables, counts, work):
         if not math.isnan(limit):
             A = counts.weighted[0]
             here = (limit - A) + parts[MIS_OFFSET, y]
-            margin = ROUNDING * (abs(A) + parts[SIZES, y] + abs(limit))
+            margin = parts[SUMS_BAND, y] + REARRANGED * (abs(A) + abs(limit))
             decided = decided and not (math.isnan(here) or math.isnan(margin))
             sure = min(sure, here - margin)
             maybe = min(maybe, here + margin)
@@ -247,7 +251,7 @@ def moving_edges(tables, counts, work):
         for y in range(Y):
             limit = limit_present if counts.n[y] > 0 else limit_new
             here = (limit - A) + parts[MIS_OFFSET, y]
-            margin = ROUNDING * (abs(A) + parts[SIZES, y] + abs(limit))
+            margin = parts[SUMS_BAND, y] + REARRANGED * (abs(A) + abs(limit))
             decided[y] = decided[y] and not (math.isnan(here) or math.isnan(margin))
             sure[y] = min(sure[y], here - margin)
             maybe[y] = min(maybe[y], here + margin)
