@@ -164,6 +164,7 @@ class Work(NamedTuple):
     family_ok: np.ndarray  # uint8, (3, cells): each family's verdict (with several)
     touched: np.ndarray  # int64, |Y|: the settle that last rechecked a target's families
     touched_list: np.ndarray  # int64, |Y|: the targets touched in this settle
+    rechecks: np.ndarray  # int64, (2, |Y|): the targets a release rechecks, and the families
     target_alive: np.ndarray  # int64, |Y|: queued entries per target
     stale_distance: np.ndarray  # bool, |Y|: D(y) not summed again since a release
     g: np.ndarray  # float, cells: g(x) per cell (see value_part)
@@ -215,6 +216,7 @@ def work_space(n_targets: int, n_values: int, groups: int) -> Work:
         family_ok=np.zeros((3, cells), dtype=np.uint8),
         touched=np.full(n_targets, -1, dtype=np.int64),
         touched_list=np.zeros(n_targets, dtype=np.int64),
+        rechecks=np.zeros((2, n_targets), dtype=np.int64),
         target_alive=np.zeros(n_targets, dtype=np.int64),
         stale_distance=np.zeros(n_targets, dtype=bool),
         g=np.zeros(cells),

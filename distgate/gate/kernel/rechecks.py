@@ -338,6 +338,11 @@ def recheck_after(ty, scan_all, moved_first, moved_last, tables, counts, queue, 
         moving_edges(tables, counts, work)
     elif not (scan_all or families & DQT_FAMILY):
         first, last = ty, ty + 1  # only the released target's verdicts can have changed
+    # which targets to recheck, and for which families, in a short loop of its own: it
+    # runs over every target after each release of mis or exposure, and the rechecks'
+    # code beside it would leave it few registers
+    rechecks = work.rechecks
+    count = 0
     for y in range(first, last):
         if work.target_alive[y] == 0:
             continue  # no queued cell (a cell that emptied left the safe set)
@@ -348,8 +353,13 @@ def recheck_after(ty, scan_all, moved_first, moved_last, tables, counts, queue, 
             need = KEYED_FAMILY
         if families & DQT_FAMILY and dqt_moved(y, tables, counts, work):
             need |= DQT_FAMILY
-        if need == 0:
-            continue
+        if need != 0:
+            rechecks[0, count] = y
+            rechecks[1, count] = need
+            count += 1
+    for k in range(count):
+        y = rechecks[0, k]
+        need = rechecks[1, k]
         if families != KEYED_FAMILY and families != CST_FAMILY and families != DQT_FAMILY:
             if work.touched[y] != work.counters[SETTLE]:
                 work.touched[y] = work.counters[SETTLE]
