@@ -194,8 +194,9 @@ def exposure_edges(y, tables, counts, work):
 
 @njit(cache=True, inline="always", _nrt=False)
 def keyed_edges(y, tables, counts, work):
-    """Target y's (sure, maybe), stored in Work: g below sure certainly passes every
-    chosen keyed metric, g above maybe certainly fails one, and every cell between gets
+    """Target y's (sure, maybe) when kld is the only keyed metric chosen (mis and
+    exposure move every target's bound: :func:`moving_edges`), stored in Work: g below
+    sure certainly passes, g above maybe certainly fails, and every cell between gets
     the exact test. (-inf, inf) when a bound is not a number (an infinite sum less an
     infinite one: a value the baseline gives no probability, released in a target's
     grace, makes D and A infinite): every cell then gets the exact test."""
@@ -205,23 +206,7 @@ def keyed_edges(y, tables, counts, work):
     bound = parts[KLD_BOUND, y]
     band = parts[KLD_BAND, y]
     sure, maybe = bound - band, bound + band
-    decided = not (math.isnan(bound) or math.isnan(band))
-    if tables.chosen & (1 << MIS):
-        # NaN when mis has no critical value: it then bounds nothing
-        limit = work.mis_limit[0] if counts.n[y] > 0 else work.mis_limit[1]
-        if not math.isnan(limit):
-            A = counts.weighted[0]
-            here = (limit - A) + parts[MIS_OFFSET, y]
-            margin = parts[SUMS_BAND, y] + REARRANGED * (abs(A) + abs(limit))
-            decided = decided and not (math.isnan(here) or math.isnan(margin))
-            sure = min(sure, here - margin)
-            maybe = min(maybe, here + margin)
-    if tables.chosen & (1 << EXPOSURE):
-        low, high, numbers = exposure_edges(y, tables, counts, work)
-        decided = decided and numbers
-        sure = min(sure, low)
-        maybe = min(maybe, high)
-    if not decided or math.isnan(sure) or math.isnan(maybe):
+    if math.isnan(sure) or math.isnan(maybe):
         sure, maybe = -np.inf, np.inf
     work.sure[y] = sure
     work.maybe[y] = maybe
@@ -229,10 +214,11 @@ def keyed_edges(y, tables, counts, work):
 
 @njit(cache=True, inline="always", _nrt=False)
 def moving_edges(tables, counts, work):
-    """Every target's (sure, maybe), as :func:`keyed_edges` gives them, when mis or
-    exposure is chosen (a release moves every target's bound): one loop per metric over
-    the targets, with nothing in it that stops the processor from running several at
-    once."""
+    """Every target's (sure, maybe), as :func:`keyed_edges` gives kld's, when mis or
+    exposure is chosen (a release moves every target's bound): the least of the chosen
+    metrics' edges, (-inf, inf) where one is not a number (NaN: mis without a critical
+    value bounds nothing). One loop per metric over the targets, with nothing in it that
+    stops the processor from running several at once."""
     Y = counts.n.shape[0]
     parts = work.bound_parts
     for y in range(Y):
