@@ -41,9 +41,10 @@ __all__ = [
 
 LN2 = 0.6931471805599453
 NOT_FOUND = -1
-# A bound's shortcut decides a cell outright only when the cell lies further than this,
-# relative to the magnitudes summed, from its bound: some 10^4 ulps of the largest term,
-# far above the rounding by which the shortcut and the full test can differ.
+# exposure's, cst's and dqt's shortcuts decide a cell outright only when the cell lies
+# further than this, relative to the magnitudes summed, from its bound: some 10^4 ulps of
+# the largest term, far above the rounding by which the shortcut (summed another way)
+# and the full test can differ.
 ROUNDING = 1e-11
 # kld's and mis's shortcuts are their full tests' own arithmetic on the same sums,
 # rearranged (distgate.gate.kernel.keyed): the two differ by the rounding of a dozen
