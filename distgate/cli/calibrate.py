@@ -16,6 +16,7 @@ from distgate.cli.common import (
     alphas_option,
     handles_bad_input,
     metrics_option,
+    number_list,
 )
 from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
 from distgate.cli.output import describe, show
@@ -24,18 +25,6 @@ DEFAULT_ALPHAS = "0.05,0.2"
 DEFAULT_SIZES = "20,40,100,400,2000"
 Metrics = metrics_option("every metric whose critical value is set by alpha")
 Alphas = alphas_option(DEFAULT_ALPHAS)
-
-
-def _numbers(text: str, option: str, kind: type) -> list:
-    try:
-        return [kind(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        from distgate.errors import InputError
-
-        raise InputError(
-            f"{option} must be {'whole ' if kind is int else ''}numbers separated by commas, "
-            f"not '{text}'."
-        ) from None
 
 
 @handles_bad_input
@@ -104,7 +93,7 @@ def calibrate_command(
         values,
         metrics,
         alphas,
-        _numbers(sizes, "--sizes", int),
+        number_list(sizes, "--sizes", int),
         releases=releases,
         seed=seed_value,
     )

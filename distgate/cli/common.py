@@ -133,12 +133,19 @@ def alpha_list(alpha: list[str] | None, default: str) -> list[float]:
     from distgate.data.config import joined
     from distgate.stats.critical import check_alpha
 
-    text = joined(alpha, default)
+    return [check_alpha(level) for level in number_list(joined(alpha, default), "--alpha", float)]
+
+
+def number_list(text: str, option: str, kind: type) -> list:
+    """The comma-separated numbers of ``option`` (``kind``: int or float), or InputError
+    quoting them."""
     try:
-        levels = [float(part) for part in text.split(",") if part.strip()]
+        return [kind(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise InputError(f"--alpha must be numbers separated by commas, not '{text}'.") from None
-    return [check_alpha(level) for level in levels]
+        whole = "whole " if kind is int else ""
+        raise InputError(
+            f"{option} must be {whole}numbers separated by commas, not '{text}'."
+        ) from None
 
 
 CriticalOption = Annotated[
