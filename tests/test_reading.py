@@ -65,3 +65,23 @@ def test_text_that_is_not_utf8_names_the_line_and_byte(tmp_path):
     message = result.stderr.strip()
     assert len(message.splitlines()) == 1
     assert "is not UTF-8 text, line 3, byte 30 (0xe9)" in message and "iconv" in message
+
+
+@pytest.mark.parametrize("key", ["", "   ", '""', "\t"], ids=["empty", "spaces", "quoted", "tab"])
+def test_a_record_without_a_key_names_its_line(tmp_path, key):
+    table, log = tmp_path / "table.csv", tmp_path / "requests.csv"
+    table.write_text(f"id,age,location\n1,20,L1\n{key},30,L2\n3,40,L1\n")
+    log.write_text("id\n1\n")
+    result = run("replay", str(table), str(log), "-x", "age", "-y", "location", "--id", "id")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.stderr.strip() == (
+        f"distgate: The table '{table}', line 3: column 'id' has no value."
+    )
+
+
+def test_keys_that_are_all_present_pass(tmp_path):
+    from distgate.data.tables import read_columns, require_values
+
+    path = tmp_path / "t.csv"
+    path.write_text("id\n a\nb \n\u00a0c\n")  # text around the key is still a key
+    require_values(read_columns(path, ["id"]), ["id"], "table")

@@ -81,8 +81,7 @@ def replay_command(
 
     Example: distgate replay soldiers.csv requests.csv -o decisions.csv --state gate.db
     """
-    from distgate._runtime import preload
-    from distgate.gate.compiled import PRELOAD
+    from distgate.gate.core import preload_compiled_code
     from distgate.gate.replay import Interrupted, replay
     from distgate.report.common import progress
 
@@ -101,7 +100,7 @@ def replay_command(
             "a weighted line stands for several records that a request log cannot name one "
             "by one (give replay a table with one line per record)."
         )
-    preload(PRELOAD, _load_compiled_code)  # while the inputs are read
+    preload_compiled_code()  # while the inputs are read
     replay_settings = gate_settings(
         settings,
         metric=metric,
@@ -151,13 +150,3 @@ def replay_command(
         stderr=output == "-",
         outputs=shown_as,
     )
-
-
-def _load_compiled_code() -> None:
-    """numba, the key index's compiled code (needed first, to read the log) and the gate's
-    kernel, loaded in one thread: numba's set-up is done once."""
-    from distgate.data.key_index import load_compiled
-    from distgate.gate.core import warm_up
-
-    load_compiled()
-    warm_up()

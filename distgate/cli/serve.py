@@ -135,12 +135,12 @@ def serve_command(
     shown = split_names(columns)
 
     def load():
-        from distgate._runtime import await_preload, preload
-        from distgate.cli.replay import _load_compiled_code
+        from distgate._runtime import await_preload
         from distgate.gate.compiled import PRELOAD
+        from distgate.gate.core import preload_compiled_code
         from distgate.gate.session import GateSession
 
-        preload(PRELOAD, _load_compiled_code)  # while the table and the state are read
+        preload_compiled_code()  # while the table and the state are read
         inputs = table.read(settings, need_keys=True)
         session = GateSession(inputs, chosen, state, columns=shown)
         await_preload(PRELOAD)  # ready means the first request does not wait for it

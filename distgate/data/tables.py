@@ -527,7 +527,15 @@ def require_values(table: pa.Table, columns: Sequence[str], name: str) -> None:
     """Raise InputError naming the first line where one of ``columns`` is empty."""
     for column in columns:
         values = table.column(column)
-        # empty or only whitespace; predicates, so no trimmed copy of the column is made
+        # missing, empty or only whitespace, asked with aggregates and no Python scalar
+        # (pyarrow imports pandas, a quarter of a second, to make one from a Python value);
+        # predicates, so no trimmed copy of the column is made
+        if not (
+            values.null_count
+            or pc.min(pc.binary_length(values)).as_py() == 0
+            or pc.any(pc.utf8_is_space(values)).as_py()
+        ):
+            continue
         blank = pc.or_kleene(
             pc.equal(pc.utf8_length(values), 0), pc.utf8_is_space(values)
         ).fill_null(True)

@@ -39,6 +39,11 @@ DISTANCE_METRICS = (KERNEL_MIS, KERNEL_DQT, KERNEL_EXPOSURE)
 MAX_GROUPS = 256  # groups of cells in the queue's maps (cells share a group beyond)
 
 
+def kernel_loaded() -> bool:
+    """Whether a run of this process has loaded the kernel already."""
+    return _Outputs is not None
+
+
 def kernel_codes(metrics) -> list[int] | None:
     """The chosen metrics' kernel codes, or None when one of them has none."""
     codes = [REGISTRY[name].kernel for name in metrics]

@@ -249,3 +249,24 @@ def warm_up() -> None:
     codes = np.array([0, 1, 1])
     cv = CriticalValues(np.array([0.5, 0.5]), np.array([1.0, 1.0]), draws=100)
     Gate(codes, codes, 2, 2, ["kld", "mis"], 0.2, cv).run(np.array([0, 1, 2]))
+
+
+def load_compiled_code() -> None:
+    """numba, the key index's compiled code (needed first, to read a request log) and the
+    gate's kernel, loaded in one thread: numba's set-up is done once."""
+    from distgate.data.key_index import load_compiled
+
+    load_compiled()
+    warm_up()
+
+
+def preload_compiled_code() -> None:
+    """Start :func:`load_compiled_code` in the background
+    (:func:`distgate._runtime.preload`) while this thread reads inputs; the gate's first
+    run waits for it. Nothing is started once a run of this process has loaded it."""
+    from distgate.gate.compiled import PRELOAD, kernel_loaded
+
+    if not kernel_loaded():
+        from distgate._runtime import preload
+
+        preload(PRELOAD, load_compiled_code)

@@ -30,7 +30,7 @@ from distgate.data.config import DEFAULT_ALPHA, DEFAULT_CRITICAL, DEFAULT_METRIC
 from distgate.data.inputs import Inputs
 from distgate.data.requests import KeyColumn, RequestKeys, read_requests
 from distgate.data.tables import display_name
-from distgate.gate.core import Gate
+from distgate.gate.core import Gate, preload_compiled_code
 from distgate.gate.decisions import DECISION_NAMES, QUEUED, RELEASED, UNKNOWN, GateRun, GateStatus
 from distgate.gate.decisions_file import write_decisions
 from distgate.gate.grace import parse_grace
@@ -229,6 +229,7 @@ def replay(
     decisions file quotes text a spreadsheet would run as a formula
     (:mod:`distgate.data.csv_cells`).
     """
+    preload_compiled_code()  # numba's code for the key lookup and the gate, while the log is read
     gate = make_gate(inputs, settings)
     prepared = _in_background(gate.prepare)  # critical-value tables while the log is read
     # a state used before is checked, locked and its history read while the log is read
