@@ -227,7 +227,9 @@ def replay(
     :class:`Interrupted`. ``progress(done, total)`` is called after every batch of
     ``batch`` requests (the decisions do not depend on it). ``spreadsheet``: the
     decisions file quotes text a spreadsheet would run as a formula
-    (:mod:`distgate.data.csv_cells`).
+    (:mod:`distgate.data.csv_cells`). The compiled key lookup and gate are loaded in a
+    background thread while the log is read, unless this process has loaded them already
+    (:func:`~distgate.gate.core.preload_compiled_code`).
     """
     preload_compiled_code()  # numba's code for the key lookup and the gate, while the log is read
     gate = make_gate(inputs, settings)
