@@ -39,6 +39,10 @@ from distgate.gate.kernel.bundles import (
     VERSION,
 )
 
+# safe groups from which a block's live slots are looked at one by one (first_safe_in)
+SCAN_FROM = 8
+SCAN_BLOCKS = 4  # blocks after the position's looked at so, before the maps are searched
+
 
 @njit(cache=True, inline="always", _nrt=False)
 def mark(s, cell, tables, queue):
@@ -101,7 +105,18 @@ def build_maps(tables, queue):
 
 @njit(cache=True, inline="always", _nrt=False)
 def first_safe_in(b, j, tables, queue, work):
-    """The first live slot of block b, from its j-th on, whose cell is safe."""
+    """The first live slot of block b, from its j-th on, whose cell is safe. With many
+    safe groups (mis: a release moves every target's bound, and some twenty cells sit at
+    it) the block's live slots are looked at one by one, in a stretch of memory, instead
+    of the slot words of every safe group, each in a row of its own."""
+    if work.counters[SAFE_GROUPS] > SCAN_FROM:
+        word = queue.alive[b] & from_bit(j)
+        while word != 0:
+            s = (b << 6) + trailing_zeros(word)
+            if work.safe[queue.cell[s]] != 0:
+                return s
+            word &= word - np.uint64(1)
+        return NOT_FOUND
     word = np.uint64(0)
     for k in range(work.counters[SAFE_GROUPS]):
         word |= queue.slots[work.safe_groups[k], b]
@@ -137,6 +152,14 @@ def next_safe(pos, tables, queue, work):
         return found
     last_block = (fill - 1) >> 6
     b += 1
+    if work.counters[SAFE_GROUPS] > SCAN_FROM:
+        # many safe cells: the next safe entry is most often a block or two away
+        near = min(b + SCAN_BLOCKS, last_block + 1)
+        while b < near:
+            found = first_safe_in(b, 0, tables, queue, work)
+            if found != NOT_FOUND:
+                return found
+            b += 1
     while b <= last_block:
         w = b >> 6
         word = safe_bits(queue.map1, w, work) & from_bit(b & 63)
