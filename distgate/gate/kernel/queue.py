@@ -109,21 +109,19 @@ def first_safe_in(b, j, tables, queue, work):
     safe groups (mis: a release moves every target's bound, and some twenty cells sit at
     it) the block's live slots are looked at one by one, in a stretch of memory, instead
     of the slot words of every safe group, each in a row of its own."""
-    if work.counters[SAFE_GROUPS] > SCAN_FROM:
-        word = queue.alive[b] & from_bit(j)
-        while word != 0:
-            s = (b << 6) + trailing_zeros(word)
-            if work.safe[queue.cell[s]] != 0:
-                return s
-            word &= word - np.uint64(1)
-        return NOT_FOUND
-    word = np.uint64(0)
-    for k in range(work.counters[SAFE_GROUPS]):
-        word |= queue.slots[work.safe_groups[k], b]
+    scan = work.counters[SAFE_GROUPS] > SCAN_FROM
+    if scan:
+        word = queue.alive[b]
+    else:
+        word = np.uint64(0)
+        for k in range(work.counters[SAFE_GROUPS]):
+            word |= queue.slots[work.safe_groups[k], b]
     word &= from_bit(j)
+    # a safe group's slot is a safe cell's when every cell has a group of its own
+    group_safe = tables.group_size == 1 and not scan
     while word != 0:
         s = (b << 6) + trailing_zeros(word)
-        if tables.group_size == 1 or work.safe[queue.cell[s]] != 0:
+        if group_safe or work.safe[queue.cell[s]] != 0:
             return s
         word &= word - np.uint64(1)
     return NOT_FOUND
