@@ -1,5 +1,6 @@
 """The console script keeps pandas out (pyarrow would import it only to ask whether an
-object is a pandas one), and the Dask engine, which is built on pandas, lets it back in."""
+object is a pandas one), reading checks do not make pyarrow import it, and the Dask engine,
+which is built on pandas, lets it back in."""
 
 import os
 import subprocess
@@ -31,6 +32,24 @@ def test_a_command_runs_without_importing_pandas(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[-2:] == ["0", "False"], result.stdout
     assert out.stat().st_size > 0
+
+
+def test_checking_keys_that_all_have_a_value_imports_no_pandas(tmp_path):
+    """pyarrow imports pandas to make a Python scalar: the check of a key column asks
+    with aggregates, and text around a key is still a key."""
+    path = tmp_path / "t.csv"
+    path.write_text("id\n a\nb \n\u00a0c\n", encoding="utf-8")
+    probe = (
+        "import sys\n"
+        "from distgate.data.tables import read_columns, require_values\n"
+        "require_values(read_columns(sys.argv[1], ['id']), ['id'], 'table')\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, str(path)], env=ENV, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
 
 
 def test_the_dask_engine_lets_pandas_in():

@@ -77,11 +77,3 @@ def test_a_record_without_a_key_names_its_line(tmp_path, key):
     assert result.stderr.strip() == (
         f"distgate: The table '{table}', line 3: column 'id' has no value."
     )
-
-
-def test_keys_that_are_all_present_pass(tmp_path):
-    from distgate.data.tables import read_columns, require_values
-
-    path = tmp_path / "t.csv"
-    path.write_text("id\n a\nb \n\u00a0c\n")  # text around the key is still a key
-    require_values(read_columns(path, ["id"]), ["id"], "table")
