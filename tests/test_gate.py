@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from scipy.stats import chi2
 
@@ -535,25 +535,31 @@ def test_the_chi_square_table_holds_the_degrees_of_freedom_the_metrics_ask_for(m
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(0, 9), min_size=2, max_size=8), st.data())
-def test_cst_groups_know_what_one_more_tuple_does_to_a_rows_grouping(row, data):
-    """The kernel's cst recheck takes a candidate's statistic in O(1) where one more tuple
-    leaves the row's merged groups as they are, or only lets the short last run close on
-    its own; elsewhere it runs the exact test. Each claim is checked against merge_groups
-    and pearson_statistic. A row whose every value holds 5 tuples never needs the exact
-    test."""
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(1, 9)), min_size=2, max_size=8))
+@example(cells=[(4, 1), (0, 2), (6, 3), (5, 1)])  # values 0 and 1 regroup
+@example(cells=[(5, 1), (3, 2), (1, 1)])  # the last run of 4 closes on its own
+def test_cst_rows_know_what_one_more_tuple_does_to_a_rows_grouping(cells):
+    """The kernel keeps each target's merged groups between its releases and takes a
+    candidate's statistic from them: from the kept terms where one more tuple leaves the
+    groups as they are or only lets the short last run close on its own, by a pass over
+    the values from the candidate's group on where it closes its run sooner. Each claim
+    about the groups is checked against merge_groups, and each statistic is the full
+    pass's to the last bit (and pearson_statistic's). A row whose every value holds 5
+    tuples keeps its groups whatever the candidate."""
     from distgate.gate.kernel.bundles import CLOSES_TAIL, REGROUPS, STAYS
-    from distgate.gate.kernel.rechecks import cst_groups
+    from distgate.gate.kernel.cst import cst_statistic, fill_row, row_statistic
     from distgate.stats.metrics.pearson import merge_groups, pearson_statistic
 
+    row = [count for count, _ in cells]
+    weights = [weight for _, weight in cells]
     m = len(row)
-    weights = data.draw(st.lists(st.integers(1, 9), min_size=m, max_size=m))
     p = np.array(weights, dtype=float) / sum(weights)
     n1 = sum(row) + 1.0
-    group_of = np.empty(m, dtype=np.int64)
-    observed, share, kind = np.empty(m), np.empty(m), np.empty(m, dtype=np.int8)
-    base, groups, tail_stat = cst_groups(np.array([row]), 0, n1, p, group_of, observed, share, kind)
-    if sum(row) < 5:  # no group closes: every candidate gets the exact test
+    C = np.array([row])
+    group_of, kind = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int8)
+    observed, share, term = np.empty(m), np.empty(m), np.empty(m)
+    groups, tail_stat, base = fill_row(C, 0, n1, p, group_of, kind, observed, share, term)
+    if sum(row) < 5:  # no group closes: every candidate gets the full pass
         assert groups == 0
         return
     labels, _ = merge_groups(np.array(row))
@@ -561,24 +567,29 @@ def test_cst_groups_know_what_one_more_tuple_does_to_a_rows_grouping(row, data):
         more = np.array(row)
         more[x] += 1
         new_labels, new_groups = merge_groups(more)
-        exact = pearson_statistic(more, p).statistic
+        row_groups = (groups, tail_stat, group_of, kind, observed, share, term)
+        kept = row_statistic(C, 0, x, n1, p, *row_groups)
         if min(row) >= 5:
             assert kind[x] == STAYS
         if kind[x] == STAYS:
             assert np.array_equal(new_labels, labels), x
             assert new_groups == groups
+            # the recheck's shortcut: the row's statistic, x's group's term changed
             expected = n1 * share[group_of[x]]
             fast = base + (2 * (observed[group_of[x]] - expected) + 1) / expected
-            assert fast == pytest.approx(exact, rel=1e-12, abs=1e-12)
+            assert fast == pytest.approx(kept[0], rel=1e-12, abs=1e-12)
         elif kind[x] == CLOSES_TAIL:  # the last run becomes a group of its own
             apart = new_labels == groups
             assert apart[-1] and np.all(np.diff(apart.astype(int)) >= 0)  # a trailing run
             assert np.all(labels[apart] == groups - 1)
             assert np.array_equal(new_labels[~apart], labels[~apart])
             assert new_groups == groups + 1
-            assert tail_stat == pytest.approx(exact, rel=1e-12, abs=1e-12)
-        else:
+        else:  # x's run closes sooner; the groups before it stay
             assert kind[x] == REGROUPS
+            before = labels < labels[x]
+            assert np.array_equal(new_labels[before], labels[before])
+        assert kept == cst_statistic(C, 0, x, n1, p, 0, 0.0, 0), x  # to the last bit
+        assert kept[0] == pytest.approx(pearson_statistic(more, p).statistic, rel=1e-12)
 
 
 @pytest.mark.parametrize("metric", ["kld", "mis"])

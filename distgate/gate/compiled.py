@@ -280,7 +280,8 @@ class KernelState:
             weighted=np.array([weighted, squares]),
         )
         _, _, groups = cell_groups(gate.n_targets * gate.n_values)
-        self.work = kernel.work_space(gate.n_targets, gate.n_values, groups)
+        cst = KERNEL_CST in (kernel_codes(gate.metrics) or ())
+        self.work = kernel.work_space(gate.n_targets, gate.n_values, groups, cst)
         self.late = np.zeros(0, dtype=np.int64)
         self.late_at = np.zeros(0, dtype=np.int64)
         self.call = None  # the kernel's compiled entry point, once known

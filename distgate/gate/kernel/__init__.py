@@ -9,6 +9,8 @@ beforehand (``auto`` uses them only below 2 |X| |Y| released tuples).
 - :mod:`~distgate.gate.kernel.bundles`: the arguments, as named tuples of arrays
   (:class:`Tables`, :class:`Counts`, :class:`Queue`, :class:`Outputs`, :class:`Work`);
 - :mod:`~distgate.gate.kernel.statistics`: the test of one candidate;
+- :mod:`~distgate.gate.kernel.cst`: cst's statistic, from each target's merged groups kept
+  between its releases;
 - :mod:`~distgate.gate.kernel.sums`: one release and the sums it changes;
 - :mod:`~distgate.gate.kernel.queue`: the queue in arrival order, its maps, and the safe
   set; the search for the earliest safe entry after a position;

@@ -152,10 +152,19 @@ class Work(NamedTuple):
     Kept by the gate between runs: between two settles nothing in it is pending."""
 
     values: np.ndarray  # float, max(|Y|, |X|): a row or the targets' distances
-    group_of: np.ndarray  # int64, |X|: cst's merged groups of a row (cst_groups)
-    group_observed: np.ndarray  # float, |X|
-    group_share: np.ndarray  # float, |X|
-    regrouping: np.ndarray  # int8, |X|: STAYS, CLOSES_TAIL or REGROUPS
+    # cst's merged groups of each target's row (distgate.gate.kernel.cst.fill_row), a row
+    # of |X| per target (no row when cst is not chosen): per value, its group and what
+    # one more tuple does (STAYS, CLOSES_TAIL or REGROUPS); per group, its observed count,
+    # baseline share and term
+    cst_group: np.ndarray  # int64, cells
+    cst_kind: np.ndarray  # int8, cells
+    cst_observed: np.ndarray  # float, cells
+    cst_share: np.ndarray  # float, cells
+    cst_term: np.ndarray  # float, cells
+    cst_groups: np.ndarray  # int64, |Y|: the row's number of groups (0: none)
+    cst_tail: np.ndarray  # float, |Y|: the statistic of a candidate that closes the tail
+    cst_base: np.ndarray  # float, |Y|: the row's statistic at n1 without a candidate
+    cst_valid: np.ndarray  # bool, |Y|: the row is up to date (no release of y since)
     result: np.ndarray  # float[3]: statistic and critical value of the last check, and the
     # candidate's D(y) summed over q if it computed one (see candidate_distances)
     safe: np.ndarray  # uint8, cells: the queued cells that are safe now
@@ -201,14 +210,22 @@ RANKED, DISTINCT, INFINITE = 8, 9, 10
 STAYS, CLOSES_TAIL, REGROUPS = 0, 1, 2  # what one more tuple does to cst's groups
 
 
-def work_space(n_targets: int, n_values: int, groups: int) -> Work:
+def work_space(n_targets: int, n_values: int, groups: int, cst: bool = False) -> Work:
+    """The work space of a gate of these dimensions, ``groups`` groups of cells in the
+    queue's maps; cst's rows only if ``cst`` is chosen."""
     cells = n_targets * n_values
+    rows = n_targets if cst else 0
     return Work(
         values=np.empty(max(n_targets, n_values)),
-        group_of=np.empty(n_values, dtype=np.int64),
-        group_observed=np.empty(n_values),
-        group_share=np.empty(n_values),
-        regrouping=np.empty(n_values, dtype=np.int8),
+        cst_group=np.zeros(rows * n_values, dtype=np.int64),
+        cst_kind=np.zeros(rows * n_values, dtype=np.int8),
+        cst_observed=np.zeros(rows * n_values),
+        cst_share=np.zeros(rows * n_values),
+        cst_term=np.zeros(rows * n_values),
+        cst_groups=np.zeros(rows, dtype=np.int64),
+        cst_tail=np.zeros(rows),
+        cst_base=np.zeros(rows),
+        cst_valid=np.zeros(rows, dtype=bool),
         result=np.zeros(3),
         safe=np.zeros(cells, dtype=np.uint8),
         group_safe=np.zeros(groups, dtype=np.int64),

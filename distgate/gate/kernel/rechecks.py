@@ -33,17 +33,14 @@ from distgate.gate.kernel.bundles import (
     BOTTOM1,
     BOTTOM2,
     CHECKED_TOTAL,
-    CLOSES_TAIL,
     CST_FAMILY,
     DISTINCT,
     DQT_FAMILY,
     EXPOSURE,
     INFINITE,
     KEYED_FAMILY,
-    MIN_COUNT,
     MIS,
     RANKED,
-    REGROUPS,
     ROUNDING,
     SETTLE,
     STAYS,
@@ -55,6 +52,7 @@ from distgate.gate.kernel.bundles import (
     TOUCHED,
     ZERO,
 )
+from distgate.gate.kernel.cst import candidate_statistic, row_ready
 from distgate.gate.kernel.keyed import (
     keyed_edges,
     keyed_stable,
@@ -68,118 +66,47 @@ from distgate.gate.kernel.statistics import (
     check_apart,
     cst_critical,
     dqt_critical,
-    group_term,
+    is_below,
     scaled,
     use_mc,
 )
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def cst_groups(C, y, n1, p, group_of, observed, share, kind):
-    """Target y's merged groups at n1 tuples, as :func:`cst_statistic` forms them without a
-    candidate: each value's group (``group_of[x]``), each group's observed count and
-    baseline share (``observed[k]``, ``share[k]``), and what one more tuple at x does to
-    the groups (``kind[x]``): STAYS, every group stays as it is; CLOSES_TAIL, the short
-    last run that joined the last group reaches MIN_COUNT and becomes a group of its own;
-    REGROUPS, it closes x's run sooner and the groups after it may shift. Returns (the
-    statistic summed over the groups, the number of groups, the statistic of a CLOSES_TAIL
-    candidate), or (nan, 0, nan) when no group closes or a value has no baseline
-    probability."""
-    m = C.shape[1]
-    groups = 0
-    opened = 0  # the open run's first value
-    run = 0.0
-    run_p = 0.0
-    for i in range(m):
-        if not p[i] > 0:
-            return np.nan, 0, np.nan
-        run += C[y, i]
-        run_p += p[i]
-        if run >= MIN_COUNT:
-            # one more tuple before the closing value closes the run sooner if the run
-            # held MIN_COUNT - 1 tuples before it
-            sooner = run - C[y, i] == MIN_COUNT - 1
-            for j in range(opened, i + 1):
-                group_of[j] = groups
-                kind[j] = REGROUPS if sooner and j < i else STAYS
-            observed[groups] = run
-            share[groups] = run_p
-            groups += 1
-            opened, run, run_p = i + 1, 0.0, 0.0
-    if groups == 0:
-        return np.nan, 0, np.nan
-    stat = 0.0
-    for k in range(groups - 1):
-        stat += group_term(observed[k], share[k], n1)
-    last = groups - 1
-    tail_stat = np.nan
-    if opened < m:  # the short last run joins the last group
-        closes = run == MIN_COUNT - 1
-        if closes:
-            tail_stat = (
-                stat
-                + group_term(observed[last], share[last], n1)
-                + group_term(run + 1.0, run_p, n1)
-            )
-        observed[last] += run
-        share[last] += run_p
-        for j in range(opened, m):
-            group_of[j] = last
-            kind[j] = CLOSES_TAIL if closes else STAYS
-    stat += group_term(observed[last], share[last], n1)
-    return stat, groups, tail_stat
-
-
-@njit(cache=True, inline="always", _nrt=False)
 def recheck_cst(y, tables, counts, queue, work):
-    """cst's verdicts on y's queued cells, O(1) a cell after one O(X) pass over the row's
-    merged groups (cst_groups). A candidate at x that leaves the groups as they are has
-    the statistic B + (2 (O - n1 P) + 1) / (n1 P), B being the row's statistic at
-    n1 = n_y + 1 and O, P the observed count and baseline share of x's group; one that
-    lets the short last run close has the statistic of the groups with that run apart. A
-    cell within a rounding margin of its critical value, and a cell whose tuple would
-    regroup the row further, gets the exact test."""
+    """cst's verdicts on y's queued cells, in O(1) a cell from y's groups, worked out once
+    for the release (:mod:`~distgate.gate.kernel.cst`). A candidate at x that leaves the
+    groups as they are has the statistic B + (2 (O - n1 P) + 1) / (n1 P), B being the
+    row's statistic at n1 = n_y + 1 and O, P the observed count and baseline share of x's
+    group: summed another way than the full test's, so a cell within a rounding margin of
+    its critical value gets the full test's statistic, as does every other candidate
+    (from the groups kept as well: :func:`~distgate.gate.kernel.cst.candidate_statistic`)."""
     X = counts.C.shape[1]
-    families = tables.families & CST_FAMILY  # (a number, not a constant: one compilation)
-    n1 = counts.n[y] + 1.0
-    base, groups, tail_stat = cst_groups(
-        counts.C,
-        y,
-        n1,
-        tables.p,
-        work.group_of,
-        work.group_observed,
-        work.group_share,
-        work.regrouping,
-    )
+    n1 = counts.n[y] + 1
+    mc1 = use_mc(counts.tally[CHECKED_TOTAL] + 1, tables)
+    row_ready(y, tables, counts, work)
+    groups = work.cst_groups[y]
+    base = work.cst_base[y]
+    start = y * X
+    # the critical value of a candidate that keeps the groups (NaN: the row has none)
+    crit = cst_critical(n1, groups, mc1, tables) if groups > 1 else np.nan
+    limit = crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)
     for x in range(X):
-        cell = y * X + x
+        cell = start + x
         safe = False
-        if queue.cell_alive[cell] > 0:
+        if queue.cell_alive[cell] > 0 and not math.isinf(tables.logp[x]):
             exact = True
-            kind = work.regrouping[x] if groups > 0 else REGROUPS
-            if kind != REGROUPS:
-                if kind == STAYS:
-                    g = groups
-                    group = work.group_of[x]
-                    expected = n1 * work.group_share[group]
-                    stat = base + (2.0 * (work.group_observed[group] - expected) + 1.0) / expected
-                else:
-                    g = groups + 1
-                    stat = tail_stat
-                if g == 1:
-                    safe, exact = True, False  # a single group: nothing to test
-                else:
-                    mc1 = use_mc(counts.tally[CHECKED_TOTAL] + 1, tables)
-                    crit = cst_critical(counts.n[y] + 1, g, mc1, tables)
-                    limit = crit - (TIE_RELATIVE * abs(crit) + TIE_ABSOLUTE)
-                    margin = ROUNDING * (abs(base) + abs(stat) + abs(crit) + 1.0)
-                    if stat < limit - margin:
-                        safe, exact = True, False
-                    elif stat > limit + margin:
-                        exact = False
+            if groups > 1 and work.cst_kind[cell] == STAYS:
+                own = start + work.cst_group[cell]
+                expected = n1 * work.cst_share[own]
+                stat = base + (2.0 * (work.cst_observed[own] - expected) + 1.0) / expected
+                margin = ROUNDING * (abs(base) + abs(stat) + abs(crit) + 1.0)
+                safe = stat < limit - margin
+                exact = not safe and stat <= limit + margin
             if exact:
-                safe = check_apart(y, x, families, tables, counts, work)
+                stat, g = candidate_statistic(y, x, tables, counts, work)
+                # a single group: nothing to test
+                safe = g <= 1 or is_below(stat, cst_critical(n1, g, mc1, tables))
         apply_note(cell, safe, CST_FAMILY, tables, queue, work)
 
 

@@ -10,6 +10,7 @@ from distgate.gate.kernel.bundles import (
     ALL_FAMILIES,
     ALL_TOTAL,
     CHECKED_TOTAL,
+    CST_FAMILY,
     DENIED,
     DUPLICATE,
     EXPOSURE,
@@ -47,6 +48,8 @@ def release_step(record, y, x, at, tables, counts, work):
         work.bound_valid[:] = False  # kld's bounds change with it
     work.g_valid[y * X + x] = False
     work.bound_valid[y] = False
+    if tables.families & CST_FAMILY:
+        work.cst_valid[y] = False
     moved_first, moved_last = 0, -1
     if tables.families & KEYED_FAMILY:
         moved_first, moved_last = move_by_g(y, x, tables, counts, work)

@@ -21,13 +21,13 @@ from distgate.gate.kernel.bundles import (
     KEYED_FAMILY,
     KLD,
     LN2,
-    MIN_COUNT,
     MIS,
     PRESENT_TARGETS,
     TIE_ABSOLUTE,
     TIE_RELATIVE,
     ZERO,
 )
+from distgate.gate.kernel.cst import candidate_statistic
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -101,57 +101,6 @@ def dqt_critical(N1, count, tables):
     if tables.dqt_sized.shape[0] > 0:
         return scaled(tables.dqt_sized, N1)
     return tables.dixon[count]
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def group_term(observed, expected_p, n1):
-    """A merged group's Pearson term; -1 when it is impossible (observed, none expected)."""
-    expected = n1 * expected_p
-    if expected > 0:
-        return (observed - expected) ** 2 / expected
-    return -1.0 if observed > 0 else 0.0
-
-
-@njit(cache=True, _nrt=False)
-def cst_statistic(C, y, x, n1, p):
-    """Pearson statistic of target y's row with one more tuple at x (n1 tuples in all);
-    (stat, groups). The merged groups are runs of adjacent values each closed once it
-    holds MIN_COUNT tuples, a short last run joining the group before it. One pass sums
-    each group's observed and expected counts in domain order and adds a group's term
-    once the next group closes (only the last closed group can still grow): the sums of
-    pearson_statistic, to the last bit."""
-    m = C.shape[1]
-    stat = 0.0
-    impossible = False
-    groups = 0
-    observed = 0.0  # the open group's
-    expected_p = 0.0
-    opened = 0  # its first value
-    held_observed = 0.0  # the last closed group's, its term not added yet
-    held_p = 0.0
-    for i in range(m):
-        observed += C[y, i] + (1.0 if i == x else 0.0)
-        expected_p += p[i]
-        if observed >= MIN_COUNT:
-            if groups > 0:
-                term = group_term(held_observed, held_p, n1)
-                impossible = impossible or term < 0
-                stat += max(term, 0.0)
-            groups += 1
-            held_observed, held_p = observed, expected_p
-            observed, expected_p, opened = 0.0, 0.0, i + 1
-    if groups == 0:  # a single group of every value
-        held_observed, held_p = observed, expected_p
-    elif opened < m:  # the short last run joins the last group, summed on in domain order
-        for i in range(opened, m):
-            held_observed += C[y, i] + (1.0 if i == x else 0.0)
-            held_p += p[i]
-    term = group_term(held_observed, held_p, n1)
-    impossible = impossible or term < 0
-    stat += max(term, 0.0)
-    if impossible:
-        stat = np.inf
-    return stat, max(groups, 1)
 
 
 @njit(cache=True, _nrt=False)
@@ -275,7 +224,7 @@ def check(y, x, tables, counts, work, families):
             crit = mis_critical(N1, NY1, mc1, tables)
             ok = math.isnan(crit) or is_below(stat, crit)
         elif m == CST:
-            stat, groups = cst_statistic(counts.C, y, x, n1 * 1.0, tables.p)
+            stat, groups = candidate_statistic(y, x, tables, counts, work)
             if groups > 1:
                 crit = cst_critical(n1, groups, mc1, tables)
                 ok = is_below(stat, crit)
