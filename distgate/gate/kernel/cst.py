@@ -6,7 +6,9 @@ releases of the target, the row, and so its groups and their terms at n1 = n_y +
 as they are. :func:`fill_row` works them out once (O(|X|)) and :func:`row_statistic` adds
 the candidate to them: every group's term but the candidate's is the one kept, so the sum
 of the terms in group order is :func:`cst_statistic`'s to the last bit, at the cost of one
-division and a sum instead of one division per group.
+division and a sum instead of one division per group. A candidate that closes its run
+sooner, and so may shift the groups after it, is summed by a pass from its group's first
+value on, after the kept terms of the groups before it.
 """
 
 from __future__ import annotations
