@@ -111,24 +111,23 @@ def fill_row(C, y, n1, p, group_of, kind, observed, share, term):
     if groups == 0:
         return 0, np.nan, np.nan
     last = groups - 1
+    before = 0.0  # the terms of the groups before the last, summed in order
+    for k in range(last):
+        term[k] = group_term(observed[k], share[k], n1)
+        before += term[k]
     tail_stat = np.nan
     if opened < m:  # the short last run joins the last group
         closes = run == MIN_COUNT - 1
         if closes:  # the groups before, the last closed one, then the run on its own
-            tail_stat = 0.0
-            for k in range(groups):
-                tail_stat += group_term(observed[k], share[k], n1)
-            tail_stat += group_term(run + 1.0, run_p, n1)
+            closed = group_term(observed[last], share[last], n1)
+            tail_stat = before + closed + group_term(run + 1.0, run_p, n1)
         observed[last] += run
         for j in range(opened, m):
             share[last] += p[j]  # value by value, as cst_statistic sums a joined run
             group_of[j] = last
             kind[j] = CLOSES_TAIL if closes else STAYS
-    base = 0.0
-    for k in range(groups):
-        term[k] = group_term(observed[k], share[k], n1)
-        base += term[k]
-    return groups, tail_stat, base
+    term[last] = group_term(observed[last], share[last], n1)
+    return groups, tail_stat, before + term[last]
 
 
 @njit(cache=True, inline="always", _nrt=False)
