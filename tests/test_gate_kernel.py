@@ -9,13 +9,20 @@ from numba import njit
 
 from distgate.gate import kernel
 from distgate.gate.compiled import cell_groups
-from distgate.gate.kernel.queue import next_safe, set_safe
+from distgate.gate.kernel.bundles import SAFE_GROUPS
+from distgate.gate.kernel.queue import set_safe
+from distgate.gate.kernel.search import next_safe
 from tests.gate_helpers import assert_same_run
 
 
 @njit(cache=True)
 def _find(pos, tables, queue, work):
-    return next_safe(pos, tables, queue, work)
+    return next_safe(pos, work.counters[SAFE_GROUPS], False, tables, queue, work)
+
+
+@njit(cache=True)
+def _find_by_bounds(pos, groups, tables, queue, work):
+    return next_safe(pos, groups, True, tables, queue, work)
 
 
 @njit(cache=True)
@@ -90,6 +97,47 @@ def test_the_search_finds_the_first_live_entry_of_a_safe_cell_after_a_position(
         later = eligible[eligible > pos]
         expected = int(later[0]) if len(later) else -1
         assert _find(pos, tables, queue, work) == expected, (pos, expected)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from([7, 200, 600]),  # cells: one group each up to 256, shared beyond
+    st.sampled_from([63, 4097, 300_000]),  # slots
+    st.floats(0.001, 1.0),  # share of live slots
+    st.integers(0, 2**32 - 1),
+)
+def test_the_search_by_bounds_judges_each_slot_by_its_targets_edges(
+    n_cells, slots, live_share, seed
+):
+    """mis and exposure keep no verdict per cell: the search is given the groups with a
+    safe cell and judges a slot from g against its target's edges, a cell between them by
+    its exact test's verdict (band_ok). Two targets with edges of their own; groups of
+    more than one cell, and blocks looked at slot by slot past eight groups."""
+    rng = np.random.default_rng(seed)
+    groups = _Groups(n_cells)
+    cells = rng.integers(0, n_cells, slots)
+    live = rng.random(slots) < live_share
+    tables, queue = _layout(cells, live, groups)
+    work = kernel.work_space(2, n_cells, groups.groups)
+    half = n_cells // 2
+    target = (np.arange(n_cells) >= half).astype(np.int64)
+    work.target_of[:n_cells] = target
+    work.g[:n_cells] = rng.random(n_cells)
+    work.sure[:] = rng.random(2) * 0.5
+    work.maybe[:] = work.sure + rng.random(2) * 0.5
+    work.band_ok[:n_cells] = rng.random(n_cells) < 0.5
+    g, sure, maybe = work.g[:n_cells], work.sure[target], work.maybe[target]
+    safe_cell = (g < sure) | ((g <= maybe) & (work.band_ok[:n_cells] != 0))
+    listed = np.unique(groups.group_of[safe_cell])
+    work.safe_groups[: len(listed)] = listed
+    eligible = np.flatnonzero(live & safe_cell[cells])
+    positions = {-1, slots - 1, int(rng.integers(-1, slots))}
+    positions |= {int(p) for p in eligible[:2]} | {int(p) - 1 for p in eligible[-2:]}
+    for pos in sorted(positions):
+        later = eligible[eligible > pos]
+        expected = int(later[0]) if len(later) else -1
+        found = _find_by_bounds(pos, len(listed), tables, queue, work)
+        assert found == expected, (pos, expected)
 
 
 def test_the_maps_follow_entries_that_leave_the_queue():

@@ -13,7 +13,9 @@ beforehand (``auto`` uses them only below 2 |X| |Y| released tuples).
   between its releases;
 - :mod:`~distgate.gate.kernel.sums`: one release and the sums it changes;
 - :mod:`~distgate.gate.kernel.queue`: the queue in arrival order, its maps, and the safe
-  set; the search for the earliest safe entry after a position;
+  set;
+- :mod:`~distgate.gate.kernel.search`: the search for the earliest safe entry after a
+  position;
 - :mod:`~distgate.gate.kernel.keyed`: kld, mis and exposure as a bound per target on g(x);
 - :mod:`~distgate.gate.kernel.rechecks`: which queued cells a release makes safe;
 - :mod:`~distgate.gate.kernel.run`: the request loop and the queue passes.

@@ -22,7 +22,9 @@ test. :func:`recheck_keyed` moves a target's edges in that order and records the
 whose verdict changed; :func:`keyed_stable` says, from the g values on either side of
 the edges, whether a target's new bound changes any verdict at all, so that after a
 release of mis or exposure (which moves every target's bound) only the targets whose
-edge a bound crossed are walked.
+edge a bound crossed are walked. mis and exposure without cst or dqt keep no verdict at
+all (:func:`by_bounds`): a search lists the safe cells from the edges
+(:func:`list_safe_groups`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from distgate.gate.kernel.bundles import (
     KLD,
     KLD_BAND,
     KLD_BOUND,
+    LISTED,
     LOW_A,
     LOW_B,
     MIS,
@@ -252,6 +255,70 @@ def moving_edges(tables, counts, work):
     for y in range(Y):
         if not decided[y] or math.isnan(sure[y]) or math.isnan(maybe[y]):
             sure[y], maybe[y] = -np.inf, np.inf
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def by_bounds(tables):
+    """Are queued cells judged from their targets' edges when a search looks at them,
+    without a verdict kept per cell? So with mis or exposure (and kld or not) alone: each
+    of their releases moves every target's bound, some twenty cells sit at those bounds,
+    and following each cell's verdict (:func:`recheck_keyed`) cost more than listing the
+    safe ones again (:func:`list_safe_groups`)."""
+    moving = (tables.chosen & ((1 << MIS) | (1 << EXPOSURE))) != 0
+    return tables.families == KEYED_FAMILY and moving
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def list_safe_groups(tables, counts, queue, work):
+    """The groups of the queued cells that are safe now, by the edges of
+    :func:`moving_edges`, in ``work.safe_groups``; returns how many. Listed once after a
+    release, when a search first needs them (a release sets the LISTED counter to -1). A
+    cell between its edges gets the exact test here, its verdict kept in
+    ``work.band_ok`` for the search's look at the slots of a block
+    (:func:`~distgate.gate.kernel.search.is_safe`)."""
+    listed = work.counters[LISTED]
+    if listed >= 0:
+        return listed
+    Y, X = counts.C.shape
+    g, order = work.g, work.order
+    families = tables.families & KEYED_FAMILY  # (a number, not a constant: one compilation)
+    n = 0
+    if tables.group_size == 1:  # a group per cell: each target's cells in order of g
+        for y in range(Y):
+            if work.target_alive[y] == 0:
+                continue
+            sure, maybe = work.sure[y], work.maybe[y]
+            base = y * X
+            for i in range(X):
+                x = order[base + i]
+                cell = base + x
+                if g[cell] > maybe:
+                    break
+                if queue.cell_alive[cell] > 0:
+                    ok = g[cell] < sure
+                    if not ok:
+                        ok = check_apart(y, x, families, tables, counts, work)
+                        work.band_ok[cell] = ok
+                    if ok:
+                        work.safe_groups[n] = tables.group_of[cell]
+                        n += 1
+    else:  # in the order of cells, whose groups are runs of neighbours
+        last = -1
+        for cell in range(Y * X):
+            y = work.target_of[cell]
+            if queue.cell_alive[cell] == 0 or g[cell] > work.maybe[y]:
+                continue
+            ok = g[cell] < work.sure[y]
+            if not ok:
+                ok = check_apart(y, cell - y * X, families, tables, counts, work)
+                work.band_ok[cell] = ok
+            group = tables.group_of[cell]
+            if ok and group != last:
+                work.safe_groups[n] = group
+                n += 1
+                last = group
+    work.counters[LISTED] = n
+    return n
 
 
 @njit(cache=True, inline="always", _nrt=False)

@@ -1,4 +1,4 @@
-"""The compiled gate's queue and its safe set.
+"""The compiled gate's queue, its maps, and the safe set.
 
 The queue is kept in arrival order: a queued request takes the next slot, and a released
 one only clears its slot's bit, so a slot's place never changes during a run. A queue
@@ -8,14 +8,10 @@ position whose cell is safe *now*, and one release can change the verdict of man
 set of cells (and of the groups of cells they fall in), and the queue carries, per group,
 a bit per live slot of the group in each block of 64 slots (``slots``), a bit per block
 that holds a live slot of the group (``map1``, a word per 4,096 slots) and a bit per word
-of map1 that is not empty (``map2``, a word per 262,144 slots). The earliest safe entry
-after a position is then: the position's block's slot bits of the safe groups, ORed
-together; else the first block whose map1 bits of the safe groups, ORed together, are
-set, skipping empty stretches with one word of map2 per safe group. A cell entering or
+of map1 that is not empty (``map2``, a word per 262,144 slots), which the search for the
+earliest safe entry reads (:mod:`~distgate.gate.kernel.search`). A cell entering or
 leaving the safe set costs a counter and a list entry, and moves the set's version (a
-search's result holds while the version stands); the search costs a few words per
-safe group, however long the queue and however far the pass position moved since the
-cell was last safe.
+search's result holds while the version stands).
 
 With more cells than 256, neighbouring cells share a group: a slot of a safe group may
 then be of an unsafe cell, and the search looks on.
@@ -26,22 +22,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from distgate.gate.kernel.bits import bit, from_bit, trailing_zeros
+from distgate.gate.kernel.bits import bit, trailing_zeros
 from distgate.gate.kernel.bundles import (
     CST_FAMILY,
     DQT_FAMILY,
     FILL,
     KEYED_FAMILY,
     LIVE,
-    NOT_FOUND,
     SAFE_GROUPS,
     TOUCHED,
     VERSION,
 )
-
-# safe groups from which a block's live slots are looked at one by one (first_safe_in)
-SCAN_FROM = 8
-SCAN_BLOCKS = 4  # blocks after the position's looked at so, before the maps are searched
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -101,86 +92,6 @@ def build_maps(tables, queue):
             s = (b << 6) + j
             mark(s, queue.cell[s], tables, queue)
             word &= word - np.uint64(1)
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def first_safe_in(b, j, tables, queue, work):
-    """The first live slot of block b, from its j-th on, whose cell is safe. With many
-    safe groups (mis: a release moves every target's bound, and some twenty cells sit at
-    it) the block's live slots are looked at one by one, in a stretch of memory, instead
-    of the slot words of every safe group, each in a row of its own."""
-    scan = work.counters[SAFE_GROUPS] > SCAN_FROM
-    if scan:
-        word = queue.alive[b]
-    else:
-        word = np.uint64(0)
-        for k in range(work.counters[SAFE_GROUPS]):
-            word |= queue.slots[work.safe_groups[k], b]
-    word &= from_bit(j)
-    # a safe group's slot is a safe cell's when every cell has a group of its own
-    group_safe = tables.group_size == 1 and not scan
-    while word != 0:
-        s = (b << 6) + trailing_zeros(word)
-        if group_safe or work.safe[queue.cell[s]] != 0:
-            return s
-        word &= word - np.uint64(1)
-    return NOT_FOUND
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def safe_bits(maps, w, work):
-    """Word w of ``maps`` (map1 or map2) over the safe groups, ORed together."""
-    word = np.uint64(0)
-    for k in range(work.counters[SAFE_GROUPS]):
-        word |= maps[work.safe_groups[k], w]
-    return word
-
-
-@njit(cache=True, inline="always", _nrt=False)
-def next_safe(pos, tables, queue, work):
-    """The first live slot after slot ``pos`` (-1: from the start) whose cell is in the
-    safe set, or NOT_FOUND."""
-    s = pos + 1
-    fill = queue.tally[FILL]
-    if work.counters[SAFE_GROUPS] == 0 or s >= fill:
-        return NOT_FOUND
-    b = s >> 6
-    found = first_safe_in(b, s & 63, tables, queue, work)
-    if found != NOT_FOUND:
-        return found
-    last_block = (fill - 1) >> 6
-    b += 1
-    if work.counters[SAFE_GROUPS] > SCAN_FROM:
-        # many safe cells: the next safe entry is most often a block or two away
-        near = min(b + SCAN_BLOCKS, last_block + 1)
-        while b < near:
-            found = first_safe_in(b, 0, tables, queue, work)
-            if found != NOT_FOUND:
-                return found
-            b += 1
-    while b <= last_block:
-        w = b >> 6
-        word = safe_bits(queue.map1, w, work) & from_bit(b & 63)
-        if word != 0:
-            b = (w << 6) + trailing_zeros(word)
-            found = first_safe_in(b, 0, tables, queue, work)
-            if found != NOT_FOUND:
-                return found
-            b += 1  # a safe group's block without a safe cell (cells share groups)
-            continue
-        # nothing more in word w: the next word of map1 with a safe group, by map2
-        w += 1
-        if w > last_block >> 6:
-            return NOT_FOUND
-        w2 = w >> 6
-        word = safe_bits(queue.map2, w2, work) & from_bit(w & 63)
-        while word == 0:
-            w2 += 1
-            if w2 > last_block >> 12:
-                return NOT_FOUND
-            word = safe_bits(queue.map2, w2, work)
-        b = ((w2 << 6) + trailing_zeros(word)) << 6
-    return NOT_FOUND
 
 
 @njit(cache=True, inline="always", _nrt=False)

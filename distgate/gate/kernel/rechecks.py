@@ -5,8 +5,11 @@ and nothing has been released since). A release changes the verdicts of:
 
 - its own target's cells, for every metric;
 - for mis and exposure, every target's (:mod:`~distgate.gate.kernel.keyed`): each
-  target's bound moves, and the target is walked only if its bound crossed one of its
-  cells' g values (:func:`~distgate.gate.kernel.keyed.keyed_stable`);
+  target's bound moves. Alone (with kld or not) they keep no verdict: the release only
+  moves each target's edges, and the search lists the safe cells from them
+  (:func:`~distgate.gate.kernel.keyed.list_safe_groups`). Beside cst or dqt a target is
+  walked only if its bound crossed one of its cells' g values
+  (:func:`~distgate.gate.kernel.keyed.keyed_stable`);
 - for dqt, the targets whose view of the others changed: Dixon's Q of a candidate depends
   on the other targets' distances only through their largest two, their smallest and
   their number (:func:`dqt_ranks`), so a release moves only the targets for which one of
@@ -54,6 +57,7 @@ from distgate.gate.kernel.bundles import (
 )
 from distgate.gate.kernel.cst import candidate_statistic, row_ready
 from distgate.gate.kernel.keyed import (
+    by_bounds,
     keyed_edges,
     keyed_stable,
     mis_limits,
@@ -263,6 +267,8 @@ def recheck_after(ty, scan_all, moved_first, moved_last, tables, counts, queue, 
     first, last = 0, Y
     if keyed and moving:
         moving_edges(tables, counts, work)
+        if by_bounds(tables):
+            return  # the search judges cells from the edges (keyed.list_safe_groups)
     elif not (scan_all or families & DQT_FAMILY):
         first, last = ty, ty + 1  # only the released target's verdicts can have changed
     # which targets to recheck, and for which families, in a short loop of its own: it

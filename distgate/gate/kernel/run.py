@@ -16,6 +16,7 @@ from distgate.gate.kernel.bundles import (
     EXPOSURE,
     KEYED_FAMILY,
     LATE,
+    LISTED,
     LIVE,
     MIS,
     NOT_FOUND,
@@ -26,10 +27,17 @@ from distgate.gate.kernel.bundles import (
     UNKNOWN,
     VERSION,
 )
-from distgate.gate.kernel.keyed import forget_edges, move_by_g, sort_by_g
+from distgate.gate.kernel.keyed import (
+    by_bounds,
+    forget_edges,
+    list_safe_groups,
+    move_by_g,
+    sort_by_g,
+)
 from distgate.gate.kernel.prefetch import prefetch
-from distgate.gate.kernel.queue import append, clear_safe, next_safe, remove, set_safe
+from distgate.gate.kernel.queue import append, clear_safe, remove, set_safe
 from distgate.gate.kernel.rechecks import recheck_after
+from distgate.gate.kernel.search import next_safe
 from distgate.gate.kernel.statistics import check, use_mc
 from distgate.gate.kernel.sums import refresh_distance, release
 
@@ -48,6 +56,7 @@ def release_step(record, y, x, at, tables, counts, work):
         work.bound_valid[:] = False  # kld's bounds change with it
     work.g_valid[y * X + x] = False
     work.bound_valid[y] = False
+    work.counters[LISTED] = -1
     if tables.families & CST_FAMILY:
         work.cst_valid[y] = False
     moved_first, moved_last = 0, -1
@@ -84,7 +93,7 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
     cell safe. After each release only the verdicts it can have changed are worked out
     again (:func:`~distgate.gate.kernel.rechecks.recheck_after`). A pass takes the
     earliest queued entry after its position among the cells that are safe now
-    (:func:`~distgate.gate.kernel.queue.next_safe`); a pass that finds nothing ends the
+    (:func:`~distgate.gate.kernel.search.next_safe`); a pass that finds nothing ends the
     passes if it started at the queue's start, else a new pass starts there. The search
     after a pass's release is made before the rechecks that follow it, and stands when
     they change no verdict (the safe set's VERSION): meanwhile the processor fetches the
@@ -99,6 +108,7 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
     counters = work.counters
     # mis and exposure move every target's bound: nearly every release changes a verdict
     look_ahead = (tables.chosen & ((1 << MIS) | (1 << EXPOSURE))) == 0
+    bounds = by_bounds(tables)  # no verdict kept: the safe cells listed when searched
     if not work.ready[0]:
         work_ready(tables, counts, queue, work)
     counters[LATE] = 0
@@ -140,15 +150,19 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
                     if pos == -2:
                         counters[SETTLE] += 1
                     recheck_after(y, scan_all, moved_first, moved_last, tables, counts, queue, work)
+                    if bounds:
+                        groups = list_safe_groups(tables, counts, queue, work)
+                    else:
+                        groups = counters[SAFE_GROUPS]
                     if pos == -2:
-                        if counters[SAFE_GROUPS] == 0:
+                        if groups == 0:
                             break  # nothing queued became safe: no pass
                         pos = -1
                     while True:
                         if seen == counters[VERSION]:  # set only after a pass's release
                             chosen = ahead  # no verdict changed: the same search, done
                         else:
-                            chosen = next_safe(pos, tables, queue, work)
+                            chosen = next_safe(pos, groups, bounds, tables, queue, work)
                         seen = -1
                         if chosen != NOT_FOUND or pos == -1:
                             break
@@ -173,7 +187,7 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
                     # the next pass step, should this release change no verdict, found
                     # now so that its entry is fetched while the release is worked out
                     if look_ahead:
-                        ahead = next_safe(pos, tables, queue, work)
+                        ahead = next_safe(pos, counters[SAFE_GROUPS], False, tables, queue, work)
                         seen = counters[VERSION]
                         if ahead != NOT_FOUND:
                             prefetch(queue.record, ahead)
