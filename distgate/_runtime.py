@@ -19,6 +19,11 @@
   while reading the inputs, which comes first, mostly releases it. :func:`preload` starts
   such work in a thread; :func:`await_preload` waits for it where the code is needed and
   raises what the work raised (no exception is swallowed).
+- **One compilation per machine.** The gate's first compilation takes a core for about a
+  minute and a half. Processes that start together on a machine where it is not cached
+  yet (a fresh install; ``serve``'s shard processes; a test suite's workers) would each
+  compile it, competing for the cores: :func:`machine_lock` lets one compile while the
+  others wait, then load it from numba's cache.
 - **Compiled or numpy.** :func:`numba_loaded` tells whether numba is imported already: the
   Monte Carlo tables grow with compiled code then (bit-identical to the numpy loop), and an
   ``assess`` that never needs the gate does not pay numba's start-up for them.
@@ -130,6 +135,27 @@ def await_preload(name: str) -> None:
     thread.join()
     if failure:
         raise failure[0]
+
+
+@contextmanager
+def machine_lock(path: str) -> Iterator[None]:
+    """Hold an exclusive lock on the file ``path`` (made if need be), shared by every
+    process of the machine, for the block. The operating system releases it when its
+    holder dies. Where the file cannot be written, or the system has no ``fcntl``
+    (Windows), the block runs without it."""
+    try:
+        import fcntl
+
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        handle = open(path, "a")  # noqa: SIM115 (closed below, which releases the lock)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        handle.close()
 
 
 def exit_now(code: int) -> None:

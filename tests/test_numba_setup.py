@@ -55,3 +55,45 @@ def test_nothing_changes_when_scipy_linalg_is_imported_already():
     before = list(sys.meta_path)
     with without_scipy_linalg():
         assert sys.meta_path == before
+
+
+WAIT_FOR_THE_LOCK = """
+import sys
+import time
+
+from distgate._runtime import machine_lock
+
+print("waiting", flush=True)
+start = time.monotonic()
+with machine_lock(sys.argv[1]):
+    print(f"{time.monotonic() - start:.2f}", flush=True)
+"""
+
+
+def test_a_second_process_waits_for_the_machine_lock_until_its_holder_lets_go(tmp_path):
+    """The gate is compiled by one process of the machine at a time (compiled._entry_point):
+    another process waits, then loads what the first compiled."""
+    import time
+
+    from distgate._runtime import machine_lock
+
+    path = str(tmp_path / "cache" / "distgate-compile.lock")  # its folder made on the way
+    with machine_lock(path):
+        other = subprocess.Popen(
+            [sys.executable, "-c", WAIT_FOR_THE_LOCK, path], stdout=subprocess.PIPE, text=True
+        )
+        assert other.stdout.readline().strip() == "waiting"
+        time.sleep(1.0)
+        assert other.poll() is None  # still waiting for the lock
+    waited, _ = other.communicate(timeout=60)
+    assert other.returncode == 0 and float(waited) >= 0.9
+
+
+def test_without_a_place_for_the_lock_the_block_runs_unlocked(tmp_path):
+    from distgate._runtime import machine_lock
+
+    (tmp_path / "a-file").write_text("")
+    ran = []
+    with machine_lock(str(tmp_path / "a-file" / "distgate-compile.lock")):
+        ran.append(True)
+    assert ran == [True]

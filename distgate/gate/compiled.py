@@ -15,6 +15,7 @@ gate's structures.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -292,26 +293,32 @@ def _entry_point(args):
     """The compiled kernel for these arguments' types, called without numba's dispatcher:
     the dispatcher works out the type of each of the some hundred arrays in the
     arguments at every call (tens of microseconds), while the gate's arguments keep
-    their types for its whole life."""
+    their types for its whole life. Compiled, or loaded from numba's cache, by one
+    process of the machine at a time (:func:`distgate._runtime.machine_lock`): a process
+    that waited for another's compilation loads its result."""
     import numba
 
+    from distgate._runtime import machine_lock
     from distgate.gate import kernel
 
     overloads = getattr(kernel.run_kernel, "overloads", None)  # None: wrapped (a bench's timer)
     if overloads is None:
         return kernel.run_kernel
-    compiled = overloads.get(tuple(numba.typeof(a) for a in args))
-    return compiled.entry_point if compiled is not None else kernel.run_kernel
+    types = tuple(numba.typeof(a) for a in args)
+    if types not in overloads:
+        # numba's cache of the kernel: NUMBA_CACHE_DIR, else beside its source
+        cache = numba.config.CACHE_DIR or os.path.join(
+            os.path.dirname(kernel.__file__), "__pycache__"
+        )
+        with machine_lock(os.path.join(cache, "distgate-compile.lock")):
+            kernel.run_kernel.compile(types)
+    return overloads[types].entry_point
 
 
 def call_kernel(state: KernelState, args) -> int:
-    """Run the kernel (through the dispatcher the first time, which compiles or loads it)."""
+    """Run the kernel (compiled or loaded first, for the gate's first run)."""
     if state.call is None:
-        from distgate.gate import kernel
-
-        late = kernel.run_kernel(*args)
         state.call = _entry_point(args)
-        return late
     return state.call(*args)
 
 
