@@ -195,19 +195,16 @@ class Work(NamedTuple):
     # distinct ones (up to 4) and whether one is infinite (see dqt_ranks)
     target_of: np.ndarray  # int64, cells: a cell's target
     band_ok: np.ndarray  # uint8, cells: the exact test's verdict on a cell near its bounds
-    # (mis and exposure: see distgate.gate.kernel.keyed.list_candidates)
+    # (mis and exposure: see distgate.gate.kernel.keyed.list_safe_groups)
     order: np.ndarray  # int64, cells: each target's values sorted by g (keyed family)
     place: np.ndarray  # int64, cells: a value's place in its target's order
-    counters: np.ndarray  # int64[8]: ALIVE entries, LATE releases, SAFE_GROUPS, SETTLE,
-    # the CANDIDATE cell whose D(y) result[2] holds (-1: none), TOUCHED targets, the
-    # safe set's VERSION (counts its changes: a search's result holds while it stands),
-    # and for mis and exposure the LISTED groups of the cells that may pass (-1: not
-    # listed since the last release; see distgate.gate.kernel.keyed.list_candidates)
+    counters: np.ndarray  # int64[7]: ALIVE entries, LATE releases, SAFE_GROUPS, SETTLE,
+    # the CANDIDATE cell whose D(y) result[2] holds (-1: none), TOUCHED targets, and the
+    # safe set's VERSION (counts its changes: a search's result holds while it stands)
     ready: np.ndarray  # bool[1]: order and target_alive are set up (work_ready)
 
 
 ALIVE, LATE, SAFE_GROUPS, SETTLE, CANDIDATE, TOUCHED, VERSION = 0, 1, 2, 3, 4, 5, 6
-LISTED = 7
 KLD_BOUND, KLD_BAND, MIS_OFFSET, SIZES, REST, SUMS_BAND = 0, 1, 2, 3, 4, 5  # bound_parts rows
 LOW_A, HIGH_A, LOW_B, HIGH_B = 0, 1, 2, 3  # Work.breaks rows
 # Work.ranks entries
@@ -259,7 +256,7 @@ def work_space(n_targets: int, n_values: int, groups: int, cst: bool = False) ->
         band_ok=np.zeros(cells, dtype=np.uint8),
         order=np.zeros(cells, dtype=np.int64),
         place=np.zeros(cells, dtype=np.int64),
-        counters=np.array([0, 0, 0, 0, -1, 0, 0, -1], dtype=np.int64),
+        counters=np.array([0, 0, 0, 0, -1, 0, 0], dtype=np.int64),
         ready=np.zeros(1, dtype=bool),
     )
 

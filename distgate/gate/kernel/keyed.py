@@ -43,7 +43,6 @@ from distgate.gate.kernel.bundles import (
     KLD,
     KLD_BAND,
     KLD_BOUND,
-    LISTED,
     LOW_A,
     LOW_B,
     MIS,
@@ -271,14 +270,10 @@ def by_bounds(tables):
 @njit(cache=True, inline="always", _nrt=False)
 def list_safe_groups(tables, counts, queue, work):
     """The groups of the queued cells that are safe now, by the edges of
-    :func:`moving_edges`, in ``work.safe_groups``; returns how many. Listed once after a
-    release, when a search first needs them (a release sets the LISTED counter to -1). A
-    cell between its edges gets the exact test here, its verdict kept in
-    ``work.band_ok`` for the search's look at the slots of a block
-    (:func:`~distgate.gate.kernel.search.is_safe`)."""
-    listed = work.counters[LISTED]
-    if listed >= 0:
-        return listed
+    :func:`moving_edges`, in ``work.safe_groups``; returns how many. Listed after each
+    release, for the queue passes that follow it. A cell between its edges gets the exact
+    test here, its verdict kept in ``work.band_ok`` for the search's look at the slots of
+    a block (:func:`~distgate.gate.kernel.search.is_safe`)."""
     Y, X = counts.C.shape
     g, order = work.g, work.order
     families = tables.families & KEYED_FAMILY  # (a number, not a constant: one compilation)
@@ -317,7 +312,6 @@ def list_safe_groups(tables, counts, queue, work):
                 work.safe_groups[n] = group
                 n += 1
                 last = group
-    work.counters[LISTED] = n
     return n
 
 

@@ -16,7 +16,6 @@ from distgate.gate.kernel.bundles import (
     EXPOSURE,
     KEYED_FAMILY,
     LATE,
-    LISTED,
     LIVE,
     MIS,
     NOT_FOUND,
@@ -56,7 +55,6 @@ def release_step(record, y, x, at, tables, counts, work):
         work.bound_valid[:] = False  # kld's bounds change with it
     work.g_valid[y * X + x] = False
     work.bound_valid[y] = False
-    work.counters[LISTED] = -1
     if tables.families & CST_FAMILY:
         work.cst_valid[y] = False
     moved_first, moved_last = 0, -1
@@ -108,7 +106,7 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
     counters = work.counters
     # mis and exposure move every target's bound: nearly every release changes a verdict
     look_ahead = (tables.chosen & ((1 << MIS) | (1 << EXPOSURE))) == 0
-    bounds = by_bounds(tables)  # no verdict kept: the safe cells listed when searched
+    bounds = by_bounds(tables)  # no verdict kept: the safe cells listed after each release
     if not work.ready[0]:
         work_ready(tables, counts, queue, work)
     counters[LATE] = 0

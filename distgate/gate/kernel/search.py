@@ -15,10 +15,10 @@ depends on how the rechecks keep the verdicts:
   cell, a cell being safe when its bit says so;
 - **the bounds** (mis or exposure, with kld or not, and no other family): a release moves
   every target's bound and some twenty cells sit at those bounds, so the gate keeps no
-  verdict per cell. The groups with a safe cell are listed once after a release, when a
-  search first needs them (:func:`~distgate.gate.kernel.keyed.list_safe_groups`), and a
-  cell is safe when its g(x) lies below its target's ``sure`` edge, or up to its
-  ``maybe`` edge and it passed the exact test that listing ran (``band_ok``).
+  verdict per cell. The groups with a safe cell are listed after each release
+  (:func:`~distgate.gate.kernel.keyed.list_safe_groups`), and a cell is safe when its
+  g(x) lies below its target's ``sure`` edge, or up to its ``maybe`` edge and it passed
+  the exact test that listing ran (``band_ok``).
 """
 
 from __future__ import annotations
