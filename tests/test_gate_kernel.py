@@ -1,6 +1,8 @@
 """The compiled gate's parts against brute force: the search for the earliest safe queued
 entry, and the bounds by which the keyed family decides a cell without its exact test."""
 
+from typing import NamedTuple
+
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
@@ -32,22 +34,24 @@ def _make_safe(cells, tables, work):
 
 
 class _Groups:
-    """The two fields of kernel.Tables that the queue's maps and the safe set read."""
+    """The groups of cells of a gate with this many cells (compiled.cell_groups)."""
 
     def __init__(self, cells):
         self.group_of, self.group_size, self.groups = cell_groups(cells)
 
 
+class _Tables(NamedTuple):
+    """The two fields of kernel.Tables that the queue's maps and the search read (one
+    class for the module: numba compiles the search again for every new class)."""
+
+    group_of: np.ndarray
+    group_size: int
+
+
 def _layout(cells_of_slots, live, groups):
     """A kernel queue whose slot s holds an entry of ``cells_of_slots[s]``, live where
     ``live`` says, with its maps built by the kernel."""
-    from typing import NamedTuple
-
-    class Tables(NamedTuple):
-        group_of: np.ndarray
-        group_size: int
-
-    tables = Tables(groups.group_of, groups.group_size)
+    tables = _Tables(groups.group_of, groups.group_size)
     room = len(cells_of_slots)
     blocks = room // 64 + 1
     alive = np.zeros(blocks * 64, dtype=bool)
