@@ -1,8 +1,6 @@
 """The compiled gate's parts against brute force: the search for the earliest safe queued
 entry, and the bounds by which the keyed family decides a cell without its exact test."""
 
-from typing import NamedTuple
-
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
@@ -40,18 +38,26 @@ class _Groups:
         self.group_of, self.group_size, self.groups = cell_groups(cells)
 
 
-class _Tables(NamedTuple):
-    """The two fields of kernel.Tables that the queue's maps and the search read (one
-    class for the module: numba compiles the search again for every new class)."""
+def _tables(groups):
+    """A gate's kernel.Tables with these groups of cells, the fields the queue's maps and
+    the search read. The gate's own type: numba compiles a function again for every
+    argument type, and keeps what it compiled for distgate's functions in their cache,
+    which every distgate process reads (a class of a test's own there, every process
+    would have to import the tests to read it)."""
+    from distgate.gate import Gate
+    from distgate.stats.critical import CriticalValues
 
-    group_of: np.ndarray
-    group_size: int
+    cells = len(groups.group_of)
+    one = np.zeros(1, dtype=np.int64)
+    critical = CriticalValues(np.full(cells, 1 / cells), np.ones(1), mode="asymptotic")
+    tables = Gate(one, one, 1, cells, ["kld"], 0.2, critical).kernel_tables()
+    return tables._replace(group_of=groups.group_of, group_size=groups.group_size)
 
 
 def _layout(cells_of_slots, live, groups):
     """A kernel queue whose slot s holds an entry of ``cells_of_slots[s]``, live where
     ``live`` says, with its maps built by the kernel."""
-    tables = _Tables(groups.group_of, groups.group_size)
+    tables = _tables(groups)
     room = len(cells_of_slots)
     blocks = room // 64 + 1
     alive = np.zeros(blocks * 64, dtype=bool)
