@@ -193,7 +193,7 @@ class Work(NamedTuple):
     ranks: np.ndarray  # float, 11: the release's three largest and two smallest distances,
     # which targets hold the largest two and the smallest, how many there are, how many
     # distinct ones (up to 4) and whether one is infinite (see dqt_ranks)
-    target_of: np.ndarray  # int64, cells: a cell's target
+    target_of: np.ndarray  # int64, cells: a cell's target (the search looks it up per slot)
     band_ok: np.ndarray  # uint8, cells: the exact test's verdict on a cell near its bounds
     # (mis and exposure: see distgate.gate.kernel.keyed.list_safe_groups)
     order: np.ndarray  # int64, cells: each target's values sorted by g (keyed family)

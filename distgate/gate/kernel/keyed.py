@@ -257,14 +257,31 @@ def moving_edges(tables, counts, work):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def moves_every_bound(tables):
+    """Is mis or exposure chosen? A release of any target then moves every target's
+    bound (the module docstring)."""
+    return (tables.chosen & ((1 << MIS) | (1 << EXPOSURE))) != 0
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def by_bounds(tables):
     """Are queued cells judged from their targets' edges when a search looks at them,
     without a verdict kept per cell? So with mis or exposure (and kld or not) alone: each
     of their releases moves every target's bound, some twenty cells sit at those bounds,
     and following each cell's verdict (:func:`recheck_keyed`) cost more than listing the
     safe ones again (:func:`list_safe_groups`)."""
-    moving = (tables.chosen & ((1 << MIS) | (1 << EXPOSURE))) != 0
-    return tables.families == KEYED_FAMILY and moving
+    return tables.families == KEYED_FAMILY and moves_every_bound(tables)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def passes_edges(y, x, cell, families, tables, counts, work):
+    """Does queued cell (y, x) pass, by y's edges: below ``sure``, or up to ``maybe`` and
+    its exact test (whose verdict is kept in ``work.band_ok`` for the search)?"""
+    if work.g[cell] < work.sure[y]:
+        return True
+    ok = check_apart(y, x, families, tables, counts, work)
+    work.band_ok[cell] = ok
+    return ok
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -282,31 +299,25 @@ def list_safe_groups(tables, counts, queue, work):
         for y in range(Y):
             if work.target_alive[y] == 0:
                 continue
-            sure, maybe = work.sure[y], work.maybe[y]
+            maybe = work.maybe[y]
             base = y * X
             for i in range(X):
                 x = order[base + i]
                 cell = base + x
                 if g[cell] > maybe:
                     break
-                if queue.cell_alive[cell] > 0:
-                    ok = g[cell] < sure
-                    if not ok:
-                        ok = check_apart(y, x, families, tables, counts, work)
-                        work.band_ok[cell] = ok
-                    if ok:
-                        work.safe_groups[n] = tables.group_of[cell]
-                        n += 1
+                if queue.cell_alive[cell] > 0 and passes_edges(
+                    y, x, cell, families, tables, counts, work
+                ):
+                    work.safe_groups[n] = tables.group_of[cell]
+                    n += 1
     else:  # in the order of cells, whose groups are runs of neighbours
         last = -1
         for cell in range(Y * X):
             y = work.target_of[cell]
             if queue.cell_alive[cell] == 0 or g[cell] > work.maybe[y]:
                 continue
-            ok = g[cell] < work.sure[y]
-            if not ok:
-                ok = check_apart(y, cell - y * X, families, tables, counts, work)
-                work.band_ok[cell] = ok
+            ok = passes_edges(y, cell - y * X, cell, families, tables, counts, work)
             group = tables.group_of[cell]
             if ok and group != last:
                 work.safe_groups[n] = group

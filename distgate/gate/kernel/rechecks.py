@@ -39,7 +39,6 @@ from distgate.gate.kernel.bundles import (
     CST_FAMILY,
     DISTINCT,
     DQT_FAMILY,
-    EXPOSURE,
     INFINITE,
     KEYED_FAMILY,
     MIS,
@@ -61,6 +60,7 @@ from distgate.gate.kernel.keyed import (
     keyed_edges,
     keyed_stable,
     mis_limits,
+    moves_every_bound,
     moving_edges,
     recheck_keyed,
     value_part,
@@ -69,8 +69,8 @@ from distgate.gate.kernel.queue import apply_note
 from distgate.gate.kernel.statistics import (
     check_apart,
     cst_critical,
+    cst_test,
     dqt_critical,
-    is_below,
     scaled,
     use_mc,
 )
@@ -109,8 +109,7 @@ def recheck_cst(y, tables, counts, queue, work):
                 exact = not safe and stat <= limit + margin
             if exact:
                 stat, g = candidate_statistic(y, x, tables, counts, work)
-                # a single group: nothing to test
-                safe = g <= 1 or is_below(stat, cst_critical(n1, g, mc1, tables))
+                _, safe = cst_test(stat, g, n1, mc1, tables)
         apply_note(cell, safe, CST_FAMILY, tables, queue, work)
 
 
@@ -259,7 +258,7 @@ def recheck_after(ty, scan_all, moved_first, moved_last, tables, counts, queue, 
     Y = counts.C.shape[0]
     families = tables.families
     keyed = families & KEYED_FAMILY
-    moving = (tables.chosen & ((1 << MIS) | (1 << EXPOSURE))) != 0  # every bound moves
+    moving = moves_every_bound(tables)
     if keyed and tables.chosen & (1 << MIS):
         mis_limits(tables, counts, work)
     if families & DQT_FAMILY:

@@ -13,11 +13,9 @@ from distgate.gate.kernel.bundles import (
     CST_FAMILY,
     DENIED,
     DUPLICATE,
-    EXPOSURE,
     KEYED_FAMILY,
     LATE,
     LIVE,
-    MIS,
     NOT_FOUND,
     QUEUED,
     RELEASED,
@@ -31,6 +29,7 @@ from distgate.gate.kernel.keyed import (
     forget_edges,
     list_safe_groups,
     move_by_g,
+    moves_every_bound,
     sort_by_g,
 )
 from distgate.gate.kernel.prefetch import prefetch
@@ -105,7 +104,7 @@ def run_kernel(records, first_request, tables, counts, queue, out, work):
     Y, X = counts.C.shape
     counters = work.counters
     # mis and exposure move every target's bound: nearly every release changes a verdict
-    look_ahead = (tables.chosen & ((1 << MIS) | (1 << EXPOSURE))) == 0
+    look_ahead = not moves_every_bound(tables)
     bounds = by_bounds(tables)  # no verdict kept: the safe cells listed after each release
     if not work.ready[0]:
         work_ready(tables, counts, queue, work)

@@ -95,6 +95,16 @@ def cst_critical(n1, groups, mc, tables):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def cst_test(stat, groups, n1, mc, tables):
+    """(critical value, passes) of a cst candidate whose row merges into ``groups`` groups:
+    (NaN, True) for a single group, which leaves nothing to test."""
+    if groups <= 1:
+        return np.nan, True
+    crit = cst_critical(n1, groups, mc, tables)
+    return crit, is_below(stat, crit)
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def dqt_critical(N1, count, tables):
     """Q_c of a release of N1 tuples with ``count`` (>= 3) targets: by size when tabulated
     (auto), else the table of normal samples by count."""
@@ -225,9 +235,7 @@ def check(y, x, tables, counts, work, families):
             ok = math.isnan(crit) or is_below(stat, crit)
         elif m == CST:
             stat, groups = candidate_statistic(y, x, tables, counts, work)
-            if groups > 1:
-                crit = cst_critical(n1, groups, mc1, tables)
-                ok = is_below(stat, crit)
+            crit, ok = cst_test(stat, groups, n1, mc1, tables)
         else:  # DQT and EXPOSURE look at every checked target
             Y = counts.n.shape[0]
             d = scratch[:Y]
