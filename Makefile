@@ -4,11 +4,13 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# the compiled parts' sources: editing one builds the extensions again
+COMPILED := setup.py $(wildcard distgate/*/*.pyx distgate/*/*/*.pyx distgate/*/*/*.pxd)
 
-.PHONY: demo test bench lint docs cog clean clean-cache
+.PHONY: demo test bench lint docs cog clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+$(STAMP): pyproject.toml $(COMPILED)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,cluster,docs,serve]'
 	touch $(STAMP)
 
@@ -42,9 +44,5 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check distgate tests bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info demo_out site
-
-# numba caches compiled code per defining file and does not notice a change in a function
-# it calls from another module: clear the caches after editing the compiled gate.
-clean-cache:
-	find distgate -name '*.nbi' -delete -o -name '*.nbc' -delete
+	rm -rf $(VENV) .pytest_cache build dist *.egg-info demo_out site
+	find distgate \( -name '*.so' -o -name '*.pyd' -o -name '*.c' \) -delete

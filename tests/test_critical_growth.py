@@ -3,8 +3,6 @@ them size by size, bit for bit, on the compiled and on the numpy path."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 
@@ -20,12 +18,7 @@ def _size_by_size(p, weights, sizes, alpha):
     return np.array(kld), np.array(mis)
 
 
-@pytest.mark.parametrize("compiled", [True, False])
-def test_many_sizes_at_once_equal_one_size_at_a_time(compiled, monkeypatch):
-    import numba  # noqa: F401  (the compiled path is taken once numba is loaded)
-
-    if not compiled:
-        monkeypatch.delitem(sys.modules, "numba")
+def test_many_sizes_at_once_equal_one_size_at_a_time():
     rng = np.random.default_rng(11)
     p = rng.dirichlet(np.ones(6))
     p[3] = 0.0  # a value outside the domain is never drawn
@@ -42,6 +35,32 @@ def test_many_sizes_at_once_equal_one_size_at_a_time(compiled, monkeypatch):
     np.testing.assert_array_equal(cv.per_target("kld", kl_distance, gaps, 0.05, **KLD), kld2)
     np.testing.assert_array_equal(cv.mutual_information(gaps, 0.05, **MIS), mis2)
     assert np.isnan(kld[0]) and np.all(np.isfinite(kld[1:]))
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_the_compiled_growth_is_the_numpy_loops_to_the_last_bit(rows):
+    """GrowingNull.informations grows many sizes in compiled code; grow_to, the numpy loop,
+    grows one size at a time: the same tables and the same I at every size, bit for bit,
+    from empty tables and from tables grown part of the way."""
+    from distgate.stats.null_tables import GrowingNull
+
+    rng = np.random.default_rng(5)
+    p = rng.dirichlet(np.ones(7))
+    probs = np.outer(np.ones(rows) / rows, p).ravel()
+
+    def grower():
+        return GrowingNull(lambda j: np.random.default_rng([9, j]), probs, rows, p, draws=200)
+
+    compiled, loop = grower(), grower()
+    for start, stop in ((0, 1), (1, 60), (60, 61), (61, 300)):
+        at_once = compiled.informations(stop)
+        one_by_one = []
+        for size in range(start + 1, stop + 1):
+            loop.grow_to(size)
+            one_by_one.append(loop.information())
+        np.testing.assert_array_equal(at_once, np.array(one_by_one))
+        np.testing.assert_array_equal(compiled.counts, loop.counts)
+        np.testing.assert_array_equal(compiled.total, loop.total)
 
 
 def test_large_sizes_drawn_together_equal_one_size_at_a_time():

@@ -546,8 +546,10 @@ def test_cst_rows_know_what_one_more_tuple_does_to_a_rows_grouping(cells):
     about the groups is checked against merge_groups, and each statistic is the full
     pass's to the last bit (and pearson_statistic's). A row whose every value holds 5
     tuples keeps its groups whatever the candidate."""
+    from distgate.gate.kernel._run import _probe_cst_statistic as cst_statistic
+    from distgate.gate.kernel._run import _probe_fill_row as fill_row
+    from distgate.gate.kernel._run import _probe_row_statistic as row_statistic
     from distgate.gate.kernel.bundles import CLOSES_TAIL, REGROUPS, STAYS
-    from distgate.gate.kernel.cst import cst_statistic, fill_row, row_statistic
     from distgate.stats.metrics.pearson import merge_groups, pearson_statistic
 
     row = [count for count, _ in cells]

@@ -5,30 +5,24 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from numba import njit
 
 from distgate.gate import kernel
 from distgate.gate.compiled import cell_groups
+from distgate.gate.kernel import _run
 from distgate.gate.kernel.bundles import SAFE_GROUPS
-from distgate.gate.kernel.queue import set_safe
-from distgate.gate.kernel.search import next_safe
 from tests.gate_helpers import assert_same_run
 
 
-@njit(cache=True)
 def _find(pos, tables, queue, work):
-    return next_safe(pos, work.counters[SAFE_GROUPS], False, tables, queue, work)
+    return _run._probe_next_safe(pos, work.counters[SAFE_GROUPS], False, tables, queue, work)
 
 
-@njit(cache=True)
 def _find_by_bounds(pos, groups, tables, queue, work):
-    return next_safe(pos, groups, True, tables, queue, work)
+    return _run._probe_next_safe(pos, groups, True, tables, queue, work)
 
 
-@njit(cache=True)
 def _make_safe(cells, tables, work):
-    for cell in cells:
-        set_safe(cell, True, tables, work)
+    _run._probe_set_safe(cells, tables, work)
 
 
 class _Groups:
@@ -40,10 +34,7 @@ class _Groups:
 
 def _tables(groups):
     """A gate's kernel.Tables with these groups of cells, the fields the queue's maps and
-    the search read. The gate's own type: numba compiles a function again for every
-    argument type, and keeps what it compiled for distgate's functions in their cache,
-    which every distgate process reads (a class of a test's own there, every process
-    would have to import the tests to read it)."""
+    the search read."""
     from distgate.gate import Gate
     from distgate.stats.critical import CriticalValues
 
@@ -153,13 +144,6 @@ def test_the_search_by_bounds_judges_each_slot_by_its_targets_edges(
 def test_the_maps_follow_entries_that_leave_the_queue():
     """remove keeps the counts and both maps exact: after every other entry of a safe
     cell leaves, the search skips straight to the next one that stays."""
-    from distgate.gate.kernel.queue import remove
-
-    @njit
-    def drop(slots, cells, tables, queue):
-        for k in range(slots.shape[0]):
-            remove(slots[k], cells[k], tables, queue)
-
     groups = _Groups(3)
     cells = np.tile([0, 1, 2], 100_000)  # 300,000 slots: two words of map2
     tables, queue = _layout(cells, np.ones(len(cells), bool), groups)
@@ -167,7 +151,7 @@ def test_the_maps_follow_entries_that_leave_the_queue():
     work = kernel.work_space(1, 3, groups.groups)
     _make_safe(np.array([1], dtype=np.int64), tables, work)
     gone = np.flatnonzero(cells == 1)[:-1]  # every entry of cell 1 but the last
-    drop(gone, cells[gone], tables, queue)
+    _run._probe_remove(gone, cells[gone], tables, queue)
     assert queue.cell_alive.tolist() == [100_000, 1, 100_000]
     assert _find(-1, tables, queue, work) == len(cells) - 2
     assert _find(len(cells) - 2, tables, queue, work) == -1
@@ -289,20 +273,78 @@ def test_more_than_256_cells_share_groups_and_decide_like_the_python_loop(metric
     assert len(gates[0].queued_records()) > 0 or gates[0].counts.sum() == 1_500
 
 
-def test_the_kernel_sees_one_type_whether_the_baseline_is_read_only_or_not():
-    """A read-only array (a baseline a worker read from bytes) is another numba type, and
-    each new type of an argument compiles the whole kernel again, for minutes."""
-    import numba
-
+def test_the_kernel_takes_a_read_only_baseline_and_decides_as_with_a_writeable_one():
+    """A baseline a worker read from bytes is read-only: the kernel only reads its tables,
+    so it binds them as they are, and the decisions are those of a writeable copy."""
     from distgate.gate import Gate
     from distgate.stats.critical import CriticalValues
 
-    targets, values = np.repeat([0, 1, 2], 4), np.tile([0, 1], 6)
-    types = []
+    targets, values = np.repeat([0, 1, 2], 40), np.tile([0, 1, 0, 0], 30)
+    values[:40] = 1  # target 0 stands out: its requests queue
+    runs = []
     for writeable in (True, False):
-        p = np.array([0.5, 0.5])
+        p = np.array([0.75, 0.25])
         p.flags.writeable = writeable
-        critical = CriticalValues(p, np.full(3, 4), mode="auto")
+        critical = CriticalValues(p, np.full(3, 40), mode="asymptotic")
         gate = Gate(targets, values, 3, 2, ["kld"], 0.2, critical, grace="none")
-        types.append(numba.typeof(gate.kernel_tables()))
-    assert types[0] == types[1]
+        assert gate.kernel_tables().p.flags.writeable == writeable
+        runs.append(gate.run(np.arange(120)))
+    assert_same_run(runs[0], runs[1])
+    assert (runs[0].decision == 1).any() and (runs[0].decision == 0).any()
+
+
+def test_the_kernel_refuses_bundles_of_the_wrong_type_or_size():
+    """The kernel trusts the pointers it is given, so its binding checks each array once:
+    a wrong dtype or a short array is refused with the field named, never read."""
+    from distgate.gate import Gate
+    from distgate.gate.compiled import KernelState, lay_out_queue
+    from distgate.stats.critical import CriticalValues
+
+    codes = np.array([0, 1, 1, 0])
+    critical = CriticalValues(np.array([0.5, 0.5]), np.array([2.0, 2.0]), mode="asymptotic")
+    gate = Gate(codes, codes, 2, 2, ["kld"], 0.2, critical)
+    tables = gate.kernel_tables()
+    state = KernelState(gate)
+    layout = lay_out_queue(gate, np.zeros(0, np.int64), np.zeros(0, np.int64), 8)
+    kernel.KernelBinding(tables, state.counts, layout, state.work)  # as the gate binds it
+    with pytest.raises(TypeError, match="logp has dtype float32"):
+        kernel.KernelBinding(
+            tables._replace(logp=tables.logp.astype(np.float32)), state.counts, layout, state.work
+        )
+    with pytest.raises(ValueError, match="need_n has 1 elements"):
+        kernel.KernelBinding(
+            tables._replace(need_n=tables.need_n[:1]), state.counts, layout, state.work
+        )
+    with pytest.raises(ValueError, match="writes its counts n"):
+        n = state.counts.n.copy()
+        n.flags.writeable = False
+        kernel.KernelBinding(tables, state.counts._replace(n=n), layout, state.work)
+
+
+def test_the_compiled_constants_are_the_python_sides():
+    """_bundles.pxd declares the constants the kernel is compiled with; the Python loop
+    and the tables use the modules' own."""
+    from distgate.gate import decisions
+    from distgate.gate.kernel import bundles
+    from distgate.gate.sums import ZERO
+    from distgate.stats.handover import TIE_ABSOLUTE, TIE_RELATIVE
+
+    compiled = _run.constants()
+    assert compiled["ZERO"] == ZERO
+    assert compiled["TIE_RELATIVE"] == TIE_RELATIVE
+    assert compiled["TIE_ABSOLUTE"] == TIE_ABSOLUTE
+    assert compiled["ROUNDING"] == bundles.ROUNDING
+    assert compiled["REARRANGED"] == bundles.REARRANGED
+    assert compiled["LN2"] == bundles.LN2 == np.log(2)
+    assert compiled["EPSILON"] == np.finfo(float).eps
+    assert compiled["MIN_COUNT"] == bundles.MIN_COUNT
+    assert compiled["metrics"] == (
+        bundles.KLD,
+        bundles.MIS,
+        bundles.CST,
+        bundles.DQT,
+        bundles.EXPOSURE,
+    )
+    assert compiled["cst_kinds"] == (bundles.STAYS, bundles.CLOSES_TAIL, bundles.REGROUPS)
+    names = (decisions.RELEASED, decisions.QUEUED, decisions.DENIED, decisions.DUPLICATE)
+    assert compiled["decisions"] == (*names, decisions.UNKNOWN)

@@ -153,44 +153,6 @@ def test_records_and_key_text_are_those_of_a_dictionary_lookup(tmp_path_factory,
         assert f"has {count} not in the table" in str(refused.value)
 
 
-@pytest.mark.parametrize("row_numbers", [False, True])
-@pytest.mark.parametrize("ready_after", [0, 3, 10**6])
-def test_batches_read_while_the_index_loads_are_mapped_the_same(
-    tmp_path, monkeypatch, row_numbers, ready_after
-):
-    # while the key index's compiled code is loaded in another thread the first batches
-    # are kept, then mapped once it is ready (or at the end of the log): same records
-    import distgate.data.key_index as key_index
-
-    if row_numbers:
-        keys, table_keys, size = [str(i % 9) for i in range(40)] + ["12"], None, 9
-        expected = np.array([i % 9 for i in range(40)] + [-1])
-    else:
-        keys, table_keys, size = [TABLE_KEYS[i % 7] for i in range(40)] + ["x"], TABLE_KEYS, 0
-        expected = reference(keys, TABLE_KEYS)
-    path = write_log(str(tmp_path), keys, "csv")
-    batches = len(list(column_batches(path, "id", block_size=16)))
-    asked = []
-
-    def ready() -> bool:
-        asked.append(1)
-        return len(asked) > ready_after
-
-    monkeypatch.setattr(key_index, "compiled_ready", ready)
-    log = read_requests(
-        path,
-        "id",
-        table_keys=None if table_keys is None else pa.array(table_keys),
-        table_size=size or len(TABLE_KEYS),
-        table_name="table",
-        skip_unknown=True,
-        block_size=16,
-    )
-    np.testing.assert_array_equal(log.records, expected)
-    assert log.keys.to_pylist()[-1] == keys[-1] and batches > 5
-    assert len(asked) == min(ready_after + 1, batches)  # asked until ready, once a batch
-
-
 def test_row_numbers_match_only_as_the_table_writes_them(tmp_path):
     keys = ["0", "7", "07", "9999", "10000", "123456789012345678901", "42"]
     path = write_log(str(tmp_path), keys, "csv")
@@ -257,7 +219,8 @@ def test_the_index_tells_long_keys_apart_after_their_first_bytes():
 def test_a_slot_that_matches_is_checked_against_the_rest_of_the_key():
     """Two keys whose slots match (hash bits, length up to 255, first eight bytes) are
     the same key only if the rest of their bytes, and their full lengths, are."""
-    from distgate.data.key_index import _rest_same, text_buffers
+    from distgate.data._key_index import _probe_rest_same as _rest_same
+    from distgate.data.key_index import text_buffers
 
     table = pa.array(["12345678", "123456789", "12345678a", "x" * 300, "x" * 301])
     offsets, data = text_buffers(table)

@@ -81,7 +81,6 @@ def replay_command(
 
     Example: distgate replay soldiers.csv requests.csv -o decisions.csv --state gate.db
     """
-    from distgate.gate.core import preload_compiled_code
     from distgate.gate.replay import Interrupted, replay
     from distgate.report.common import progress
 
@@ -100,7 +99,6 @@ def replay_command(
             "a weighted line stands for several records that a request log cannot name one "
             "by one (give replay a table with one line per record)."
         )
-    preload_compiled_code()  # while the inputs are read
     replay_settings = gate_settings(
         settings,
         metric=metric,

@@ -135,16 +135,10 @@ def serve_command(
     shown = split_names(columns)
 
     def load():
-        from distgate._runtime import await_preload
-        from distgate.gate.compiled import PRELOAD
-        from distgate.gate.core import preload_compiled_code
         from distgate.gate.session import GateSession
 
-        preload_compiled_code()  # while the table and the state are read
         inputs = table.read(settings, need_keys=True)
-        session = GateSession(inputs, chosen, state, columns=shown)
-        await_preload(PRELOAD)  # ready means the first request does not wait for it
-        return session
+        return GateSession(inputs, chosen, state, columns=shown)
 
     limits = Limits(max_batch=max_batch, max_body=max_body, body_timeout=body_timeout)
     code = run(load, tokens, ServeOptions(host=host, port=port, limits=limits))

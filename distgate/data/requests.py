@@ -30,7 +30,6 @@ from distgate.data.tables import (
 from distgate.errors import InputError
 
 SHOWN_UNKNOWN = 5
-WAITING_BYTES = 64 << 20  # key text parsed ahead while the key index is loaded
 
 
 class RequestKeys:
@@ -203,43 +202,22 @@ def read_requests(
     the table does not have (unless ``skip_unknown``; up to five named with their lines).
     So every error is found before anything is decided. ``block_size`` (bytes of text) and
     ``rows`` set the batches (:func:`distgate.data.streaming.column_batches`)."""
-    from distgate.data.key_index import KeyIndex, RowNumbers, compiled_ready
+    from distgate.data.key_index import KeyIndex, RowNumbers
 
     if isinstance(table_keys, pa.ChunkedArray):
         table_keys = table_keys.combine_chunks()
-
-    def make_index():
-        if table_keys is None:
-            return RowNumbers(table_size)
-        return KeyIndex(table_keys.cast(pa.string()))
-
-    scan = _Scan(None, keep_unknown=skip_unknown, row_numbers=table_keys is None)
+    if table_keys is None:
+        index = RowNumbers(table_size)
+    else:
+        index = KeyIndex(table_keys.cast(pa.string()))
+    scan = _Scan(index, keep_unknown=skip_unknown, row_numbers=table_keys is None)
     batches = column_batches(
         source, key_column, what="request log", fmt=fmt, block_size=block_size, rows=rows
     )
-    # while the index's compiled code is still being loaded in another thread, the first
-    # batches are parsed and kept (up to WAITING_BYTES of key text) instead of waited for
-    waiting: list[tuple[int, pa.Array]] = []
-    waiting_bytes = 0
     for row, batch in batches:
         if row == 0:
             scan.reset()
-            waiting, waiting_bytes = [], 0
-        if scan.index is None and (compiled_ready() or waiting_bytes > WAITING_BYTES):
-            scan.index = make_index()
-            for early in waiting:
-                scan.add(*early)
-            waiting = []
-        if scan.index is None:
-            waiting.append((row, batch))
-            waiting_bytes += batch.nbytes
-        else:
-            scan.add(row, batch)
-    if scan.index is None:
-        scan.index = make_index()
-        for early in waiting:
-            scan.add(*early)
-    index = scan.index
+        scan.add(row, batch)
     name = f"request log {display_name(source)}"
     if scan.blank is not None:
         raise InputError(f"The {name}, line {scan.blank + 2}: column '{key_column}' has no value.")

@@ -15,7 +15,6 @@ gate's structures.
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 
@@ -31,18 +30,9 @@ from distgate.stats.metrics.registry import (
     REGISTRY,
 )
 
-# The name under which a command loads the compiled code in the background (see
-# distgate._runtime.preload); a run waits for it before it calls the kernel.
-PRELOAD = "distgate-compiled-code"
-
 # The kernel keeps D(y) and n_y D(y) current only for the metrics that look at them
 DISTANCE_METRICS = (KERNEL_MIS, KERNEL_DQT, KERNEL_EXPOSURE)
 MAX_GROUPS = 256  # groups of cells in the queue's maps (cells share a group beyond)
-
-
-def kernel_loaded() -> bool:
-    """Whether a run of this process has loaded the kernel already."""
-    return _Outputs is not None
 
 
 def kernel_codes(metrics) -> list[int] | None:
@@ -206,16 +196,7 @@ def kernel_tables(gate):
         group_of=group_of,
         group_size=group_size,
     )
-    return kernel.Tables(*(_writeable(field) for field in tables))
-
-
-def _writeable(field):
-    """The field, or a writeable copy of a read-only array (a baseline read from bytes):
-    numba types a read-only array apart, and each new type of an argument costs the whole
-    kernel's compilation again, minutes, for the same machine code."""
-    if isinstance(field, np.ndarray) and not field.flags.writeable:
-        return field.copy()
-    return field
+    return tables
 
 
 def lay_out_queue(gate, arrivals: np.ndarray, records: np.ndarray, room: int):
@@ -285,41 +266,19 @@ class KernelState:
         self.work = kernel.work_space(gate.n_targets, gate.n_values, groups, cst)
         self.late = np.zeros(0, dtype=np.int64)
         self.late_at = np.zeros(0, dtype=np.int64)
-        self.call = None  # the kernel's compiled entry point, once known
+        self.binding = None  # the kernel bound to these arrays, once a run has made it
         self.slots: _Slots | None = None  # small runs' outputs (see _Slots)
 
 
-def _entry_point(args):
-    """The compiled kernel for these arguments' types, called without numba's dispatcher:
-    the dispatcher works out the type of each of the some hundred arrays in the
-    arguments at every call (tens of microseconds), while the gate's arguments keep
-    their types for its whole life. Compiled, or loaded from numba's cache, by one
-    process of the machine at a time (:func:`distgate._runtime.machine_lock`): a process
-    that waited for another's compilation loads its result."""
-    import numba
-
-    from distgate._runtime import machine_lock
+def call_kernel(state: KernelState, records, first: int, tables, layout, out) -> int:
+    """Run the kernel on the gate's state (bound to its arrays once, for as long as the
+    queue keeps its layout)."""
     from distgate.gate import kernel
 
-    overloads = getattr(kernel.run_kernel, "overloads", None)  # None: wrapped (a bench's timer)
-    if overloads is None:
-        return kernel.run_kernel
-    types = tuple(numba.typeof(a) for a in args)
-    if types not in overloads:
-        # numba's cache of the kernel: NUMBA_CACHE_DIR, else beside its source
-        cache = numba.config.CACHE_DIR or os.path.join(
-            os.path.dirname(kernel.__file__), "__pycache__"
-        )
-        with machine_lock(os.path.join(cache, "distgate-compile.lock")):
-            kernel.run_kernel.compile(types)
-    return overloads[types].entry_point
-
-
-def call_kernel(state: KernelState, args) -> int:
-    """Run the kernel (compiled or loaded first, for the gate's first run)."""
-    if state.call is None:
-        state.call = _entry_point(args)
-    return state.call(*args)
+    binding = state.binding
+    if binding is None or not binding.binds(tables, state.counts, layout, state.work):
+        binding = state.binding = kernel.KernelBinding(tables, state.counts, layout, state.work)
+    return binding.run(records, first, out)
 
 
 _NONE = np.zeros(0, dtype=np.int64)
@@ -332,9 +291,6 @@ def run_compiled(gate, records: np.ndarray) -> GateRun:
     microseconds, most of them in Python)."""
     global _Outputs
     if _Outputs is None:
-        from distgate._runtime import await_preload
-
-        await_preload(PRELOAD)  # the kernel being loaded in the background, if it is
         from distgate.gate import kernel
 
         _Outputs = kernel.Outputs
@@ -366,9 +322,7 @@ def run_compiled(gate, records: np.ndarray) -> GateRun:
     else:  # a run's own arrays
         requests, kept, out = _Slots(first, k).take(first, k, records, state)
     counts = state.counts
-    n_late = call_kernel(
-        state, (kept, first, gate.kernel_tables(), counts, layout, out, state.work)
-    )
+    n_late = call_kernel(state, kept, first, gate.kernel_tables(), layout, out)
     # the queue stays in the kernel's layout for the next run (new entries go to the free
     # slots at its end); other readers take it out when they need it
     queue.keep_kernel_layout(layout)
@@ -435,4 +389,4 @@ class _Slots:
         return self.requests[part], kept, out
 
 
-_Outputs = None  # kernel.Outputs, once the kernel is loaded (numba is imported late)
+_Outputs = None  # kernel.Outputs, once a run has imported the kernel

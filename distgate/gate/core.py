@@ -10,8 +10,8 @@ the rooms of this package, each with one job:
 - :mod:`~distgate.gate.queue`: the queue of withheld records;
 - :mod:`~distgate.gate.grace`: when a target's releases start being checked;
 - :mod:`~distgate.gate.compiled` and :mod:`~distgate.gate.kernel`: the per-request loop
-  compiled with numba, and :mod:`~distgate.gate.reference`, the same loop in Python for
-  what the kernel does not run. Both make the same decisions.
+  compiled ahead of time (a C extension), and :mod:`~distgate.gate.reference`, the same
+  loop in Python for what the kernel does not run. Both make the same decisions.
 
 Per-target metrics (kld, cst, exposure, dleak, eleak, emd) judge the candidate's own
 target only (SPEC 4; for exposure, [workshop]'s safe release: the candidate's E(y) against
@@ -240,33 +240,3 @@ class Gate:
 
             self._tables = kernel_tables(self)
         return self._tables
-
-
-def warm_up() -> None:
-    """Load the compiled gate's machine code by running a tiny gate: the kernel of tables
-    with up to 127 targets and values (any other loads when needed). Run in the
-    background (:func:`distgate._runtime.preload`) while a command reads its inputs."""
-    codes = np.array([0, 1, 1])
-    cv = CriticalValues(np.array([0.5, 0.5]), np.array([1.0, 1.0]), draws=100)
-    Gate(codes, codes, 2, 2, ["kld", "mis"], 0.2, cv).run(np.array([0, 1, 2]))
-
-
-def load_compiled_code() -> None:
-    """numba, the key index's compiled code (needed first, to read a request log) and the
-    gate's kernel, loaded in one thread: numba's set-up is done once."""
-    from distgate.data.key_index import load_compiled
-
-    load_compiled()
-    warm_up()
-
-
-def preload_compiled_code() -> None:
-    """Start :func:`load_compiled_code` in the background
-    (:func:`distgate._runtime.preload`) while this thread reads inputs; the gate's first
-    run waits for it. Nothing is started once a run of this process has loaded it."""
-    from distgate.gate.compiled import PRELOAD, kernel_loaded
-
-    if not kernel_loaded():
-        from distgate._runtime import preload
-
-        preload(PRELOAD, load_compiled_code)

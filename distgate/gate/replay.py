@@ -30,7 +30,7 @@ from distgate.data.config import DEFAULT_ALPHA, DEFAULT_CRITICAL, DEFAULT_METRIC
 from distgate.data.inputs import Inputs
 from distgate.data.requests import KeyColumn, RequestKeys, read_requests
 from distgate.data.tables import display_name
-from distgate.gate.core import Gate, preload_compiled_code
+from distgate.gate.core import Gate
 from distgate.gate.decisions import DECISION_NAMES, QUEUED, RELEASED, UNKNOWN, GateRun, GateStatus
 from distgate.gate.decisions_file import write_decisions
 from distgate.gate.grace import parse_grace
@@ -227,11 +227,8 @@ def replay(
     :class:`Interrupted`. ``progress(done, total)`` is called after every batch of
     ``batch`` requests (the decisions do not depend on it). ``spreadsheet``: the
     decisions file quotes text a spreadsheet would run as a formula
-    (:mod:`distgate.data.csv_cells`). The compiled key lookup and gate are loaded in a
-    background thread while the log is read, unless this process has loaded them already
-    (:func:`~distgate.gate.core.preload_compiled_code`).
+    (:mod:`distgate.data.csv_cells`).
     """
-    preload_compiled_code()  # numba's code for the key lookup and the gate, while the log is read
     gate = make_gate(inputs, settings)
     prepared = _in_background(gate.prepare)  # critical-value tables while the log is read
     # a state used before is checked, locked and its history read while the log is read

@@ -9,7 +9,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from distgate._runtime import numba_loaded
 from distgate.stats.handover import upper_quantile, upper_quantiles
 
 # Sizes up to GROW_LIMIT are simulated by growing the same tables one tuple at a time
@@ -69,16 +68,11 @@ class GrowingNull:
 
     def informations(self, n: int) -> np.ndarray:
         """I of every table at each size from the current one + 1 to ``n`` (one row per
-        size), growing the tables to ``n``; compiled when numba is loaded already."""
-        first = self.size + 1
-        if not numba_loaded():
-            rows = []
-            for size in range(first, n + 1):
-                self.grow_to(size)
-                rows.append(self.information())
-            return np.array(rows).reshape(-1, self.draws)
-        from distgate.stats.critical_growth import grow
+        size), growing the tables to ``n`` with the compiled loop (``_null_growth.pyx``:
+        the arithmetic of :meth:`grow_to`, in the same order)."""
+        from distgate.stats._null_growth import grow
 
+        first = self.size + 1
         uniforms = np.empty((n - self.size, self.draws))
         for j in range(self.size, n):
             uniforms[j - self.size] = self.rng(j).random(self.draws)

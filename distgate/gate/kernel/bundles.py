@@ -3,7 +3,8 @@
 :class:`Tables` (read-only inputs), :class:`Counts` (the running sums of the release),
 :class:`Queue`, :class:`Outputs` and :class:`Work` (the safe set and the scratch space kept
 between runs). The kernel allocates nothing: the gate (:mod:`distgate.gate.compiled`)
-builds these and the kernel fills them.
+builds these and the kernel fills them. ``_bundles.pxd`` declares the same fields and
+constants for the compiled code (a test holds the constants equal).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ NOT_FOUND = -1
 # and the full test can differ.
 ROUNDING = 1e-11
 # kld's and mis's shortcuts are their full tests' own arithmetic on the same sums,
-# rearranged (distgate.gate.kernel.keyed): the two differ by the rounding of a dozen
+# rearranged (_keyed.pxd): the two differ by the rounding of a dozen
 # operations, and this band is some 450 ulps of the magnitudes summed. (The full test
 # also rounds a D below ZERO to 0: the bands add that apart.)
 REARRANGED = 1e-13
@@ -58,7 +59,7 @@ CHECKED_TOTAL, ALL_TOTAL, PRESENT_TARGETS = 0, 1, 2
 FILL, LIVE = 0, 1
 
 # Families of metrics, by how the gate finds the cells one release can make safe
-# (:mod:`distgate.gate.kernel.rechecks`): a bound on g(x) per target (kld, mis, exposure),
+# (_rechecks.pxd): a bound on g(x) per target (kld, mis, exposure),
 # cst's merged groups, Dixon's Q against the other targets' distances
 KEYED_FAMILY, CST_FAMILY, DQT_FAMILY = 1, 2, 4
 ALL_FAMILIES = KEYED_FAMILY | CST_FAMILY | DQT_FAMILY
@@ -79,7 +80,7 @@ class Tables(NamedTuple):
     logp: np.ndarray  # (X,) log2 p(x)
     p: np.ndarray  # (X,)
     chi2: np.ndarray  # chi2.ppf(1 - alpha, df) by df
-    # critical values (distgate.gate.kernel.statistics): Monte Carlo ones by a test's own
+    # critical values (_statistics.pxd): Monte Carlo ones by a test's own
     # size below the floor or its hand-over size, the factor of the asymptotic value above
     kld_mc: np.ndarray  # Monte Carlo critical value of D by n_y
     kld_switch: int  # kld's hand-over size (0: none)
@@ -152,7 +153,7 @@ class Work(NamedTuple):
     Kept by the gate between runs: between two settles nothing in it is pending."""
 
     values: np.ndarray  # float, max(|Y|, |X|): a row or the targets' distances
-    # cst's merged groups of each target's row (distgate.gate.kernel.cst.fill_row), a row
+    # cst's merged groups of each target's row (_cst.pxd's fill_row), a row
     # of |X| per target (no row when cst is not chosen): per value, its group and what
     # one more tuple does (STAYS, CLOSES_TAIL or REGROUPS); per group, its observed count,
     # baseline share and term
@@ -195,7 +196,7 @@ class Work(NamedTuple):
     # distinct ones (up to 4) and whether one is infinite (see dqt_ranks)
     target_of: np.ndarray  # int64, cells: a cell's target (the search looks it up per slot)
     band_ok: np.ndarray  # uint8, cells: the exact test's verdict on a cell near its bounds
-    # (mis and exposure: see distgate.gate.kernel.keyed.list_safe_groups)
+    # (mis and exposure: see _keyed.pxd's list_safe_groups)
     order: np.ndarray  # int64, cells: each target's values sorted by g (keyed family)
     place: np.ndarray  # int64, cells: a value's place in its target's order
     counters: np.ndarray  # int64[7]: ALIVE entries, LATE releases, SAFE_GROUPS, SETTLE,
