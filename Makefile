@@ -11,7 +11,7 @@ COMPILED := setup.py $(wildcard distgate/*/*.pyx distgate/*/*/*.pyx distgate/*/*
 
 $(STAMP): pyproject.toml $(COMPILED)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,cluster,docs,serve]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[all,dev,docs]'
 	touch $(STAMP)
 
 # The main job on the sample data: the baseline, an assessment of releasing the whole

@@ -3,7 +3,7 @@ the distribution of the released values.
 
 The package is a library first; the ``distgate`` command is a thin layer over it. The
 functions a pandas user reaches for (:func:`assess`, :func:`baseline`, :func:`replay`,
-:func:`k_anonymity`, :func:`l_diversity`, :func:`t_closeness`) live in
+:func:`open_gate`, :func:`k_anonymity`, :func:`l_diversity`, :func:`t_closeness`) live in
 :mod:`distgate.api` and are reached from here on first use: heavy numeric modules are
 imported by the submodules that need them, never by ``import distgate``, so that
 ``distgate --help`` starts fast.
@@ -17,6 +17,7 @@ _API = (
     "baseline",
     "k_anonymity",
     "l_diversity",
+    "open_gate",
     "replay",
     "t_closeness",
 )

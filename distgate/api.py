@@ -1,5 +1,5 @@
 """The functions a pandas user reaches for: :func:`assess`, :func:`baseline`,
-:func:`replay` and the classic models (:func:`k_anonymity`, :func:`l_diversity`,
+:func:`replay`, :func:`open_gate` and the classic models (:func:`k_anonymity`, :func:`l_diversity`,
 :func:`t_closeness`), each importable from ``distgate`` itself.
 
 Each takes the table as a file name (CSV or TSV, compressed or not, Parquet, Excel; ``-``
@@ -57,6 +57,7 @@ __all__ = [
     "baseline",
     "k_anonymity",
     "l_diversity",
+    "open_gate",
     "replay",
     "t_closeness",
 ]
@@ -344,6 +345,84 @@ def _paths(*sources: Any) -> list[str]:
     return [os.fspath(s) for s in sources if s is not None and not is_in_memory(s)]
 
 
+def _gate_settings(
+    settings: dict, metric, alpha, critical, seed, draws, threshold, no_queue, grace, **more
+):
+    """The gate's options from the keywords (and the settings file), as replay's flags."""
+    from distgate.gate.replay import ReplaySettings
+
+    _no_weight_in_replay(settings.get("weight"))
+    chosen = gate_choices(settings, metric=metric, alpha=alpha, critical=critical, seed=seed)
+    return ReplaySettings(
+        **chosen, draws=draws, threshold=threshold, queue=not no_queue, grace=grace, **more
+    )
+
+
+def open_gate(
+    table: Table,
+    state: str | os.PathLike,
+    *,
+    attributes: Names = None,
+    targets: Names = None,
+    id: str | None = None,
+    bins: Specs = None,
+    baseline: Any = None,
+    missing: str | None = None,
+    order: Specs = None,
+    delimiter: str | None = None,
+    encoding: str | None = None,
+    engine: str | None = None,
+    scheduler: str | None = None,
+    config: str | os.PathLike | None = None,
+    metric: Names = None,
+    alpha: float | None = None,
+    critical: str | None = None,
+    seed: int | None = None,
+    draws: int = DEFAULT_DRAWS,
+    threshold: float | None = None,
+    no_queue: bool = False,
+    grace: str = "none",
+    columns: Names = None,
+    durable: bool = True,
+    wait: bool = False,
+):
+    """Open the online gate over ``table`` with its state in the SQLite file ``state``
+    (made if missing; replay's format, so ``distgate replay --state`` continues it and
+    the other way round), to decide requests as they come, as ``distgate serve`` does::
+
+        import distgate
+
+        with distgate.open_gate("soldiers.csv", "gate.db", attributes="age",
+                                targets="location", id="id",
+                                bins={"age": [18, 20, 25, 30, 35, 40, 45, 50, 55]}) as gate:
+            first = gate.decide(["S00017", "nobody"], requester="alice")
+            first[0].decision            # 'released', 'queued', 'duplicate' or 'unknown'
+            gate.request(first[0].request)   # its status now (a queued one may leave)
+            gate.summary()               # per target, as replay's report
+
+    The table and gate keywords are :func:`assess`'s and :func:`replay`'s; ``columns``
+    names table columns shown with a released record (:meth:`GateSession.record`),
+    ``durable`` flushes every commit to the disk before decisions are returned, and
+    ``wait`` waits for a replay or another session that holds the state. The state is
+    locked while the :class:`~distgate.gate.session.GateSession` is open: close it (or use
+    ``with``)."""
+    from distgate.gate.session import GateSession
+
+    settings = _settings(config)
+    gate_settings = _gate_settings(
+        settings, metric, alpha, critical, seed, draws, threshold, no_queue, grace
+    )
+    inputs = _read(table, settings, locals(), need_keys=True, counts_only=False)
+    return GateSession(
+        inputs,
+        gate_settings,
+        os.fspath(state),
+        columns=_listed(columns) or (),
+        durable=durable,
+        wait=wait,
+    )
+
+
 def replay(
     table: Table,
     requests: Table,
@@ -383,7 +462,6 @@ def replay(
     ``to_pandas()`` of the :class:`~distgate.gate.replay.ReplayResult` gives the decisions,
     one row per request; ``to_pandas("summary")`` one row per target."""
     from distgate.data.atomic import check_outputs
-    from distgate.gate.replay import ReplaySettings
     from distgate.gate.replay import replay as run_replay
 
     if _is_stdin(table) and _is_stdin(requests):
@@ -394,14 +472,16 @@ def replay(
     outputs = [os.fspath(p) if p is not None else None for p in (output, state)]
     check_outputs(_paths(table, requests, baseline), outputs)
     settings = _settings(config)
-    _no_weight_in_replay(settings.get("weight"))
-    chosen = gate_choices(settings, metric=metric, alpha=alpha, critical=critical, seed=seed)
-    replay_settings = ReplaySettings(
-        **chosen,
-        draws=draws,
-        threshold=threshold,
-        queue=not no_queue,
-        grace=grace,
+    replay_settings = _gate_settings(
+        settings,
+        metric,
+        alpha,
+        critical,
+        seed,
+        draws,
+        threshold,
+        no_queue,
+        grace,
         key=key,
         skip_unknown=skip_unknown,
     )

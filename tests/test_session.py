@@ -253,3 +253,33 @@ def test_shards_by_target_decide_as_one_gate_over_the_whole_table(tmp_path, metr
         session.close()
     assert shown(routed) == shown(expected)
     assert {d for d, _, _ in expected} >= {"released", "queued"}
+
+
+def test_open_gate_takes_the_keywords_of_assess_and_decides_as_replay(tmp_path):
+    """distgate.open_gate is the session of distgate serve, opened with the keywords of
+    distgate.assess: its decisions are replay's, and replay continues its state."""
+    import distgate
+
+    table = SAMPLE_OPTIONS.source
+    keywords = dict(
+        attributes="age",
+        targets="location",
+        id="id",
+        bins={"age": [18, 20, 25, 30, 35, 40, 45, 50, 55]},
+        metric="cst",
+    )
+    state = tmp_path / "gate.db"
+    with distgate.open_gate(table, state, **keywords) as gate:
+        decided = gate.decide(KEYS[:1200], requester="alice")
+        assert gate.request(decided[0].request).key == KEYS[0]
+        assert gate.summary().requests == 1200
+    log = tmp_path / "log.csv"
+    log.write_text("id\n" + "".join(f"{k}\n" for k in KEYS[:1200]))
+    alone = distgate.replay(table, log, **keywords, skip_unknown=True)
+    assert [d.decision for d in decided] == alone.to_arrow().column("decision").to_pylist()
+    rest = tmp_path / "rest.csv"
+    rest.write_text("id\n" + "".join(f"{k}\n" for k in KEYS[1200:]))
+    continued = distgate.replay(table, rest, **keywords, skip_unknown=True, state=state)
+    assert continued.first_request == 1200
+    with pytest.raises(InputError, match="metric"):
+        distgate.open_gate(table, tmp_path / "other.db", **{**keywords, "metric": "nope"})

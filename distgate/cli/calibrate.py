@@ -20,6 +20,7 @@ from distgate.cli.common import (
 )
 from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
 from distgate.cli.output import describe, show
+from distgate.extras import require_plots
 
 DEFAULT_ALPHAS = "0.05,0.2"
 DEFAULT_SIZES = "20,40,100,400,2000"
@@ -81,6 +82,8 @@ def calibrate_command(
 
     chosen = shown_as.chosen()
     check_outputs([table.table, table.baseline], [shown_as.report, plot])
+    if plot:
+        require_plots("calibrate --plot")
     settings = table.settings()
     metrics = parse_metrics(joined(metric, ""), offline=True) if metric else None
     alphas = alpha_list(alpha, DEFAULT_ALPHAS)

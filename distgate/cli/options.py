@@ -284,6 +284,10 @@ class OutputFlags:
         from distgate.errors import InputError
 
         chosen = output_format(self.format, self.json, stdout_taken=stdout_taken)
+        if self.report:
+            from distgate.extras import require_plots
+
+            require_plots("The HTML report (--report), with its figures,")
         if not judges and (self.junit or chosen == Format.junit):
             raise InputError(
                 "A JUnit report lists pass/fail checks, and this command makes none here "

@@ -22,6 +22,7 @@ from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
 from distgate.cli.output import describe, show
 from distgate.data.atomic import check_outputs
 from distgate.errors import InputError
+from distgate.extras import require_plots
 
 
 @handles_bad_input
@@ -91,6 +92,8 @@ def replay_command(
         )
     chosen = shown_as.chosen(stdout_taken=output == "-")
     check_outputs([table.table, requests, state], [output, plot, *shown_as.files])
+    if plot:
+        require_plots("replay --plot")
     check_outputs([table.table, requests], [state])
     settings = table.settings()
     if table.weight or settings.get("weight"):

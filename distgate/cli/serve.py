@@ -96,10 +96,9 @@ def serve_command(
         from distgate.serve.auth import is_loopback, load_tokens
         from distgate.serve.server import ServeOptions, run
     except ImportError as exc:
-        raise InputError(
-            f"distgate serve needs its extra packages ({exc.name} is missing): "
-            "pip install 'distgate[serve]'."
-        ) from None
+        from distgate.extras import missing
+
+        raise missing("distgate serve", "serve", exc.name or "starlette") from None
     settings = table.settings()
     if table.weight or settings.get("weight"):
         raise InputError(

@@ -19,6 +19,7 @@ from distgate.cli.common import (
 )
 from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
 from distgate.cli.output import describe, show
+from distgate.extras import require_plots
 
 DEFAULT_METRICS = "mis,kld,cst,dqt"
 DEFAULT_ALPHAS = "0.2,0.05"
@@ -95,6 +96,8 @@ def simulate_command(
     chosen = shown_as.chosen(judges=False)
     report = shown_as.report
     check_outputs([table.table, table.baseline], shown_as.files)
+    if plots is not None:
+        require_plots("simulate --plot")
     if plots is not None and os.path.exists(plots) and not os.path.isdir(plots):
         raise InputError(f"--plots names a folder for the plots, and '{plots}' is a file.")
     settings = table.settings()

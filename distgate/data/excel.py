@@ -15,7 +15,11 @@ def read_workbook(raw: bytes | str, name: str) -> pa.Table:
     """The first sheet of the workbook in ``raw`` (its bytes, or a path) as a table."""
     from zipfile import BadZipFile
 
-    from openpyxl import load_workbook
+    from distgate.extras import require
+
+    load_workbook = require(
+        "openpyxl", f"Reading the {name} (an Excel workbook)", "excel"
+    ).load_workbook
 
     try:
         book = load_workbook(

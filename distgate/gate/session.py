@@ -1,16 +1,13 @@
 """An open gate over a table with a durable state: decide batches of keys as they come,
 read a request's status, the releases and the summary. ``distgate serve`` is a thin HTTP
-layer over it; a service of your own can embed it the same way::
+layer over it; a service of your own opens one with :func:`distgate.open_gate`, which takes
+the keywords of :func:`distgate.assess`::
 
-    from distgate.data.config import TableOptions
-    from distgate.data.inputs import load_inputs
-    from distgate.gate.replay import ReplaySettings
-    from distgate.gate.session import GateSession
+    import distgate
 
-    inputs = load_inputs(TableOptions("soldiers.csv", ("age",), ("location",), "id",
-                                      (("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),)),
-                         need_keys=True)
-    with GateSession(inputs, ReplaySettings(metrics=["cst"]), "gate.db") as session:
+    with distgate.open_gate("soldiers.csv", "gate.db", attributes="age", targets="location",
+                            id="id", bins={"age": [18, 20, 25, 30, 35, 40, 45, 50, 55]},
+                            metric="cst") as session:
         first = session.decide(["S00017", "nobody"], requester="alice")
         first[0].decision            # 'released', 'queued', 'duplicate' or 'unknown'
         session.request(first[0].request)   # its status now (a queued one may leave)

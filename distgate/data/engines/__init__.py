@@ -110,6 +110,10 @@ def open_reader(source: str, settings: EngineSettings, engine: str, fmt=None):
         from distgate.data.engines.duckdb import DuckDBReader
 
         return DuckDBReader(source, fmt)
+    from distgate.extras import require
+
+    for package in ("distributed", "dask.dataframe", "fsspec", "duckdb"):
+        require(package, "The dask engine", "cluster")
     from distgate.data.engines.dask import DaskReader
 
     return DaskReader(source, settings.scheduler, fmt)

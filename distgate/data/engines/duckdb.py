@@ -84,7 +84,9 @@ class DuckDBReader:
     name = "duckdb"
 
     def __init__(self, given: str, fmt=None, memory_limit: str | None = None) -> None:
-        import duckdb
+        from distgate.extras import require
+
+        duckdb = require("duckdb", "The duckdb engine", "engines")
 
         self._spool = spool_folder()
         self.source = resolve_local(given, self._spool.name, fmt)
