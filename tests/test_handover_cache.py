@@ -1,11 +1,16 @@
 """Measured hand-overs are kept between runs (distgate.data.cache): read back exactly, keyed
 by what they depend on, and a damaged or unwritable cache never fails a command."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 
 from distgate.data.cache import FolderStore, cache_folder
 from distgate.stats.critical import CriticalValues
 from distgate.stats.metrics.evaluators import LAWS
+from tests.conftest import REPO
 from tests.reference import BASELINE, COUNTS
 
 WEIGHTS = COUNTS.sum(axis=1)
@@ -139,3 +144,42 @@ def test_a_damaged_table_is_simulated_again(tmp_path):
     path.write_bytes(b"PK damaged")
     again = values.size_table("mc", kld, 0.2, 60, lambda k: np.arange(k, dtype=float))
     assert np.array_equal(again, expected) and path.read_bytes()[:2] == b"PK"
+
+
+SHIPPED_CHECK = """
+import os
+from distgate.data.config import load_config, table_options
+from distgate.data.inputs import load_inputs
+from distgate.gate.replay import ReplaySettings, make_gate
+
+inputs = load_inputs(table_options("soldiers.csv", load_config("distgate.toml")), need_keys=True)
+for mode in ("auto", "auto-paper"):
+    for alpha in (0.2, 0.05):
+        for metric in ("kld", "cst", "mis", "dqt"):
+            make_gate(inputs, ReplaySettings([metric], alpha, mode)).prepare()
+folder = os.environ["DISTGATE_CACHE_DIR"]
+print(sorted(os.listdir(folder)) if os.path.isdir(folder) else [])
+"""
+
+
+def test_the_shipped_tables_serve_the_sample_data_without_simulating(tmp_path):
+    """The package ships the critical-value tables of its sample data: a fresh install (an
+    empty cache folder) prepares every metric and alpha of the sample without measuring
+    or simulating anything, so nothing is written to the cache folder. Tables made by
+    other code are never read (their keys digest the code): after a change to
+    distgate/stats, run sample_data/make_critical_tables.py."""
+    from distgate.data.cache import SHIPPED
+
+    assert len(list(SHIPPED.glob("*.npz"))) == 20
+    cache = tmp_path / "empty-cache"
+    done = subprocess.run(
+        [sys.executable, "-c", SHIPPED_CHECK],
+        capture_output=True,
+        text=True,
+        cwd=REPO / "sample_data",
+        env={**os.environ, "DISTGATE_CACHE_DIR": str(cache)},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    made = done.stdout.strip()
+    assert made == "[]", f"stale shipped tables (run sample_data/make_critical_tables.py): {made}"

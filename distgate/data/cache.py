@@ -12,6 +12,11 @@ The folder is ``$DISTGATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/distgate``, else
 ``~/.cache/distgate``; ``DISTGATE_CACHE_DIR=off`` keeps nothing. A cache never fails a
 command: a folder that cannot be written is skipped, a file that cannot be read is
 measured again (and rewritten).
+
+The package ships the tables of its sample data (``critical_tables/`` beside this module,
+made by ``sample_data/make_critical_tables.py``), read after the cache folder: a fresh
+install runs the sample's commands without a second of simulation. They are filed under
+the same keys, so a table made by other code, or for other data, is never read.
 """
 
 from __future__ import annotations
@@ -77,6 +82,40 @@ class FolderStore:
             pass  # a read-only or full disk: the next run measures again
 
 
+class ChainedStore:
+    """The cache folder (None: ``off``) in front of the package's shipped tables, which
+    are read only: every result is kept in the folder, and looked for there first."""
+
+    def __init__(self, folder: FolderStore | None, shipped: FolderStore) -> None:
+        self.folder, self.shipped = folder, shipped
+        self.stores = [store for store in (folder, shipped) if store is not None]
+
+    def load(self, key: str) -> Handover | None:
+        for store in self.stores:
+            found = store.load(key)
+            if found is not None:
+                return found
+        return None
+
+    def load_table(self, key: str) -> np.ndarray | None:
+        for store in self.stores:
+            found = store.load_table(key)
+            if found is not None:
+                return found
+        return None
+
+    def save(self, key: str, handover: Handover) -> None:
+        if self.folder is not None:
+            self.folder.save(key, handover)
+
+    def save_table(self, key: str, table: np.ndarray) -> None:
+        if self.folder is not None:
+            self.folder.save_table(key, table)
+
+
+SHIPPED = Path(__file__).resolve().parent / "critical_tables"
+
+
 def cache_folder() -> Path | None:
     """The cache folder for this process (None: ``DISTGATE_CACHE_DIR=off``)."""
     chosen = os.environ.get("DISTGATE_CACHE_DIR")
@@ -86,9 +125,9 @@ def cache_folder() -> Path | None:
     return Path(base) / "distgate"
 
 
-def default_store() -> FolderStore | None:
+def default_store() -> ChainedStore:
     folder = cache_folder()
-    return None if folder is None else FolderStore(folder)
+    return ChainedStore(None if folder is None else FolderStore(folder), FolderStore(SHIPPED))
 
 
 def cached_critical_values(

@@ -32,10 +32,11 @@ class HandoverStore(Protocol):
 
 @functools.cache
 def code_digest() -> str:
-    """A digest of the statistics' code: a stored hand-over measured by other code (an
-    edited or upgraded distgate) is never read."""
+    """A digest of the statistics' code (its Python and Cython sources): a stored
+    hand-over measured by other code (an edited or upgraded distgate) is never read."""
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.rglob("*.py")):
+    folder = Path(__file__).parent
+    for path in sorted([*folder.rglob("*.py"), *folder.rglob("*.pyx")]):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
