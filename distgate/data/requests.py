@@ -265,9 +265,10 @@ class _Scan:
 
     def add(self, row: int, batch: pa.Array) -> None:
         if self.blank is None:
-            blank = pc.or_kleene(
-                pc.equal(pc.utf8_length(batch), 0), pc.utf8_is_space(batch)
-            ).fill_null(True)
+            # (an empty key's length cast to bool: no Python number converted, which would
+            # make pyarrow look for pandas and import dateutil)
+            empty = pc.invert(pc.cast(pc.utf8_length(batch), pa.bool_()))
+            blank = pc.or_kleene(empty, pc.utf8_is_space(batch)).fill_null(True)
             if pc.any(blank).as_py():
                 self.blank = row + int(np.flatnonzero(blank.to_numpy(zero_copy_only=False))[0])
         if self.blank is not None:

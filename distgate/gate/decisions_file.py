@@ -136,8 +136,8 @@ def _decision_table(
     value_labels = pa.array(result.value_labels + [""], type=pa.string())
     target = np.where(known, result.target_codes[safe_record], len(result.target_labels))
     value = np.where(known, result.value_codes[safe_record], len(result.value_labels))
-    released_at = pa.array(rows["released_at"][start:stop], type=pa.int64())
-    released_at = pc.if_else(pc.less(released_at, 0), pa.scalar(None, pa.int64()), released_at)
+    times = rows["released_at"][start:stop]
+    released_at = pa.array(times, type=pa.int64(), mask=times < 0)  # -1: never released
     table = pa.table(
         {
             "request": pa.array(rows["request"][start:stop], type=pa.int64()),

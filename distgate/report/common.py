@@ -35,20 +35,41 @@ def number(value: float | None, digits: int = 6) -> str:
     return f"{value:.{digits}f}"
 
 
+class _NoProgress:
+    """The progress bar of a command whose bar is not shown: it takes the calls and draws
+    nothing (rich's progress module is not even imported)."""
+
+    def __enter__(self) -> _NoProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def add_task(self, *args: object, **kwargs: object) -> int:
+        return 0
+
+    def update(self, *args: object, **kwargs: object) -> None:
+        return None
+
+    def advance(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
 def progress(quiet: bool = False):
     """A progress bar on stderr, shown only on a terminal and never with ``--quiet``.
 
     Use as ``with progress(quiet) as bar: task = bar.add_task("replay", total=n)``.
     """
+    err = console(stderr=True)
+    if quiet or not err.is_terminal:
+        return _NoProgress()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    err = console(stderr=True)
     return Progress(
         "[progress.description]{task.description}",
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
         console=err,
-        disable=quiet or not err.is_terminal,
         transient=True,
     )
