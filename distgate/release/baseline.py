@@ -92,7 +92,12 @@ def profile_table(
 
     sigma_D is the population standard deviation of the targets' D(y).
     """
-    from distgate.stats.metrics.information import exposure, kl_distance, mutual_information
+    from distgate.stats.metrics.information import (
+        exposure,
+        kl_distance,
+        mutual_information,
+        x_outliers,
+    )
 
     counts = np.asarray(counts)
     p = baseline.probabilities
@@ -103,9 +108,7 @@ def profile_table(
     info = float(mutual_information(counts, p))
     present = n > 0
     sigma = float(np.std(kl[present])) if present.any() else 0.0
-    outliers = [
-        t for t, d, ok in zip(target_labels, kl, present, strict=True) if ok and d > info + sigma
-    ]
+    outliers = [t for t, out in zip(target_labels, x_outliers(counts, p), strict=True) if out]
     return TableProfile(
         target_labels=list(target_labels),
         counts=counts,

@@ -58,6 +58,25 @@ def exposure(counts, p) -> np.ndarray:
         return np.where(n > 0, n / total * kl_distance(c, p), np.nan)
 
 
+def x_outliers(counts, p) -> np.ndarray:
+    """The X-outliers of a table (SPEC 3.4): the targets with D(y) > I + sigma_D, sigma_D
+    the population standard deviation of the D(y) of the targets present. Boolean, shape
+    (..., |Y|); an absent target is never an outlier.
+
+    >>> x_outliers([[5, 5], [5, 5], [10, 0]], [0.5, 0.5])
+    array([False, False,  True])
+    """
+    c = _as_counts(counts)
+    present = c.sum(axis=-1) > 0
+    d = kl_distance(c, p)
+    info = mutual_information(c, p)
+    with np.errstate(invalid="ignore"):
+        mean = np.where(present, d, 0.0).sum(axis=-1) / np.maximum(present.sum(axis=-1), 1)
+        spread = np.where(present, (d - mean[..., None]) ** 2, 0.0).sum(axis=-1)
+        sigma = np.sqrt(spread / np.maximum(present.sum(axis=-1), 1))
+        return present & (d > (info + sigma)[..., None])
+
+
 def entropy(p, axis: int = -1) -> np.ndarray:
     """Shannon entropy in bits of distributions along ``axis``."""
     p = np.asarray(p, dtype=float)
