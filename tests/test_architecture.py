@@ -98,6 +98,9 @@ def test_the_circle_finder_finds_a_circle():
         ("distgate.data", "distgate.gate"),
         ("distgate.data", "distgate.release"),
         ("distgate.report", "distgate.cli"),
+        ("distgate.observer", "distgate.gate"),  # the attacks score releases, any gate's
+        ("distgate.observer", "distgate.report"),
+        ("distgate.stats", "distgate.observer"),
     ],
 )
 def test_data_flows_one_way(lower, higher):
