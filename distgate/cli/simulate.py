@@ -15,6 +15,7 @@ from distgate.cli.common import (
     alpha_list,
     alphas_option,
     handles_bad_input,
+    list_option,
     metrics_option,
 )
 from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
@@ -25,6 +26,12 @@ DEFAULT_METRICS = "mis,kld,cst,dqt"
 DEFAULT_ALPHAS = "0.2,0.05"
 Metrics = metrics_option(DEFAULT_METRICS)
 Alphas = alphas_option(DEFAULT_ALPHAS)
+Deviating = list_option(
+    "--deviating",
+    metavar="T[,T...]",
+    help="The deviating targets the attacks are scored against, comma-separated or "
+    "repeated (implies --attack) [default: the X-outliers of the table].",
+)
 
 
 @handles_bad_input
@@ -77,12 +84,24 @@ def simulate_command(
             "results do not depend on it.",
         ),
     ] = None,
+    attack: Annotated[
+        bool,
+        typer.Option(
+            "--attack",
+            help="Also score what an observer learns by comparing the targets: for each "
+            "metric and alpha, how well four rankings of the targets (released distance, "
+            "its p-value, release share, withheld share) find the deviating ones (AUC, "
+            "top-k recall); --plot adds the frontier of released share against the best "
+            "attack's AUC.",
+        ),
+    ] = False,
+    deviating: Deviating = None,
     shown_as: OutputFlags = AS_GIVEN,
 ) -> None:
     """Repeat the gate over random request orders and compare metrics and significance
     levels: percent released per target, the fit-the-baseline bound and the cross-safety
     matrix. Each order requests every record of the table unless --requests N asks for
-    fewer.
+    fewer. --attack adds the observer's attacks on the final releases.
 
     Example: distgate simulate soldiers.csv --metric mis,kld,cst,dqt --alpha 0.2,0.05
     """
@@ -126,6 +145,8 @@ def simulate_command(
             progress=lambda: bar.advance(task),
             workers=workers,
             cluster=getattr(inputs.table, "client", None),
+            attack=attack,
+            deviating=None if deviating is None else joined(deviating, "").split(","),
         )
     from distgate.report.simulate import simulation_report, write_plots
 

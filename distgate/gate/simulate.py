@@ -16,6 +16,7 @@ import numpy as np
 
 from distgate.errors import InputError
 from distgate.gate.core import Gate
+from distgate.observer.view import ObserverView
 from distgate.stats.critical import CriticalValues, check_alpha
 from distgate.stats.metrics.registry import evaluate, parse_metrics
 
@@ -84,7 +85,8 @@ class Simulation:
     requested in sequence s; ``final_counts[k, s]``: the released count table C[y, x];
     ``fit_baseline[y]``: min_x C[y,x] / p(x) of the full table, rounded;
     ``fit_requested[s, y]``: the same bound over the records requested in sequence s (the
-    base of the release columns).
+    base of the release columns); ``observer``: the observer's attacks on every
+    configuration, when asked for.
     """
 
     metrics: list[str]
@@ -101,6 +103,7 @@ class Simulation:
     cross_safety: dict[float, dict[str, dict[str, int]]]
     evolutions: list[Evolution] = field(default_factory=list)
     fit_requested: np.ndarray | None = None
+    observer: ObserverView | None = None
 
     def mean_released(self) -> np.ndarray:
         """(configs, targets): mean released records per target."""
@@ -191,6 +194,7 @@ class Simulation:
             },
             "cross_safety": self.cross_safety[first],
             "cross_safety_by_alpha": {f"{a:g}": self.cross_safety[a] for a in self.alphas},
+            **(self.observer.to_dict() if self.observer is not None else {}),
         }
 
 
@@ -233,6 +237,8 @@ def simulate(
     progress: Callable[[], None] | None = None,
     workers: int | None = None,
     cluster=None,
+    attack: bool = False,
+    deviating: Sequence[str] | None = None,
 ) -> Simulation:
     """Run the gate for every (metric, alpha) over ``sequences`` random request orders.
 
@@ -243,6 +249,9 @@ def simulate(
     (default: one per core, at most one per configuration); every gate run is
     deterministic, so the results do not depend on how many there are. With ``cluster``
     (a ``dask.distributed`` client) every sequence is a task on its workers instead.
+    With ``attack`` (or ``deviating``), the observer's attacks (:mod:`distgate.observer`)
+    are scored on every configuration's final releases, against the ``deviating``
+    targets named, else the X-outliers of the table.
     """
     metrics = parse_metrics(metrics)
     alphas = [check_alpha(a) for a in alphas]
@@ -267,6 +276,13 @@ def simulate(
             f"{sequences * requests * 8 / 2**30:.1f} GiB of request orders in memory (at most "
             f"{ORDERS_MEMORY / 2**30:g} GiB): use fewer --sequences or --requests."
         )
+    full = np.zeros((n_targets, n_values), dtype=np.int64)
+    np.add.at(full, (target_codes, value_codes), 1)
+    watched = None
+    if attack or deviating is not None:
+        from distgate.observer.view import deviating_targets
+
+        watched = deviating_targets(full, critical.p, target_labels, deviating)
     orders = request_orders(size, requests, sequences, seed)
     configs = [(m, a) for a in alphas for m in metrics]
 
@@ -288,8 +304,6 @@ def simulate(
 
     requested = np.stack([np.bincount(target_codes[o], minlength=n_targets) for o in orders])
     table_sizes = np.bincount(target_codes, minlength=n_targets)
-    full = np.zeros((n_targets, n_values), dtype=np.int64)
-    np.add.at(full, (target_codes, value_codes), 1)
     fit_requested = np.stack(
         [
             fit_baseline_bound(
@@ -302,6 +316,21 @@ def simulate(
         ]
     )
     cross = {alpha: _cross_safety(final, configs, metrics, alpha, critical) for alpha in alphas}
+    observer = None
+    if watched is not None:
+        from distgate.observer.view import observe
+
+        observer = observe(
+            final,
+            requested,
+            table_sizes,
+            critical.p,
+            configs,
+            watched,
+            target_labels,
+            grace=grace,
+            named=deviating is not None,
+        )
     return Simulation(
         metrics=metrics,
         alphas=alphas,
@@ -317,6 +346,7 @@ def simulate(
         cross_safety=cross,
         evolutions=evolutions,
         fit_requested=fit_requested,
+        observer=observer,
     )
 
 

@@ -115,6 +115,11 @@ def simulation_report(
         )
         for row_metric in sim.metrics:
             table.add(row_metric, *(count(matrix[row_metric][c]) for c in sim.metrics))
+    if sim.observer is not None:
+        from distgate.report.observer import FRONTIER_NAME, attack_table
+
+        attack_table(report, sim.observer, sim.requests, int(sim.table_sizes.sum()))
+        report.plot(FRONTIER_TITLE, lambda: frontier_plot(sim), _path(plots, FRONTIER_NAME))
     for evolution in sim.evolutions:
         report.plot(
             f"{evolution.metric} at alpha {evolution.alpha:g}: statistic and critical value "
@@ -170,8 +175,8 @@ def evolution_name(evolution: Evolution) -> str:
 
 
 def write_plots(sim: Simulation, folder: str, fit_sample: tuple[np.ndarray, int]) -> list[str]:
-    """Evolution plots (first sequence of every configuration) and the chi-square fit plot;
-    returns the files written."""
+    """Evolution plots (first sequence of every configuration), the chi-square fit plot
+    and, with the observer's attacks, their frontier; returns the files written."""
     from distgate.data.atomic import atomic_path
     from distgate.report.plots import pyplot
 
@@ -183,6 +188,10 @@ def write_plots(sim: Simulation, folder: str, fit_sample: tuple[np.ndarray, int]
         for e in sim.evolutions
     ]
     figures.append((CHI_SQUARE_NAME, lambda: chi_square_figure(*fit_sample, sim.requests)))
+    if sim.observer is not None:
+        from distgate.report.observer import FRONTIER_NAME
+
+        figures.append((FRONTIER_NAME, lambda: frontier_plot(sim)))
     written = []
     for name, draw in figures:
         figure = draw()
@@ -192,6 +201,18 @@ def write_plots(sim: Simulation, folder: str, fit_sample: tuple[np.ndarray, int]
         plt.close(figure)
         written.append(str(path))
     return written
+
+
+FRONTIER_TITLE = "What an observer learns: records released against the best attack's AUC"
+
+
+def frontier_plot(sim: Simulation):
+    from distgate.report.observer import frontier_figure
+
+    return frontier_figure(
+        sim.observer.frontier(),
+        f"simulate --attack: {sim.sequences} orders, deviating {', '.join(sim.observer.deviating)}",
+    )
 
 
 def evolution_plot(ev: Evolution, labels: list[str]):
