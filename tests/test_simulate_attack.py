@@ -133,3 +133,24 @@ def test_a_table_without_an_x_outlier_asks_for_the_deviating_targets(tmp_path):
     path.write_text("x,y\n" + "a,A\nb,A\na,B\nb,B\n" * 10)
     result = run("simulate", str(path), "-x", "x", "-y", "y", "--attack", "--sequences", "1")
     assert_bad_input(result, "no X-outlier", "--deviating T1,T2")
+
+
+def test_units_csv_is_what_make_units_writes_and_its_outliers_are_the_tilted_units(tmp_path):
+    import csv
+    import importlib.util
+
+    import numpy as np
+
+    from distgate.stats.metrics.information import x_outliers
+
+    spec = importlib.util.spec_from_file_location("make_units", SAMPLE / "make_units.py")
+    make_units = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_units)
+    with open(SAMPLE / "units.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    drawn = make_units.grades()
+    assert [r["grade"] for r in rows] == [make_units.GRADES[g] for unit in drawn for g in unit]
+    assert [r["unit"] for r in rows] == [f"U{u + 1:02d}" for u in range(20) for _ in range(500)]
+    counts = np.array([np.bincount(unit, minlength=10) for unit in drawn])
+    outliers = x_outliers(counts, counts.sum(axis=0) / counts.sum())
+    assert np.flatnonzero(outliers).tolist() == list(make_units.TILTED)
