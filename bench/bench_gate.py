@@ -3,10 +3,12 @@
 1. The compiled kernel on 1,000,000 requests (a random order of every record of a
    1,000,000-record table, 20 targets, 10 values, two shifted targets), queue on, auto
    critical values, per metric: seconds in the kernel, the best of three runs taken in
-   turns with the other metrics' (goal <= 0.3 s, exposure with grace releases:50), its
-   ratio to the goal and to kld's, released tuples.
+   turns with the other metrics' (goal <= 0.3 s, exposure with grace releases:50, and at
+   or below the numba kernel it replaced), its ratio to the goals and to kld's, released
+   tuples.
 2. One key at a time through the library (Gate.run of a one-record batch) on the same
-   gate, continuing a long queue: microseconds per decision (goal <= 20 us), and 200,000
+   gate, continuing a long queue: microseconds per decision (goal <= 20 us, and at or
+   below the numba kernel's), and 200,000
    requests in batches of 10,000 against the same requests in one run of a gate in the
    same state (goal: at kernel speed, a ratio near 1).
 3. The published experiment (4 metrics x 2 alphas x 20 orders of the 10,000 sample
@@ -22,6 +24,11 @@ import numpy as np
 
 RECORDS, TARGETS, VALUES = 1_000_000, 20, 10
 ROUNDS = 3  # runs of each metric in bench_kernel, the best counted
+# The kernel's seconds and one key's microseconds of the numba kernel this one replaced,
+# measured by this script on the 2-core machine of docs/bench.log just before the port:
+# the compiled kernel's goal is to stay at or below them.
+NUMBA_KERNEL = {"kld": 0.289, "mis": 0.506, "cst": 0.287, "dqt": 0.267, "exposure": 0.437}
+NUMBA_ONE_KEY = {"kld": 4.8, "mis": 5.9, "cst": 5.1, "dqt": 4.9, "exposure": 5.2}
 
 
 def synthetic_table():
@@ -80,10 +87,11 @@ def bench_kernel() -> None:
         total, released, queued = results[metric]
         shown = ", ".join(f"{t:.3f}" for t in runs[metric])
         print(
-            f"  {metric:<9} kernel {seconds[metric]:6.3f} s (ratio to the 0.3 s goal "
-            f"{seconds[metric] / 0.3:4.2f}, to kld {seconds[metric] / seconds['kld']:4.2f}; "
-            f"runs {shown}), run {total:6.3f} s, released {released:>7}, "
-            f"first decisions queued {queued:>7}"
+            f"  {metric:<9} kernel {seconds[metric]:6.3f} s (ratio to the numba kernel's "
+            f"{NUMBA_KERNEL[metric]:.3f} s {seconds[metric] / NUMBA_KERNEL[metric]:4.2f}, to "
+            f"the 0.3 s goal {seconds[metric] / 0.3:4.2f}, to kld "
+            f"{seconds[metric] / seconds['kld']:4.2f}; runs {shown}), run {total:6.3f} s, "
+            f"released {released:>7}, first decisions queued {queued:>7}"
         )
     compiled.call_kernel = call_kernel
     return seconds
@@ -130,9 +138,10 @@ def bench_one_key() -> None:
                 best[way] = min(best[way], seconds / stretch.size * 1e6)
         whole_us, batch_us = best["whole"], best["batches"]
         print(
-            f"  {metric:<9} one key {one:6.1f} us a decision (ratio to the 20 us goal "
-            f"{one / 20:4.2f}); batches of 10,000 {batch_us:5.2f} us a request (ratio to "
-            f"one run of the same 200,000, {whole_us:5.2f} us: {batch_us / whole_us:4.2f})"
+            f"  {metric:<9} one key {one:6.1f} us a decision (ratio to the numba kernel's "
+            f"{NUMBA_ONE_KEY[metric]:.1f} us {one / NUMBA_ONE_KEY[metric]:4.2f}, to the 20 us "
+            f"goal {one / 20:4.2f}); batches of 10,000 {batch_us:5.2f} us a request (ratio "
+            f"to one run of the same 200,000, {whole_us:5.2f} us: {batch_us / whole_us:4.2f})"
         )
 
 

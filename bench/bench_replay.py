@@ -126,7 +126,7 @@ def bench_replay(table: Path, log: Path) -> None:
     ]
     subprocess.run(
         [*command[:5], str(OUT / "warmup.csv"), *command[6:]], check=True, stdout=subprocess.DEVNULL
-    )  # compile the kernel once (cached on disk)
+    )  # a first run, not timed: the files into the page cache
     # the floor and the replay in turns: the machine's speed drifts by tens of percent
     # over a minute (the floor alone measured 0.74 s and 1.25 s in two runs of this
     # script), so each pair sees the same conditions
