@@ -382,6 +382,8 @@ def open_gate(
     threshold: float | None = None,
     no_queue: bool = False,
     grace: str = "none",
+    indistinguishable: bool = False,
+    share: float | None = None,
     columns: Names = None,
     durable: bool = True,
     wait: bool = False,
@@ -410,7 +412,17 @@ def open_gate(
 
     settings = _settings(config)
     gate_settings = _gate_settings(
-        settings, metric, alpha, critical, seed, draws, threshold, no_queue, grace
+        settings,
+        metric,
+        alpha,
+        critical,
+        seed,
+        draws,
+        threshold,
+        no_queue,
+        grace,
+        indistinguishable=indistinguishable,
+        share=share,
     )
     inputs = _read(table, settings, locals(), need_keys=True, counts_only=False)
     return GateSession(
@@ -448,6 +460,8 @@ def replay(
     threshold: float | None = None,
     no_queue: bool = False,
     grace: str = "none",
+    indistinguishable: bool = False,
+    share: float | None = None,
     skip_unknown: bool = False,
     output: str | os.PathLike | None = None,
     state: str | os.PathLike | None = None,
@@ -457,7 +471,8 @@ def replay(
     memory, one row per request in arrival order, its record keys in column ``key``), as
     ``distgate replay`` does. ``output`` writes the decisions CSV, ``state`` keeps the
     gate's state in a SQLite file between replays (``wait``: wait for another replay on
-    it); ``no_queue``, ``grace``, ``skip_unknown`` and the metric keywords as the flags.
+    it); ``no_queue``, ``grace``, ``skip_unknown``, ``indistinguishable``, ``share`` and
+    the metric keywords as the flags.
 
     ``to_pandas()`` of the :class:`~distgate.gate.replay.ReplayResult` gives the decisions,
     one row per request; ``to_pandas("summary")`` one row per target."""
@@ -484,6 +499,8 @@ def replay(
         grace,
         key=key,
         skip_unknown=skip_unknown,
+        indistinguishable=indistinguishable,
+        share=share,
     )
     inputs = _read(table, settings, locals(), need_keys=True, counts_only=False)
     log = table_source(requests)

@@ -184,6 +184,25 @@ GraceOption = Annotated[
 NoQueueOption = Annotated[
     bool, typer.Option("--no-queue", help="Deny unsafe requests instead of queueing them.")
 ]
+IndistinguishableOption = Annotated[
+    bool,
+    typer.Option(
+        "--indistinguishable",
+        help="Keep the targets alike: every release still passes the tests, and every "
+        "target's release is steered toward one common distribution at one common share of "
+        "its requests, so that an observer cannot tell the deviating targets by comparing "
+        "them (see docs/observer.md).",
+    ),
+]
+ShareOption = Annotated[
+    float | None,
+    typer.Option(
+        "--share",
+        metavar="S",
+        help="The common share of --indistinguishable (and the rule itself) [default: "
+        "planned from the table and alpha].",
+    ),
+]
 
 
 def gate_settings(

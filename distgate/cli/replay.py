@@ -11,9 +11,11 @@ from distgate.cli.common import (
     CriticalOption,
     DrawsOption,
     GraceOption,
+    IndistinguishableOption,
     MetricOption,
     NoQueueOption,
     SeedOption,
+    ShareOption,
     ThresholdOption,
     gate_settings,
     handles_bad_input,
@@ -57,6 +59,8 @@ def replay_command(
     ] = "id",
     no_queue: NoQueueOption = False,
     grace: GraceOption = "none",
+    indistinguishable: IndistinguishableOption = False,
+    share: ShareOption = None,
     skip_unknown: Annotated[
         bool,
         typer.Option("--skip-unknown", help="Mark keys the table lacks as unknown and go on."),
@@ -114,6 +118,8 @@ def replay_command(
         grace=grace,
         key=key,
         skip_unknown=skip_unknown,
+        indistinguishable=indistinguishable,
+        share=share,
     )
     inputs = table.read(settings, need_keys=True, quiet=shown_as.silent)
     with progress(shown_as.quiet or chosen != "table") as bar:

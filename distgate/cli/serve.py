@@ -11,9 +11,11 @@ from distgate.cli.common import (
     CriticalOption,
     DrawsOption,
     GraceOption,
+    IndistinguishableOption,
     MetricOption,
     NoQueueOption,
     SeedOption,
+    ShareOption,
     ThresholdOption,
     gate_settings,
     handles_bad_input,
@@ -78,6 +80,8 @@ def serve_command(
     ] = 10.0,
     no_queue: NoQueueOption = False,
     grace: GraceOption = "none",
+    indistinguishable: IndistinguishableOption = False,
+    share: ShareOption = None,
     metric: MetricOption = None,
     alpha: AlphaOption = None,
     critical: CriticalOption = None,
@@ -122,6 +126,8 @@ def serve_command(
         threshold=threshold,
         no_queue=no_queue,
         grace=grace,
+        indistinguishable=indistinguishable,
+        share=share,
     )
     tokens = load_tokens(operator_token_file, requester_tokens)
     if tokens.open and not is_loopback(host):

@@ -11,7 +11,9 @@ from distgate.cli.common import (
     CriticalOption,
     DrawsOption,
     GraceOption,
+    IndistinguishableOption,
     NoQueueOption,
+    ShareOption,
     alpha_list,
     alphas_option,
     handles_bad_input,
@@ -64,6 +66,8 @@ def simulate_command(
     draws: DrawsOption = 10_000,
     grace: GraceOption = "none",
     no_queue: NoQueueOption = False,
+    indistinguishable: IndistinguishableOption = False,
+    share: ShareOption = None,
     plots: Annotated[
         str | None,
         typer.Option(
@@ -147,6 +151,8 @@ def simulate_command(
             cluster=getattr(inputs.table, "client", None),
             attack=attack,
             deviating=None if deviating is None else joined(deviating, "").split(","),
+            indistinguishable=indistinguishable,
+            share=share,
         )
     from distgate.report.simulate import simulation_report, write_plots
 

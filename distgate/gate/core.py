@@ -31,6 +31,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from distgate.errors import InputError
 from distgate.gate.checks import Checks
 from distgate.gate.decisions import GateRun, GateState, GateStatus
 from distgate.gate.grace import Grace
@@ -63,6 +64,7 @@ class Gate:
         queue: bool = True,
         grace: str = "none",
         threshold: float | None = None,
+        indistinguishable=None,
     ) -> None:
         self.target_codes = np.ascontiguousarray(target_codes, dtype=np.int64)
         self.value_codes = np.ascontiguousarray(value_codes, dtype=np.int64)
@@ -74,6 +76,13 @@ class Gate:
         self.critical_values = critical
         self.queue_enabled = bool(queue)
         self.threshold = check_threshold(threshold)
+        # the rule that keeps the targets alike (distgate.gate.indistinguishable), if chosen
+        self.indistinguishable = indistinguishable
+        if indistinguishable is not None and not self.queue_enabled:
+            raise InputError(
+                "The indistinguishable rule releases records from the queue: it cannot run "
+                "with --no-queue."
+            )
         self.p = np.asarray(critical.p, dtype=float)
         if len(self.p) != self.n_values:
             raise ValueError("the baseline has a different number of values than n_values")
@@ -126,8 +135,10 @@ class Gate:
         remaining = np.zeros((self.n_targets, self.n_values), dtype=np.int64)
         np.add.at(remaining, (self.target_codes, self.value_codes), 1)
         remaining -= self.sums.C
+        rule = self.indistinguishable
         releasable = any(
-            self.exempt(int(y)) or self.check(int(y), int(x))[0]
+            (rule is None or rule.release[int(x)] > 0)
+            and (self.exempt(int(y)) or self.check(int(y), int(x))[0])
             for y, x in zip(*np.nonzero(remaining), strict=True)
         )
         return GateStatus(
@@ -209,6 +220,10 @@ class Gate:
     def _choose_runner(self):
         """The function that decides a run: the compiled kernel's adapter or the reference
         loop (chosen once: importing it again at every run costs a microsecond or two)."""
+        if self.indistinguishable is not None:
+            from distgate.gate.indistinguishable import run_indistinguishable
+
+            return run_indistinguishable
         if self.compiled:
             from distgate.gate.compiled import run_compiled
 
@@ -224,7 +239,7 @@ class Gate:
         if self._runs_compiled is None:
             from distgate.gate.compiled import runs_compiled
 
-            self._runs_compiled = runs_compiled(self)
+            self._runs_compiled = self.indistinguishable is None and runs_compiled(self)
         return self.use_kernel and self._runs_compiled
 
     def prepare(self) -> None:

@@ -54,8 +54,14 @@ class ReplaySettings:
     grace: str = "none"
     key: str = "id"
     skip_unknown: bool = False
+    # the rule that keeps the targets alike (distgate.gate.indistinguishable), and its
+    # common share if given rather than planned
+    indistinguishable: bool = False
+    share: float | None = None
 
     def __post_init__(self) -> None:
+        if self.share is not None:
+            self.indistinguishable = True  # a common share is the rule's
         self.metrics = parse_metrics(self.metrics)
         self.alpha = check_alpha(self.alpha)
         self.threshold = check_threshold(self.threshold)
@@ -151,11 +157,21 @@ def _settings_record(inputs: Inputs, s: ReplaySettings) -> dict:
         "threshold": s.threshold,
         "queue": bool(s.queue),
         "grace": s.grace,
+        # (only when chosen: a state made before the rule existed reads as without it)
+        **({"indistinguishable": {"share": s.share}} if s.indistinguishable else {}),
     }
 
 
 def make_gate(inputs: Inputs, s: ReplaySettings) -> Gate:
     table = inputs.table
+    rule = None
+    if s.indistinguishable:
+        from distgate.gate.indistinguishable import plan_common_release
+
+        rows, values = len(table.target_labels), len(table.value_labels)
+        cells = np.asarray(table.target_codes) * values + np.asarray(table.value_codes)
+        counts = np.bincount(cells, minlength=rows * values).reshape(rows, values)
+        rule = plan_common_release(counts, inputs.baseline.probabilities, s.alpha, s.share)
     return Gate(
         table.target_codes,
         table.value_codes,
@@ -167,6 +183,7 @@ def make_gate(inputs: Inputs, s: ReplaySettings) -> Gate:
         queue=s.queue,
         grace=s.grace,
         threshold=s.threshold,
+        indistinguishable=rule,
     )
 
 

@@ -21,6 +21,7 @@ from distgate.stats.critical import CriticalValues, check_alpha
 from distgate.stats.metrics.registry import evaluate, parse_metrics
 
 DEFAULT_METRICS = ("mis", "kld", "cst", "dqt")
+RULE_NAME = "indistinguishable"  # the rule's name in the observer's rows
 DEFAULT_ALPHAS = (0.2, 0.05)
 # a sequence whose released total is below this fraction of the median sequence's is named
 # as stalled: an average over sequences hides a gate that locks up on some request orders
@@ -86,7 +87,8 @@ class Simulation:
     ``fit_baseline[y]``: min_x C[y,x] / p(x) of the full table, rounded;
     ``fit_requested[s, y]``: the same bound over the records requested in sequence s (the
     base of the release columns); ``observer``: the observer's attacks on every
-    configuration, when asked for.
+    configuration, when asked for; ``shares``: the common share of the indistinguishable
+    rule per alpha, when every gate ran under it.
     """
 
     metrics: list[str]
@@ -104,6 +106,11 @@ class Simulation:
     evolutions: list[Evolution] = field(default_factory=list)
     fit_requested: np.ndarray | None = None
     observer: ObserverView | None = None
+    shares: dict[float, float] = field(default_factory=dict)
+
+    @property
+    def rule(self) -> str:
+        return RULE_NAME if self.shares else "gate"
 
     def mean_released(self) -> np.ndarray:
         """(configs, targets): mean released records per target."""
@@ -173,6 +180,8 @@ class Simulation:
         return {
             "sequences": self.sequences,
             "requests": self.requests,
+            "rule": self.rule,
+            **({"shares": {f"{a:g}": s for a, s in self.shares.items()}} if self.shares else {}),
             "release": release,
             "total": [
                 {
@@ -239,6 +248,8 @@ def simulate(
     cluster=None,
     attack: bool = False,
     deviating: Sequence[str] | None = None,
+    indistinguishable: bool = False,
+    share: float | None = None,
 ) -> Simulation:
     """Run the gate for every (metric, alpha) over ``sequences`` random request orders.
 
@@ -251,7 +262,9 @@ def simulate(
     (a ``dask.distributed`` client) every sequence is a task on its workers instead.
     With ``attack`` (or ``deviating``), the observer's attacks (:mod:`distgate.observer`)
     are scored on every configuration's final releases, against the ``deviating``
-    targets named, else the X-outliers of the table.
+    targets named, else the X-outliers of the table. ``indistinguishable`` (or a common
+    ``share``) runs every gate under the rule that keeps the targets alike
+    (:mod:`distgate.gate.indistinguishable`), planned once per alpha from the table.
     """
     metrics = parse_metrics(metrics)
     alphas = [check_alpha(a) for a in alphas]
@@ -285,11 +298,18 @@ def simulate(
         watched = deviating_targets(full, critical.p, target_labels, deviating)
     orders = request_orders(size, requests, sequences, seed)
     configs = [(m, a) for a in alphas for m in metrics]
+    plans = {}
+    if indistinguishable or share is not None:
+        from distgate.gate.indistinguishable import plan_common_release
+
+        plans = {a: plan_common_release(full, critical.p, a, share) for a in alphas}
 
     released = np.zeros((len(configs), sequences, n_targets), dtype=np.int64)
     final = np.zeros((len(configs), sequences, n_targets, n_values), dtype=np.int64)
     evolutions: list[Evolution] = []
-    job = _Job(target_codes, value_codes, n_targets, critical, orders, queue, grace, keep_evolution)
+    job = _Job(
+        target_codes, value_codes, n_targets, critical, orders, queue, grace, keep_evolution, plans
+    )
     if cluster is not None:
         from distgate.data.engines.dask import run_configs
 
@@ -330,6 +350,7 @@ def simulate(
             target_labels,
             grace=grace,
             named=deviating is not None,
+            rule=RULE_NAME if plans else "gate",
         )
     return Simulation(
         metrics=metrics,
@@ -347,6 +368,7 @@ def simulate(
         evolutions=evolutions,
         fit_requested=fit_requested,
         observer=observer,
+        shares={a: plan.share for a, plan in plans.items()},
     )
 
 
@@ -362,6 +384,7 @@ class _Job:
     queue: bool
     grace: str
     keep_evolution: bool
+    plans: dict  # alpha -> the indistinguishable rule's plan (empty: the ordinary gate)
 
     def run(self, config: tuple[str, float]) -> tuple[np.ndarray, Evolution | None]:
         """Final count tables of every sequence under one (metric, alpha), and the first
@@ -381,6 +404,7 @@ class _Job:
                 self.critical,
                 queue=self.queue,
                 grace=self.grace,
+                indistinguishable=self.plans.get(alpha),
             )
             run = gate.run(order)
             counts[s] = gate.counts

@@ -155,6 +155,7 @@ def observe(
     *,
     grace: str = "none",
     named: bool = False,
+    rule: str = RULE,
 ) -> ObserverView:
     """Score every attack on the final releases of every configuration.
 
@@ -176,7 +177,7 @@ def observe(
                 AttackRow(
                     metric,
                     alpha,
-                    RULE,
+                    rule,
                     grace,
                     found.attack,
                     found.auc,

@@ -1,0 +1,190 @@
+"""The rule that keeps the targets alike (distgate.gate.indistinguishable): its plan, that
+every release still passes the ordinary test and fits the common share, what an observer
+learns under it on a table of many targets, and the rule in replay, its state and the
+command line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import distgate
+from distgate.errors import InputError
+from distgate.gate import Gate
+from distgate.gate.decisions import DUPLICATE, QUEUED, RELEASED
+from distgate.gate.indistinguishable import PER, CommonRelease, plan_common_release
+from distgate.stats.critical import CriticalValues
+from tests.cli_helpers import assert_bad_input, run
+from tests.conftest import SAMPLE
+
+UNITS = dict(attributes="grade", targets="unit", id="id")
+
+
+def _table(rng, n_targets=6, n_values=5, records=600, tilted=1):
+    p = rng.dirichlet(np.full(n_values, 4.0))
+    targets = rng.integers(0, n_targets, records)
+    values = rng.choice(n_values, records, p=p)
+    shifted = targets < tilted
+    values[shifted] = rng.choice(n_values, shifted.sum(), p=np.roll(p, 2))
+    counts = np.zeros((n_targets, n_values), dtype=np.int64)
+    np.add.at(counts, (targets, values), 1)
+    baseline = counts.sum(axis=0) / records
+    return targets, values, counts, baseline
+
+
+def test_the_plan_is_a_distribution_every_target_can_supply_at_the_share():
+    rng = np.random.default_rng(3)
+    _, _, counts, p = _table(rng, n_targets=8, n_values=6, records=4000, tilted=2)
+    plan = plan_common_release(counts, p, 0.2)
+    r = np.array(plan.release)
+    assert r.sum() == pytest.approx(1.0) and (r >= 0).all()
+    sizes = counts.sum(axis=1)
+    # every target holds s n_y r(x) records of every value: it can release its share in r
+    assert (plan.share * sizes[:, None] * r <= counts + 1e-9).all()
+    assert 0 < plan.share < 1 and plan.per_mille % 10 == 0  # a hundredth, rounded down
+
+
+def test_identical_targets_release_the_baseline_itself_at_nearly_their_whole_size():
+    counts = np.tile([10, 30, 40, 20], (5, 1))
+    plan = plan_common_release(counts, counts[0] / 100, 0.2)
+    assert plan.release == pytest.approx((0.1, 0.3, 0.4, 0.2))
+    assert plan.share == 0.95  # the margin below the largest share, 1
+
+
+def test_a_share_given_is_kept_and_one_no_target_can_meet_is_refused():
+    counts = np.array([[50, 50], [90, 10]])
+    plan = plan_common_release(counts, np.array([0.7, 0.3]), 0.2, share=0.4)
+    assert plan.per_mille == 400 and plan.release == pytest.approx((0.75, 0.25))
+    with pytest.raises(InputError, match="cannot be met"):
+        plan_common_release(counts, np.array([0.7, 0.3]), 0.2, share=0.7)
+    with pytest.raises(InputError, match=r"in \(0, 1\]"):
+        plan_common_release(counts, np.array([0.7, 0.3]), 0.2, share=1.5)
+
+
+def test_budgets_are_exact_integer_arithmetic():
+    plan = CommonRelease(620, (1.0,))
+    assert [plan.budget(q) for q in (0, 1, 49, 50, 500)] == [0, 0, 30, 31, 310]
+    assert plan.share == 620 / PER
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.sampled_from(["kld", "mis", "cst", "exposure"]),
+    st.sampled_from(["none", "releases:5"]),
+)
+def test_every_release_passes_the_ordinary_test_and_fits_the_share(seed, metric, grace):
+    """The rule only ever releases a record that the ordinary gate's test passes at that
+    moment (checked by an ordinary gate fed the same releases in the same order), of a
+    value the common distribution holds, while its target's share allows."""
+    rng = np.random.default_rng(seed)
+    targets, values, counts, p = _table(rng)
+    critical = CriticalValues(p, counts.sum(axis=1), mode="auto", draws=200, seed=1)
+    plan = plan_common_release(counts, p, 0.2)
+    options = dict(grace=grace)
+    gate = Gate(targets, values, 6, 5, [metric], 0.2, critical, indistinguishable=plan, **options)
+    order = np.concatenate([rng.permutation(len(targets)), rng.integers(-1, len(targets), 50)])
+    first_asked: dict[int, int] = {}
+    for j, record in enumerate(order.tolist()):
+        first_asked.setdefault(record, j)
+    plain = Gate(targets, values, 6, 5, [metric], 0.2, critical, **options)
+    release = gate.release
+
+    def checked_release(record: int, at: int) -> None:
+        y, x = int(targets[record]), int(values[record])
+        asked = sum(1 for r, j in first_asked.items() if r >= 0 and j <= at and targets[r] == y)
+        assert plan.release[x] > 0
+        assert plain.exempt(y) or plain.check(y, x)[0], (at, y, x)
+        assert plain.sums.n[y] + 1 <= plan.budget(asked), (at, y)
+        plain.release(record, at)
+        release(record, at)
+
+    gate.release = checked_release
+    result = gate.run(order.astype(np.int64))
+    np.testing.assert_array_equal(plain.counts, gate.counts)
+    if metric != "exposure" or grace != "none":  # (exposure alone needs a grace to start)
+        assert gate.counts.sum() > 0
+    assert set(np.unique(result.decision[order >= 0]).tolist()) <= {RELEASED, QUEUED, DUPLICATE}
+
+
+@pytest.mark.slow
+def test_on_many_alike_targets_no_attack_finds_the_deviating_ones():
+    """units.csv: 20 units of 500, three tilted toward high grades. The ordinary gate lets
+    every attack find them (AUC 1 at every alpha that releases anything); under the rule
+    the best attack stays near chance over the orders while more than half of the
+    records are released."""
+    result = distgate_simulation(indistinguishable=True, sequences=8)
+    best = max(result.observer.rows, key=lambda row: row.auc)
+    assert best.auc <= 0.65, best
+    assert result.observer.rows[0].released_share >= 0.5
+    ordinary = distgate_simulation(indistinguishable=False, sequences=3)
+    assert max(row.auc for row in ordinary.observer.rows) > 0.95
+
+
+def distgate_simulation(*, indistinguishable: bool, sequences: int):
+    from distgate.data.config import TableOptions
+    from distgate.data.inputs import load_inputs
+    from distgate.gate.simulate import simulate
+
+    options = TableOptions(str(SAMPLE / "units.csv"), ("grade",), ("unit",), id_column="id")
+    inputs = load_inputs(options)
+    table = inputs.table
+    return simulate(
+        table.target_codes,
+        table.value_codes,
+        table.target_labels,
+        inputs.critical_values("auto"),
+        metrics=["kld"],
+        alphas=[0.2],
+        sequences=sequences,
+        attack=True,
+        indistinguishable=indistinguishable,
+        workers=1,
+    )
+
+
+def test_replay_under_the_rule_keeps_it_in_its_state(tmp_path):
+    """The rule is recorded in the state: a replay that continues it under the rule goes
+    on where it stopped, deciding as one replay of the whole log; one without the rule,
+    or with another share, is refused."""
+    table = SAMPLE / "units.csv"
+    keys = [line.split(",")[0] for line in table.read_text().splitlines()[1:]]
+    order = np.random.default_rng(5).permutation(len(keys))[:3000]
+    first, rest, whole = tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "all.csv"
+    first.write_text("id\n" + "".join(f"{keys[i]}\n" for i in order[:1800]))
+    rest.write_text("id\n" + "".join(f"{keys[i]}\n" for i in order[1800:]))
+    whole.write_text("id\n" + "".join(f"{keys[i]}\n" for i in order))
+    state = tmp_path / "gate.db"
+    alone = distgate.replay(table, whole, **UNITS, indistinguishable=True).to_arrow()
+    distgate.replay(table, first, **UNITS, indistinguishable=True, state=state)
+    with pytest.raises(InputError, match="indistinguishable"):
+        distgate.replay(table, rest, **UNITS, state=state)
+    with pytest.raises(InputError, match="indistinguishable"):
+        distgate.replay(table, rest, **UNITS, share=0.5, state=state)
+    continued = distgate.replay(table, rest, **UNITS, indistinguishable=True, state=state)
+    assert continued.first_request == 1800
+    own = continued.to_arrow().filter(continued.to_arrow().column("request").to_numpy() >= 1800)
+    for column in ("decision", "released_at"):
+        assert own.column(column).to_pylist() == alone.column(column).to_pylist()[1800:]
+    assert alone.column("decision").to_pylist().count("released") > 0
+
+
+def test_the_rule_on_the_command_line(tmp_path):
+    units = str(SAMPLE / "units.csv")
+    flags = ("-x", "grade", "-y", "unit", "--id", "id")
+    assert_bad_input(
+        run("replay", units, units, *flags, "--indistinguishable", "--no-queue"), "--no-queue"
+    )
+    assert_bad_input(run("replay", units, units, *flags, "--share", "1.5"), "(0, 1]")
+    result = run(
+        "simulate", units, *flags, "-m", "kld", "--alpha", "0.2", "--sequences", "2",
+        "--indistinguishable", "--attack", "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    import json
+
+    document = json.loads(result.stdout)
+    assert document["rule"] == "indistinguishable" and document["shares"] == {"0.2": 0.62}
+    assert {row["rule"] for row in document["attacks"]} == {"indistinguishable"}
