@@ -11,6 +11,8 @@ import threading
 import time
 from pathlib import Path
 
+import httpx
+
 from tests.conftest import REPO, SAMPLE
 
 SAMPLE_FLAGS = ("--config", str(SAMPLE / "distgate.toml"))
@@ -105,6 +107,12 @@ class LiveServer:
             self.process.wait(30)
         self.process.stdout.close()
         self.process.stderr.close()
+
+
+def health(url: str) -> bool:
+    """Whether the server at ``url`` answers its health check: ready and writable."""
+    answer = httpx.get(f"{url}/healthz", timeout=30)
+    return answer.status_code == 200 and answer.json() == {"status": "ok"}
 
 
 def wait_until(condition, timeout: float = 30, step: float = 0.02) -> None:

@@ -1,4 +1,5 @@
-"""The batch JSON made a column at a time is the text of the views made one by one."""
+"""The batch JSON made a column at a time is the text of the views made one by one, and a
+view shows a repeated request as if it were the first for its key."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import pytest
 
 from distgate.data.inputs import load_inputs
+from distgate.gate.decisions import DUPLICATE
 from distgate.gate.replay import ReplaySettings
 from distgate.gate.session import GateSession
 from distgate.serve.batcher import Batcher
@@ -39,7 +41,8 @@ def test_the_batch_text_is_json_dumps_of_the_views(session):
         assert text == dumps({"decisions": views})
         assert json.loads(text)["decisions"] == views
     words = {d["decision"] for d in json.loads(text)["decisions"]}
-    assert {"released", "queued", "duplicate", "unknown"} <= words
+    assert words == {"released", "queued", "unknown"}
+    assert DUPLICATE in decided.decision  # the gate's word, never shown
     # keys that need no escaping take the fast path, and give the same text; so do the
     # groups of a batch decided together (parts of its arrays)
     groups = [(keys[3000:3400], "bob"), (keys[3400:3401], None), (keys[3401:4000], "bob")]
@@ -57,8 +60,37 @@ def test_a_single_answer_is_json_dumps_of_its_view(session):
         view = requester_view(session, decided[0])
         assert renderer.one(decided) == dumps(view)
         views.append(view)
-    assert {"released", "queued", "duplicate", "unknown"} <= {v["decision"] for v in views}
+    assert {v["decision"] for v in views} == {"released", "queued", "unknown"}
     assert any("record" in v for v in views) and any('"' in v["key"] for v in views)
+
+
+def test_a_repeated_request_is_shown_released_at_its_own_index(session):
+    """The gate answers a repeated request of a released record 'duplicate', with the index
+    of the earlier release: its requester is shown 'released' at its own index, in a
+    batch's text and in a single answer alike."""
+    renderer = BatchRenderer(session)
+    keys = sample_keys()[6000:6040]  # asked for by no other test
+    first = session.decide_groups([(keys, "erin")])[0]
+    again = session.decide_groups([(keys[::-1][:-1], "frank")])[0]
+    (alone,) = session.decide_groups([(keys[:1], "frank")])
+    shown = {"duplicate": 0, "queued": 0}
+    for decided in (again, alone):
+        for d in decided:
+            earlier = next(f for f in first if f.key == d.key)
+            view = requester_view(session, d)
+            if earlier.released:  # before this request: the batches follow each other
+                assert d.decision == "duplicate" and d.released_at == earlier.released_at
+                assert d.released_at < d.request
+                assert view["decision"] == "released" and view["released_at"] == d.request
+                assert view["record"] == session.record(d.record)
+            else:
+                assert view == {"request": d.request, "key": d.key, "decision": "queued"}
+            shown[d.decision] += 1
+    assert shown["duplicate"] >= 10 and shown["queued"] >= 1, shown
+    assert renderer.decisions(again) == dumps(
+        {"decisions": [requester_view(session, d) for d in again]}
+    )
+    assert renderer.one(alone) == dumps(requester_view(session, alone[0]))
 
 
 def test_an_answer_that_cannot_be_made_fails_its_group_only(session):

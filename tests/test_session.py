@@ -107,6 +107,38 @@ def test_a_page_of_releases_never_splits_one_request_index(inputs, tmp_path):
     assert any(a.released_at == b.released_at for a, b in zip(whole, whole[1:], strict=False))
 
 
+def test_releases_with_repeats_list_each_duplicate_at_its_own_index(inputs, tmp_path):
+    """What a service shows its requesters: the releases and the requests decided
+    'duplicate', each at its own index, in order, paged without splitting an index and
+    going on from the last index shown (the duplicate's own release time lies before the
+    page: paging on from it would never end)."""
+    with GateSession(inputs, SETTINGS, str(tmp_path / "g.db"), durable=False) as session:
+        decide_in_groups(session, KEYS)
+        whole = session.releases(-1, everyone=True, limit=10**6)
+        listed = session.releases(-1, everyone=True, limit=10**6, repeats=True)
+        pages = []
+        for limit in (1, 7):
+            paged, after = [], -1
+            for _ in range(len(listed) + 1):
+                page = session.releases(after, everyone=True, limit=limit, repeats=True)
+                if not page:
+                    break
+                at = [max(d.released_at, d.request) for d in page]
+                assert at[0] > after and (limit > 1 or len(set(at)) == 1)
+                paged += page
+                after = at[-1]
+            pages.append(paged)
+        alice = session.releases(-1, "alice", limit=10**6, repeats=True)
+    repeats = [d for d in listed if d.decision == "duplicate"]
+    assert len(repeats) >= 10 and all(d.released_at < d.request for d in repeats)
+    assert sorted(d.request for d in listed) == sorted(d.request for d in whole + repeats)
+    at = [max(d.released_at, d.request) for d in listed]
+    assert at == sorted(at)
+    assert shown(pages[0]) == shown(pages[1]) == shown(listed)
+    assert {d.requester for d in alice} == {"alice"}
+    assert [d.request for d in alice] == [d.request for d in listed if d.requester == "alice"]
+
+
 def test_a_failed_commit_decides_nothing_and_the_gate_goes_on_from_the_last_commit(
     inputs, tmp_path, monkeypatch
 ):

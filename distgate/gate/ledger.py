@@ -5,9 +5,11 @@ as the decisions file has it, statistic, critical, whether it put its record in 
 who asked), each record's release time, and the release feed: every (released_at, request)
 pair, in order, of a request whose record has been released after it was asked for
 (the request that released it at once, a queued request released later, and a repeated
-request of a queued record once that record leaves the queue). It is updated only with
-batches already committed to the state file, so nothing read from it can be undone by a
-crash.
+request of a queued record once that record leaves the queue); beside it, the repeated
+requests of a record released before them (decided ``duplicate``), which a service shows
+their requesters released at their own index (:meth:`Ledger.releases` with ``repeats``).
+It is updated only with batches already committed to the state file, so nothing read from
+it can be undone by a crash.
 
 Its rows are the state's: a ledger rebuilt from the state file after a restart equals the
 one that was kept in memory.
@@ -66,6 +68,8 @@ class Ledger:
         self.feed_at = Column(np.int64)  # the release feed, in (released_at, request) order
         self.feed_request = Column(np.int64)
         self.own_feed: dict[int, tuple[Column, Column]] = {}  # the same per requester
+        self.repeats = Column(np.int64)  # requests decided 'duplicate', in order
+        self.own_repeats: dict[int, Column] = {}  # the same per requester
         self.waiting: dict[int, list[int]] = {}  # record -> repeated requests still queued
 
     def __len__(self) -> int:
@@ -125,6 +129,7 @@ class Ledger:
         feed_at = np.concatenate([released_at[released], at_of_repeat[at_of_repeat >= 0]])
         feed_request = np.concatenate([requests[released], requests[repeat][at_of_repeat >= 0]])
         ledger._add_feed(feed_at, feed_request)
+        ledger._add_repeats(np.flatnonzero(ledger.decision.values == DUPLICATE))
         return ledger
 
     def add(self, run: GateRun, keys: list[str], requesters: np.ndarray) -> None:
@@ -167,6 +172,7 @@ class Ledger:
             else:
                 self.waiting.setdefault(int(record[j]), []).append(first + j)
         self._add_feed(np.concatenate(feed_at), np.concatenate(feed_request))
+        self._add_repeats(first + np.flatnonzero(run.decision == DUPLICATE))
 
     def _add_feed(self, at: np.ndarray, request: np.ndarray) -> None:
         """Append releases, all later than those already in the feed (a batch's releases
@@ -185,6 +191,15 @@ class Ledger:
             columns = self.own_feed.setdefault(code, (Column(np.int64), Column(np.int64)))
             columns[0].extend(at[mine])
             columns[1].extend(request[mine])
+
+    def _add_repeats(self, requests: np.ndarray) -> None:
+        """Append requests decided 'duplicate' (in order, all later than those kept)."""
+        if not len(requests):
+            return
+        self.repeats.extend(requests)
+        owner = self.requester.values[requests]
+        for code in np.unique(owner[owner >= 0]).tolist():
+            self.own_repeats.setdefault(code, Column(np.int64)).extend(requests[owner == code])
 
     # ------------------------------------------------------------------ reading
     def effective_released_at(self, n: int) -> int:
@@ -225,23 +240,35 @@ class Ledger:
         return np.where(decision == RELEASED, run.released_at, np.where(waiting, of_record, -1))
 
     def releases(
-        self, after: int, requester: int | None, limit: int
+        self, after: int, requester: int | None, limit: int, repeats: bool = False
     ) -> tuple[np.ndarray, np.ndarray]:
         """(released_at, request) of the releases made after request index ``after``, in
         order, of one requester's requests (``requester`` a code) or all (None). At most
         ``limit`` of them, except that the releases of one request index are never split
-        between two pages (so a client can continue with the last released_at it saw)."""
+        between two pages (so a client can continue with the last released_at it saw).
+        ``repeats``: with the requests decided 'duplicate', each at its own index (as its
+        requester is shown it released)."""
+        empty = np.zeros(0, np.int64)
         if requester is None:
             at, request = self.feed_at.values, self.feed_request.values
-        elif requester in self.own_feed:
-            at, request = (c.values for c in self.own_feed[requester])
+            again = self.repeats.values if repeats else empty
         else:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+            at, request = (c.values for c in self.own_feed.get(requester, (Column(np.int64),) * 2))
+            own = self.own_repeats.get(requester)
+            again = own.values if repeats and own is not None else empty
+        limit = max(1, limit)
         start = int(np.searchsorted(at, after, side="right"))
-        stop = min(len(at), start + max(1, limit))
-        if stop < len(at) and stop > start:
-            stop = int(np.searchsorted(at, at[stop - 1], side="right"))
-        return at[start:stop].copy(), request[start:stop].copy()
+        first = int(np.searchsorted(again, after, side="right"))
+        window = np.sort(np.concatenate([at[start : start + limit], again[first : first + limit]]))
+        if not len(window):
+            return empty, empty
+        last = window[min(limit, len(window)) - 1]  # this page ends with the index of `last`
+        stop = int(np.searchsorted(at, last, side="right"))
+        end = int(np.searchsorted(again, last, side="right"))
+        page_at = np.concatenate([at[start:stop], again[first:end]])
+        page_request = np.concatenate([request[start:stop], again[first:end]])
+        order = np.lexsort((page_request, page_at))
+        return page_at[order], page_request[order]
 
     def rows(self) -> dict[str, np.ndarray]:
         """The rows as replay's summary reads them."""

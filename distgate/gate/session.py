@@ -391,15 +391,19 @@ class GateSession:
         *,
         everyone: bool = False,
         limit: int = 1000,
+        repeats: bool = False,
     ) -> list[Decision]:
         """The requests whose record was released after request index ``after``, in the
         order of release (at most about ``limit``; the releases at one request index are
-        never split between two pages): ``requester``'s own, or with ``everyone`` all."""
+        never split between two pages): ``requester``'s own, or with ``everyone`` all.
+        ``repeats``: also the requests decided 'duplicate' (their record was released
+        before them), each listed at its own index, as ``distgate serve`` shows its
+        requesters; a page then goes on from ``max(released_at, request)`` of its last."""
         with self._reading:
             code = None if everyone else self.ledger.code_of(requester)
             if code is None and not everyone:
                 return []
-            _, requests = self.ledger.releases(after, code, limit)
+            _, requests = self.ledger.releases(after, code, limit, repeats)
             return [self._decision(int(n)) for n in requests]
 
     def record(self, record: int) -> dict[str, str | None]:

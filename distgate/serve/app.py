@@ -5,8 +5,8 @@ Routes (the OpenAPI document at ``/openapi.json`` describes each):
 - ``POST /v1/requests``: decide one key (``{"key": ...}``) or a batch
   (``{"requests": [{"key": ...}, ...]}``); requesters and the operator;
 - ``GET /v1/requests/{n}``: request n as it stands now (a requester: its own only; another
-  requester's request answers 404 exactly as one that does not exist); ``?detail=1`` adds
-  target, value, statistic and critical (operator only);
+  requester's request answers 404 exactly as one that does not exist); ``?detail=1``
+  (operator only) gives the state's row instead, with target, value, statistic and critical;
 - ``GET /v1/releases?after=E``: the releases made after request index E (paged);
 - ``GET /v1/summary`` and ``GET /metrics``: operator only;
 - ``GET /healthz`` and ``GET /openapi.json``: open.
@@ -15,10 +15,11 @@ Routes (the OpenAPI document at ``/openapi.json`` describes each):
 the ASGI interface itself (:class:`_Endpoint`), the others by Starlette's routing, request
 and response objects, which cost a health check more than the check itself.
 
-What a requester is answered never carries anything computed from a record that has not
-been released: a queued, denied or unknown request's answer has exactly the fields
-``request``, ``key`` and ``decision``; a released record's answer adds ``released_at``
-and ``record`` (its values).
+What a requester is answered looks exactly as if its request were the first for its key
+(:mod:`distgate.serve.render`): ``released`` with ``released_at`` (never before the request)
+and ``record`` once the record is released for it, else exactly ``request``, ``key`` and
+``decision`` (``queued``, ``denied``, ``unknown``). The gate's own word (``duplicate``) and
+the request index of another request are the operator's, with ``?detail=1``.
 """
 
 from __future__ import annotations
@@ -116,8 +117,17 @@ class Service:
 
     # ------------------------------------------------------------------ answers
     def view(self, decision: Decision, *, detail: bool = False, operator: bool = False) -> dict:
-        """A request as its client sees it (see the module docstring)."""
-        out = requester_view(self.session, decision)
+        """A request as its requester sees it (see the module docstring), with who asked
+        for the operator. ``detail`` (the operator's): the state's row instead, the gate's
+        word and the record's own release time, with target, value, statistic and
+        critical."""
+        if not detail:
+            out = requester_view(self.session, decision)
+        else:
+            out = {"request": decision.request, "key": decision.key, "decision": decision.decision}
+            if decision.released:
+                out["released_at"] = decision.released_at
+                out["record"] = self.session.record(decision.record)
         if operator:
             out["requester"] = decision.requester
         if detail:
@@ -325,9 +335,11 @@ def create_app(service: Service, lifespan: Callable | None = None):
         session = service.ready()
         after = _integer(request, "after", -1, -1, 2**62)
         limit = _integer(request, "limit", service.limits.page, 1, service.limits.page)
-        found = session.releases(after, client.name, everyone=client.operator, limit=limit)
+        found = session.releases(
+            after, client.name, everyone=client.operator, limit=limit, repeats=True
+        )
         views = [service.view(d, operator=client.operator) for d in found]
-        last = found[-1].released_at if found else after
+        last = views[-1]["released_at"] if views else after  # as shown: a repeat's own index
         return JSON({"releases": views, "next": last})
 
     async def get_summary(request: Request) -> Response:

@@ -1,7 +1,17 @@
-"""The JSON of a batch of decisions, made a column at a time.
+"""What a requester is shown of its requests, and the JSON of a batch of them made a
+column at a time.
 
-A requester's view of a decision is ``{"request", "key", "decision"}``, plus
-``"released_at"`` and ``"record"`` once the record is released (:mod:`distgate.serve.app`).
+A requester's answer looks exactly as if its request were the first for its key: the gate
+answers ``duplicate`` to a repeated request of a record released before, with the request
+index of that earlier release, and both would tell a requester that someone else asked for
+the key, and when. So a requester is shown:
+
+- ``released``, with ``released_at`` and ``record``, once the record has been released for
+  the request: at once, later from the queue, or before it (a repeated request, shown
+  released at its own index). ``released_at`` is never before the request itself;
+- otherwise the gate's word (``queued``, ``denied``, ``unknown``) and nothing else: exactly
+  ``{"request", "key", "decision"}``.
+
 For a batch of thousands of keys the text is put together with Arrow's string kernels:
 the request numbers and release times are formatted as columns, each key is quoted as a
 JSON string, and a released record's values (its target and attribute values: the same for
@@ -19,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from distgate.gate.decisions import DECISION_NAMES
+from distgate.gate.decisions import DECISION_NAMES, RELEASED
 from distgate.gate.session import Decided, GateSession
 
 _ESCAPE = np.zeros(256, bool)  # the bytes json.dumps writes escaped (ensure_ascii=False)
@@ -33,12 +43,16 @@ def dumps(document) -> bytes:
 
 
 def requester_view(session: GateSession, decision) -> dict:
-    """One decision as a requester sees it."""
-    out = {"request": decision.request, "key": decision.key, "decision": decision.decision}
-    if decision.released:
-        out["released_at"] = decision.released_at
-        out["record"] = session.record(decision.record)
-    return out
+    """One decision as a requester sees it (see the module docstring)."""
+    if not decision.released:
+        return {"request": decision.request, "key": decision.key, "decision": decision.decision}
+    return {
+        "request": decision.request,
+        "key": decision.key,
+        "decision": "released",
+        "released_at": max(decision.released_at, decision.request),
+        "record": session.record(decision.record),
+    }
 
 
 class BatchRenderer:
@@ -61,13 +75,12 @@ class BatchRenderer:
         row = decided.row(0)
         key = row.key
         quoted = f'"{key}"' if _PLAIN.fullmatch(key) else json.dumps(key, ensure_ascii=False)
-        text = (
-            f'{{"request":{row.request},"key":{quoted},"decision":"{DECISION_NAMES[row.decision]}"'
-        )
-        if row.released_at >= 0:
-            record = self._fragment(row.cell, row.record)
-            text += f',"released_at":{row.released_at},"record":{record}'
-        return (text + "}").encode()
+        text = f'{{"request":{row.request},"key":{quoted}'
+        if row.released_at < 0:
+            return (text + f',"decision":"{DECISION_NAMES[row.decision]}"}}').encode()
+        record = self._fragment(row.cell, row.record)
+        at = max(row.released_at, row.request)
+        return (text + f',"decision":"released","released_at":{at},"record":{record}}}').encode()
 
     def decisions(self, decided: Decided) -> bytes:
         if self.session.columns or not len(decided):
@@ -83,9 +96,11 @@ class BatchRenderer:
             key_open, key_close = ',"key":', ""
         else:  # written as they are, between quotes
             key_open, key_close = ',"key":"', '"'
-        requests = pc.cast(pa.array(np.arange(decided.first, decided.first + n)), pa.string())
-        words = _WORDS.take(pa.array(decided.decision.astype(np.int64)))
+        numbers = np.arange(decided.first, decided.first + n)
+        requests = pc.cast(pa.array(numbers), pa.string())
         released = decided.released_at >= 0
+        word = np.where(released, RELEASED, decided.decision).astype(np.int64)
+        words = _WORDS.take(pa.array(word))
         if released.any():
             unique, first, index = np.unique(
                 decided.cell[released], return_index=True, return_inverse=True
@@ -99,7 +114,7 @@ class BatchRenderer:
             which[released] = index
             shown = pc.binary_join_element_wise(  # null where the record is not released
                 ',"released_at":',
-                pc.cast(pa.array(decided.released_at), pa.string()),
+                pc.cast(pa.array(np.maximum(decided.released_at, numbers)), pa.string()),
                 ',"record":',
                 fragments.take(pa.array(which, mask=~released)),
                 "},",
