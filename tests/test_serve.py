@@ -13,12 +13,14 @@ import time
 import httpx
 import pytest
 
+from distgate.serve.server import MALFORMED
 from tests.conftest import SAMPLE
 from tests.serve_helpers import (
     OPERATOR,
     SAMPLE_FLAGS,
     TOKENS,
     LiveServer,
+    health,
     sample_keys,
     write_tokens,
 )
@@ -253,3 +255,152 @@ def test_health_and_the_open_schema_need_no_token(server):
     _, client, _ = server
     assert client.get("/healthz").status_code == 200
     assert client.get("/openapi.json").json()["openapi"].startswith("3.")
+
+
+def _post(body: bytes, token: str = TOKENS["alice"]) -> bytes:
+    return (
+        f"POST /v1/requests HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode() + body
+
+
+def _get(target: str, token: str = TOKENS["alice"], host: str = "x") -> bytes:
+    return (
+        f"GET {target} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode()
+
+
+def _head(*lines: str) -> bytes:
+    """A POST of /v1/requests with these header lines (framing of the test's own)."""
+    head = [
+        "POST /v1/requests HTTP/1.1",
+        "Host: x",
+        f"Authorization: Bearer {TOKENS['alice']}",
+        *lines,
+    ]
+    return ("\r\n".join(head) + "\r\n\r\n").encode()
+
+
+def exchange(url: str, data: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send raw bytes on a connection of their own and read the answer until the server
+    closes it: its status, headers and body."""
+    sock = _raw(url)
+    sock.sendall(data)
+    reply = b""
+    while chunk := sock.recv(65536):
+        reply += chunk
+    sock.close()
+    head, _, body = reply.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines)}
+    return int(status_line.split()[1]), headers, body
+
+
+HOSTILE = {
+    "a body nested 1,000 deep (2 KB)": (
+        _post(b'{"key":' + b"[" * 1000 + b"]" * 1000 + b"}"),
+        400,
+        "The request body is not JSON (its arrays and objects are nested too deeply).",
+    ),
+    "a body of 100,000 opening brackets": (
+        _post(b"[" * 100_000),
+        400,
+        "The request body is not JSON (its arrays and objects are nested too deeply).",
+    ),
+    "a body that is not UTF-8": (
+        _post(b'{"key": "S\xff"}'),
+        400,
+        "The request body is not JSON (it is not UTF-8 text: byte 10 is 0xff).",
+    ),
+    "a lone surrogate written in UTF-8 bytes": (
+        _post(b'{"key": "S\xed\xa0\x80"}'),
+        422,
+        "'key' is not Unicode text (a lone surrogate).",
+    ),
+    "a number of 5,000 digits": (
+        _post(b'{"key": ' + b"9" * 5000 + b"}"),
+        400,
+        "The request body is not JSON (a number in it has too many digits).",
+    ),
+    "a trailing slash, with a Host header of the client's": (
+        _get("/v1/requests/1/", host="evil.example"),
+        404,
+        "There is no such path.",
+    ),
+    "a POST with a trailing slash": (
+        _post(b'{"key": "S00001"}').replace(b"/v1/requests", b"/v1/requests/"),
+        404,
+        "There is no such path.",
+    ),
+    "a request number of 5,000 digits": (
+        _get("/v1/requests/" + "9" * 5000),
+        404,
+        "There is no request that high.",
+    ),
+    "detail=-58800": (
+        _get("/v1/requests/0?detail=-58800", OPERATOR),
+        422,
+        "The query parameter 'detail' must be 0 or 1.",
+    ),
+    "after=-5": (
+        _get("/v1/releases?after=-5"),
+        422,
+        "The query parameter 'after' must be between -1 and 4611686018427387904.",
+    ),
+    "limit=0": (
+        _get("/v1/releases?limit=0"),
+        422,
+        "The query parameter 'limit' must be between 1 and 1000.",
+    ),
+    "a malformed request line": (b"GARBAGE\r\n\r\n", 400, MALFORMED),
+    "an unknown HTTP version": (b"GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n", 400, MALFORMED),
+    "a header line without a colon": (
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nNoColon\r\n\r\n",
+        400,
+        MALFORMED,
+    ),
+    "a NUL byte in a header": (
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n",
+        400,
+        MALFORMED,
+    ),
+    "two conflicting Content-Lengths": (
+        _head("Content-Length: 5", "Content-Length: 6") + b'{"a":1}',
+        400,
+        MALFORMED,
+    ),
+    "a negative Content-Length": (_head("Content-Length: -1"), 400, MALFORMED),
+    "a Content-Length that is no number": (_head("Content-Length: 1e3"), 400, MALFORMED),
+    "a Content-Length beside Transfer-Encoding: chunked": (
+        _head("Content-Length: 5", "Transfer-Encoding: chunked") + b"0\r\n\r\n",
+        400,
+        MALFORMED,
+    ),
+    "a chunk size that is no number": (
+        _head("Transfer-Encoding: chunked") + b"zz\r\nabc\r\n0\r\n\r\n",
+        400,
+        MALFORMED,
+    ),
+    "a bad chunk size after a good chunk": (
+        _head("Transfer-Encoding: chunked") + b'5\r\n{"key\r\nxx\r\n',
+        400,
+        MALFORMED,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_hostile_http_gets_a_json_error_and_the_server_stays_healthy(server, case):
+    """Each is answered with one JSON sentence, never a 500, a redirect or plain text, and
+    the service answers its health check afterwards. The HTTP framing errors are refused
+    by uvicorn's parser before the application sees them; the service's protocol answers
+    them with the same JSON error."""
+    live, client, _ = server
+    data, status, message = HOSTILE[case]
+    got, headers, body = exchange(live.url, data)
+    assert (got, json.loads(body)) == (status, {"error": message})
+    assert headers["content-type"] == "application/json"
+    assert headers["content-length"] == str(len(body))
+    assert "location" not in headers
+    assert health(live.url)

@@ -20,6 +20,12 @@ What a requester is answered looks exactly as if its request were the first for 
 and ``record`` once the record is released for it, else exactly ``request``, ``key`` and
 ``decision`` (``queued``, ``denied``, ``unknown``). The gate's own word (``duplicate``) and
 the request index of another request are the operator's, with ``?detail=1``.
+
+Every request the application sees is answered with JSON, an error with one sentence: a
+body nested too deeply, not UTF-8, or holding a lone surrogate; a path with a trailing
+slash (404, never a redirect). Malformed HTTP
+framing is answered before the application by the server's protocol
+(:mod:`distgate.serve.server`), also with JSON.
 """
 
 from __future__ import annotations
@@ -143,7 +149,7 @@ class _Gone(Exception):
 async def _read_body(receive: Callable, length: str | None, limits: Limits) -> Any:
     """The JSON document of a request's body, read from the ASGI ``receive`` (413 over the
     size limit, counted as it arrives when no Content-Length says it first; 408 when it
-    takes over the time limit; 400 when it is not JSON)."""
+    takes over the time limit; 400 when it is not JSON that can be read)."""
     if length is not None and length.isdigit() and int(length) > limits.max_body:
         raise Problem(413, f"The request body is over {limits.max_body} bytes.")
     chunks: list[bytes] = []
@@ -167,10 +173,23 @@ async def _read_body(receive: Callable, length: str | None, limits: Limits) -> A
             await rest()
     except TimeoutError:
         raise Problem(408, f"The request body took over {limits.body_timeout:g} s.") from None
+    return _parse(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+
+
+def _parse(body: bytes) -> Any:
+    """A body's JSON document (400 with what is wrong: not JSON, not text in a Unicode
+    encoding, nested deeper than the parser goes, a number of too many digits)."""
     try:
-        return json.loads(chunks[0] if len(chunks) == 1 else b"".join(chunks))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise Problem(400, f"The request body is not JSON ({exc}).") from None
+        return json.loads(body)
+    except json.JSONDecodeError as exc:
+        why = f"{exc.msg}, line {exc.lineno} column {exc.colno}"
+    except UnicodeDecodeError as exc:
+        why = f"it is not UTF-8 text: byte {exc.start} is 0x{exc.object[exc.start]:02x}"
+    except RecursionError:  # json's parser nests one call per array or object
+        why = "its arrays and objects are nested too deeply"
+    except ValueError:  # int(): over sys.get_int_max_str_digits()
+        why = "a number in it has too many digits"
+    raise Problem(400, f"The request body is not JSON ({why}).")
 
 
 _KEY = itemgetter("key")
@@ -221,6 +240,16 @@ def _unicode(keys: list[str], where: str) -> None:
                 raise Problem(
                     422, where.format(i) + "'key' is not Unicode text (a lone surrogate)."
                 ) from None
+
+
+def _flag(request: Request, name: str) -> bool:
+    """A query parameter that is 0 or 1 (absent: 0; 422 otherwise)."""
+    text = request.query_params.get(name)
+    if text is None or text == "0":
+        return False
+    if text == "1":
+        return True
+    raise Problem(422, f"The query parameter '{name}' must be 0 or 1.")
 
 
 def _integer(request: Request, name: str, default: int, low: int, high: int) -> int:
@@ -321,10 +350,15 @@ def create_app(service: Service, lifespan: Callable | None = None):
     async def get_request(request: Request) -> Response:
         client = service.client(request)
         session = service.ready()
-        detail = request.query_params.get("detail") not in (None, "", "0", "false")
+        detail = _flag(request, "detail")
         if detail and not client.operator:
             raise Problem(403, "Only the operator may read a request's detail.")
-        n = request.path_params["n"]
+        text = request.path_params["n"]
+        if not text.isascii() or not text.isdigit():
+            raise Problem(404, "There is no such path.")
+        if len(text) > 18:  # (request indices stay below 2**62)
+            raise Problem(404, "There is no request that high.")
+        n = int(text)
         decision = session.request(n)
         if decision is None or (not client.operator and decision.requester != client.name):
             raise Problem(404, f"There is no request {n}.")
@@ -373,7 +407,7 @@ def create_app(service: Service, lifespan: Callable | None = None):
 
     routes = [  # (the endpoints' other methods: 405; HEAD of /healthz)
         Route("/v1/requests", _Decide(service, counted=False), methods=["POST"]),
-        Route("/v1/requests/{n:int}", get_request, methods=["GET"]),
+        Route("/v1/requests/{n}", get_request, methods=["GET"]),
         Route("/v1/releases", get_releases, methods=["GET"]),
         Route("/v1/summary", get_summary, methods=["GET"]),
         Route("/metrics", get_metrics, methods=["GET"]),
@@ -389,6 +423,9 @@ def create_app(service: Service, lifespan: Callable | None = None):
         },
         lifespan=lifespan,
     )
+    # a path with a trailing slash is not found: Starlette would redirect it to a URL made
+    # from the client's Host header
+    app.router.redirect_slashes = False
     hot = {
         ("POST", "/v1/requests"): _Decide(service, counted=True),
         ("GET", "/healthz"): _Health(service, counted=True),
