@@ -27,6 +27,7 @@ from tests.serve_helpers import (
 
 MAX_BATCH = 2000
 MAX_BODY = 200_000
+MAX_KEY = 64  # bytes
 BODY_TIMEOUT = 1
 
 
@@ -50,6 +51,8 @@ def server(tmp_path_factory):
         str(MAX_BATCH),
         "--max-body",
         str(MAX_BODY),
+        "--max-key-bytes",
+        str(MAX_KEY),
         "--body-timeout",
         str(BODY_TIMEOUT),
         *flags,
@@ -404,3 +407,28 @@ def test_hostile_http_gets_a_json_error_and_the_server_stays_healthy(server, cas
     assert headers["content-length"] == str(len(body))
     assert "location" not in headers
     assert health(live.url)
+
+
+def test_a_key_over_the_limit_is_refused_and_not_stored(server):
+    """--max-key-bytes counts the bytes of a key in UTF-8: 64 here; a longer key is refused
+    (422) and nothing of its request is kept, alone or in a batch."""
+    _, client, _ = server
+    alice = auth(TOKENS["alice"])
+
+    def post(body: dict) -> httpx.Response:
+        return client.post("/v1/requests", json=body, headers=alice)
+
+    first = post({"key": "k" * MAX_KEY})  # 64 bytes: decided (no such key)
+    assert first.status_code == 200 and first.json()["decision"] == "unknown"
+    too_long = "'key' has over 64 bytes (UTF-8); a key may have 64 at most."
+    for body, where in (
+        ({"key": "k" * (MAX_KEY + 1)}, ""),
+        ({"key": "€" * 22}, ""),  # 22 characters, 66 bytes
+        ({"requests": [{"key": "S00001"}, {"key": "k" * 3000}]}, "Request 1 of the batch: "),
+    ):
+        answer = post(body)
+        assert (answer.status_code, answer.json()) == (422, {"error": where + too_long})
+    last = post({"requests": [{"key": "€" * 21}, {"key": "S00001"}]})  # 63 bytes: decided
+    assert last.status_code == 200
+    assert last.json()["decisions"][0]["request"] == first.json()["request"] + 1
+    assert last.json()["decisions"][0]["key"] == "€" * 21

@@ -182,3 +182,16 @@ def test_a_requester_sees_no_trace_of_another_requesters_requests(live, tmp_path
     ).json()["releases"]
     assert {**again[0], "requester": "bob"} in everyone
     assert health(server.url)
+
+
+def test_a_key_of_three_million_characters_is_refused_and_not_stored(live):
+    server, client, _, _ = live
+    before = client.post("/v1/requests", json={"key": "nobody-1"}, headers=BOB).json()
+    answer = client.post("/v1/requests", json={"key": "k" * 3_000_000}, headers=BOB)
+    assert answer.status_code == 422
+    assert answer.json() == {
+        "error": "'key' has over 256 bytes (UTF-8); a key may have 256 at most."
+    }
+    after = client.post("/v1/requests", json={"key": "nobody-2"}, headers=BOB).json()
+    assert after["request"] == before["request"] + 1  # nothing was decided between them
+    assert health(server.url)

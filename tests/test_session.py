@@ -227,6 +227,8 @@ def test_serve_refuses_a_non_loopback_address_without_tokens_and_bad_limits(tmp_
     result = run("serve", table, *state, *config, "--host", "0.0.0.0")
     assert_bad_input(result, "0.0.0.0", "tokens")
     assert_bad_input(run("serve", table, *state, *config, "--max-batch", "0"), "--max-batch")
+    result = run("serve", table, *state, *config, "--max-key-bytes", "0")
+    assert_bad_input(result, "--max-key-bytes must be at least 1")
     assert_bad_input(run("serve", table, *state, *config, "--port", "70000"), "--port")
     assert_bad_input(run("serve", table, *state, *config, "-m", "nope"), "nope")
     assert not (tmp_path / "g.db").exists()

@@ -78,6 +78,14 @@ def serve_command(
         float,
         typer.Option("--body-timeout", metavar="SECONDS", help="Time to receive one body."),
     ] = 10.0,
+    max_key_bytes: Annotated[
+        int,
+        typer.Option(
+            "--max-key-bytes",
+            metavar="BYTES",
+            help="Bytes of one key (UTF-8) at most; a longer key is refused, not stored.",
+        ),
+    ] = 256,
     no_queue: NoQueueOption = False,
     grace: GraceOption = "none",
     indistinguishable: IndistinguishableOption = False,
@@ -109,7 +117,11 @@ def serve_command(
             "serve cannot take a weight column: it decides on one record per request (give "
             "it a table with one line per record)."
         )
-    for name, value, low in (("--max-batch", max_batch, 1), ("--max-body", max_body, 64)):
+    for name, value, low in (
+        ("--max-batch", max_batch, 1),
+        ("--max-body", max_body, 64),
+        ("--max-key-bytes", max_key_bytes, 1),
+    ):
         if value < low:
             raise InputError(f"{name} must be at least {low}.")
     if not 0 < body_timeout <= 3600:
@@ -145,7 +157,12 @@ def serve_command(
         inputs = table.read(settings, need_keys=True)
         return GateSession(inputs, chosen, state, columns=shown)
 
-    limits = Limits(max_batch=max_batch, max_body=max_body, body_timeout=body_timeout)
+    limits = Limits(
+        max_batch=max_batch,
+        max_body=max_body,
+        body_timeout=body_timeout,
+        max_key_bytes=max_key_bytes,
+    )
     code = run(load, tokens, ServeOptions(host=host, port=port, limits=limits))
     if code:
         raise typer.Exit(code)

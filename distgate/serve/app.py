@@ -22,8 +22,8 @@ and ``record`` once the record is released for it, else exactly ``request``, ``k
 the request index of another request are the operator's, with ``?detail=1``.
 
 Every request the application sees is answered with JSON, an error with one sentence: a
-body nested too deeply, not UTF-8, or holding a lone surrogate; a path with a trailing
-slash (404, never a redirect). Malformed HTTP
+body nested too deeply, not UTF-8, or holding a lone surrogate; a key over
+``--max-key-bytes``; a path with a trailing slash (404, never a redirect). Malformed HTTP
 framing is answered before the application by the server's protocol
 (:mod:`distgate.serve.server`), also with JSON.
 """
@@ -57,6 +57,7 @@ RETRY_AFTER = "1"  # seconds, with a 503
 class Limits:
     max_batch: int = 10_000  # keys in one POST
     max_body: int = 4 << 20  # bytes of one request body
+    max_key_bytes: int = 256  # bytes of one key (UTF-8)
     body_timeout: float = 10.0  # seconds to receive a body
     page: int = 1000  # releases per page at most
 
@@ -218,11 +219,13 @@ def _keys(document: Any, limits: Limits) -> tuple[list[str], bool]:
                 if not isinstance(item["key"], str):
                     raise Problem(422, f"Request {i} of the batch: 'key' must be a string.")
         _unicode(keys, "Request {} of the batch: ")
+        _lengths(keys, limits.max_key_bytes, "Request {} of the batch: ")
         return keys, True
     if "key" in document and "requests" not in document:
         if not isinstance(document["key"], str):
             raise Problem(422, "'key' must be a string.")
         _unicode([document["key"]], "")
+        _lengths([document["key"]], limits.max_key_bytes, "")
         return [document["key"]], False
     raise Problem(422, 'The body must have either "key" or "requests".')
 
@@ -240,6 +243,21 @@ def _unicode(keys: list[str], where: str) -> None:
                 raise Problem(
                     422, where.format(i) + "'key' is not Unicode text (a lone surrogate)."
                 ) from None
+
+
+def _lengths(keys: list[str], limit: int, where: str) -> None:
+    """422 for a key of more than ``limit`` bytes in UTF-8 (Unicode text, checked first):
+    no key of the table is that long, and the state would keep it."""
+    if max(map(len, keys), default=0) * 4 <= limit:  # (4 bytes a character at most)
+        return
+    for i, key in enumerate(keys):
+        size = len(key) if len(key) > limit else len(key.encode("utf-8"))
+        if size > limit:
+            raise Problem(
+                422,
+                where.format(i) + f"'key' has over {limit} bytes (UTF-8); "
+                f"a key may have {limit} at most.",
+            )
 
 
 def _flag(request: Request, name: str) -> bool:
