@@ -119,7 +119,12 @@ def test_the_openapi_schema_says_a_withheld_answer_has_three_fields(server):
     released = schema["components"]["schemas"]["Released"]
     assert released["additionalProperties"] is False
     assert set(released["required"]) == {"request", "key", "decision", "released_at", "record"}
+    # a requester is never shown the gate's 'duplicate'
+    assert released["properties"]["decision"]["enum"] == ["released"]
+    assert withheld["properties"]["decision"]["enum"] == ["queued", "denied", "unknown"]
     assert schema["paths"]["/v1/requests"]["post"]["requestBody"]
+    one = schema["paths"]["/v1/requests"]["post"]["requestBody"]["content"]["application/json"]
+    assert one["schema"]["oneOf"][0]["properties"]["key"]["maxLength"] == MAX_KEY
 
 
 def test_tokens_and_roles(server):

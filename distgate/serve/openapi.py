@@ -1,8 +1,12 @@
 """The OpenAPI 3.1 document of ``distgate serve`` (served at ``/openapi.json``).
 
 Written out rather than derived from the handlers, so that what it promises is stated in
-one place: a requester's answer for a request whose record is not released has exactly
-the fields ``request``, ``key`` and ``decision`` (``additionalProperties: false``).
+one place: a requester's answer is ``Released`` (the record, released at or after the
+request) or ``Withheld`` (exactly ``request``, ``key`` and ``decision``), both with
+``additionalProperties: false``; the gate's ``duplicate`` and other requests' indices
+appear only in the operator's ``OperatorView`` with ``?detail=1``. The tests run
+schemathesis against a live server with this document, as a requester and as the
+operator.
 """
 
 from __future__ import annotations
@@ -26,8 +30,18 @@ def _json(schema: str, description: str) -> dict:
     }
 
 
+def _query(name: str, schema: dict, description: str) -> dict:
+    return {"name": name, "in": "query", "schema": schema, "description": description}
+
+
 def openapi(limits) -> dict[str, Any]:
-    """The document, with the service's limits in its descriptions."""
+    """The document, with the service's limits in its descriptions and bounds."""
+    key = {
+        "type": "string",
+        "maxLength": limits.max_key_bytes,
+        "description": f"At most {limits.max_key_bytes} bytes in UTF-8 (maxLength counts "
+        "characters: a key of fewer characters may still take more bytes, and is refused).",
+    }
     common = {
         "401": _error("No token, or one the service does not know."),
         "503": _error("Loading, or the state file cannot be written (nothing was decided)."),
@@ -40,8 +54,8 @@ def openapi(limits) -> dict[str, Any]:
     }
     withheld = {
         "type": "object",
-        "description": "A request whose record is not released (queued, denied, unknown, "
-        "or a repeated request of a queued record): nothing but these three fields.",
+        "description": "A request whose record is not released for it (queued, denied with "
+        "--no-queue, or an unknown key): nothing but these three fields.",
         "required": ["request", "key", "decision"],
         "additionalProperties": False,
         "properties": {
@@ -50,40 +64,84 @@ def openapi(limits) -> dict[str, Any]:
             "decision": {"type": "string", "enum": ["queued", "denied", "unknown"]},
         },
     }
+    released_properties = {
+        "request": {"type": "integer", "minimum": 0},
+        "key": {"type": "string"},
+        "decision": {"type": "string", "enum": ["released"]},
+        "released_at": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "The request index at which the record was released for this "
+            "request: the request itself (released at once, or released before it for "
+            "someone), or a later one (released from the queue). Never before the request.",
+        },
+        "record": {"$ref": "#/components/schemas/Record"},
+    }
     released = {
         "type": "object",
-        "description": "A request whose record has been released (at once, later from the "
-        "queue, or earlier: a duplicate).",
+        "description": "A request whose record has been released for it, as if it were "
+        "the first request for its key.",
         "required": ["request", "key", "decision", "released_at", "record"],
+        "additionalProperties": False,
+        "properties": released_properties,
+    }
+    operator_released = {
+        "type": "object",
+        "description": "A release as the operator reads it: the requester's view and who "
+        "asked (null for the operator or a replay).",
+        "required": ["request", "key", "decision", "released_at", "record", "requester"],
+        "additionalProperties": False,
+        "properties": {**released_properties, "requester": {"type": ["string", "null"]}},
+    }
+    operator_view = {
+        "type": "object",
+        "description": "A request as the operator reads it: its requester's view and who "
+        "asked (null for the operator or a replay); with ?detail=1 the state's row instead: "
+        "the gate's word (duplicate for a record released before), the request index at "
+        "which the record was released (an earlier one for a duplicate), and the target, "
+        "value, statistic and critical value of replay's decisions file.",
+        "required": ["request", "key", "decision", "requester"],
         "additionalProperties": False,
         "properties": {
             "request": {"type": "integer", "minimum": 0},
             "key": {"type": "string"},
-            "decision": {"type": "string", "enum": ["released", "queued", "duplicate"]},
-            "released_at": {
-                "type": "integer",
-                "description": "The request index at which the record was released.",
-            },
-            "record": {"$ref": "#/components/schemas/Record"},
-        },
-    }
-    operator_view = {
-        "type": "object",
-        "description": "A request as the operator reads it: the requester's view, who asked "
-        "(null for the operator or a replay), and with ?detail=1 the target, value, "
-        "statistic and critical value of replay's decisions file.",
-        "required": ["request", "key", "decision", "requester"],
-        "properties": {
-            "request": {"type": "integer"},
-            "key": {"type": "string"},
             "decision": {"type": "string", "enum": DECISIONS},
-            "released_at": {"type": "integer"},
+            "released_at": {"type": "integer", "minimum": 0},
             "record": {"$ref": "#/components/schemas/Record"},
             "requester": {"type": ["string", "null"]},
             "target": {"type": ["string", "null"]},
             "value": {"type": ["string", "null"]},
             "statistic": {"type": ["number", "string", "null"]},
             "critical": {"type": ["number", "string", "null"]},
+        },
+    }
+    count = {"type": "integer", "minimum": 0}
+    summary = {
+        "type": "object",
+        "required": ["requests", "decisions", "metrics", "alpha", "queue", "grace", "targets"],
+        "properties": {
+            "requests": count,
+            "decisions": {"type": "object", "additionalProperties": count},
+            "metrics": {"type": "array", "items": {"type": "string"}},
+            "alpha": {"type": "number"},
+            "queue": {"type": "boolean"},
+            "grace": {"type": "string"},
+            "targets": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["target", "requested", "percent_released"],
+                    "properties": {
+                        "target": {"type": "string"},
+                        "requested": count,
+                        "released_at_once": count,
+                        "released_from_queue": count,
+                        "still_queued": count,
+                        "percent_released": {"type": "number"},
+                    },
+                },
+            },
+            "gate": {"type": "object"},
         },
     }
     decision = {
@@ -108,12 +166,23 @@ def openapi(limits) -> dict[str, Any]:
                 "Record": record,
                 "Withheld": withheld,
                 "Released": released,
+                "OperatorReleased": operator_released,
                 "Decision": decision,
                 "OperatorView": operator_view,
                 "Error": {
                     "type": "object",
                     "required": ["error"],
+                    "additionalProperties": False,
                     "properties": {"error": {"type": "string"}},
+                },
+                "Summary": summary,
+                "Health": {
+                    "type": "object",
+                    "required": ["status"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "status": {"type": "string", "enum": ["ok", "loading", "unwritable"]}
+                    },
                 },
             },
         },
@@ -133,11 +202,13 @@ def openapi(limits) -> dict[str, Any]:
                                         {
                                             "type": "object",
                                             "required": ["key"],
-                                            "properties": {"key": {"type": "string"}},
+                                            "not": {"required": ["requests"]},
+                                            "properties": {"key": key},
                                         },
                                         {
                                             "type": "object",
                                             "required": ["requests"],
+                                            "not": {"required": ["key"]},
                                             "properties": {
                                                 "requests": {
                                                     "type": "array",
@@ -145,7 +216,7 @@ def openapi(limits) -> dict[str, Any]:
                                                     "items": {
                                                         "type": "object",
                                                         "required": ["key"],
-                                                        "properties": {"key": {"type": "string"}},
+                                                        "properties": {"key": key},
                                                     },
                                                 }
                                             },
@@ -181,10 +252,16 @@ def openapi(limits) -> dict[str, Any]:
                                 }
                             },
                         },
-                        "400": _error("The body is not JSON."),
+                        "400": _error(
+                            "The body is not JSON that can be read (not UTF-8, nested too "
+                            "deeply), or the request is not well-formed HTTP/1.1."
+                        ),
                         "408": _error("The body was not received in time."),
                         "413": _error("The body, or the batch, is over its limit."),
-                        "422": _error("The JSON has the wrong shape or types."),
+                        "422": _error(
+                            "The JSON has the wrong shape or types, or a key is not Unicode "
+                            f"text or has over {limits.max_key_bytes} bytes."
+                        ),
                         **common,
                     },
                 }
@@ -197,14 +274,14 @@ def openapi(limits) -> dict[str, Any]:
                             "name": "n",
                             "in": "path",
                             "required": True,
-                            "schema": {"type": "integer"},
+                            "schema": {"type": "integer", "minimum": 0},
                         },
-                        {
-                            "name": "detail",
-                            "in": "query",
-                            "schema": {"type": "integer", "enum": [0, 1]},
-                            "description": "1: target, value, statistic, critical (operator).",
-                        },
+                        _query(
+                            "detail",
+                            {"type": "integer", "enum": [0, 1]},
+                            "1: the state's row, with target, value, statistic and critical "
+                            "(operator only).",
+                        ),
                     ],
                     "responses": {
                         "200": {
@@ -223,6 +300,7 @@ def openapi(limits) -> dict[str, Any]:
                         },
                         "403": _error("A requester asked for the detail."),
                         "404": _error("No such request, or another requester's."),
+                        "422": _error("detail is not 0 or 1."),
                         **common,
                     },
                 }
@@ -232,12 +310,18 @@ def openapi(limits) -> dict[str, Any]:
                     "summary": "Releases made after request index `after` (a requester: of "
                     "its own requests), in order; continue with after = next.",
                     "parameters": [
-                        {"name": "after", "in": "query", "schema": {"type": "integer"}},
-                        {
-                            "name": "limit",
-                            "in": "query",
-                            "schema": {"type": "integer", "maximum": limits.page},
-                        },
+                        _query(
+                            "after",
+                            {"type": "integer", "minimum": -1, "maximum": 2**62},
+                            "The request index after which releases are listed (-1, the "
+                            "default: all).",
+                        ),
+                        _query(
+                            "limit",
+                            {"type": "integer", "minimum": 1, "maximum": limits.page},
+                            f"Releases in the page, about (default {limits.page}); those "
+                            "made at one request index are never split.",
+                        ),
                     ],
                     "responses": {
                         "200": {
@@ -250,9 +334,17 @@ def openapi(limits) -> dict[str, Any]:
                                         "properties": {
                                             "releases": {
                                                 "type": "array",
-                                                "items": {"$ref": "#/components/schemas/Released"},
+                                                "items": {
+                                                    "oneOf": [
+                                                        {"$ref": "#/components/schemas/Released"},
+                                                        {
+                                                            "$ref": "#/components/schemas/"
+                                                            "OperatorReleased"
+                                                        },
+                                                    ]
+                                                },
                                             },
-                                            "next": {"type": "integer"},
+                                            "next": {"type": "integer", "minimum": -1},
                                         },
                                     }
                                 }
@@ -267,7 +359,7 @@ def openapi(limits) -> dict[str, Any]:
                 "get": {
                     "summary": "The per-target table of replay's report (operator only).",
                     "responses": {
-                        "200": {"description": "The summary."},
+                        "200": _json("Summary", "The summary."),
                         "403": _error("Not the operator."),
                         **common,
                     },
@@ -277,7 +369,10 @@ def openapi(limits) -> dict[str, Any]:
                 "get": {
                     "summary": "Prometheus text format (operator only).",
                     "responses": {
-                        "200": {"description": "The metrics."},
+                        "200": {
+                            "description": "The metrics.",
+                            "content": {"text/plain": {"schema": {"type": "string"}}},
+                        },
                         "403": _error("Not the operator."),
                         **common,
                     },
@@ -288,14 +383,22 @@ def openapi(limits) -> dict[str, Any]:
                     "summary": "200 when ready; 503 while loading or when the state file "
                     "cannot be written.",
                     "security": [],
-                    "responses": {"200": {"description": "Ready."}, "503": {"description": "No."}},
+                    "responses": {
+                        "200": _json("Health", "Ready."),
+                        "503": _json("Health", "Loading, or the state cannot be written."),
+                    },
                 }
             },
             "/openapi.json": {
                 "get": {
                     "summary": "This document.",
                     "security": [],
-                    "responses": {"200": {"description": "The OpenAPI document."}},
+                    "responses": {
+                        "200": {
+                            "description": "The OpenAPI document.",
+                            "content": {"application/json": {"schema": {"type": "object"}}},
+                        }
+                    },
                 }
             },
         },
