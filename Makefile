@@ -40,8 +40,8 @@ cog: $(STAMP)
 	$(BIN)/cog -r docs/cli-reference.md docs/performance.md
 
 lint: $(STAMP)
-	$(BIN)/ruff check distgate tests bench
-	$(BIN)/ruff format --check distgate tests bench
+	$(BIN)/ruff check distgate tests bench setup.py
+	$(BIN)/ruff format --check distgate tests bench setup.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build dist *.egg-info demo_out site

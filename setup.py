@@ -8,6 +8,8 @@ statistic: the C compiler may not fuse a multiplication and an addition into one
 reorder floating-point arithmetic (no ``-ffast-math``).
 """
 
+import os
+
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
@@ -18,12 +20,19 @@ MODULES = {
     "distgate.data._key_index": "distgate/data/_key_index.pyx",
     "distgate.stats._null_growth": "distgate/stats/_null_growth.pyx",
 }
-UNIX_FLAGS = ["-O3", "-ffp-contract=off", "-fno-math-errno"]
+# -g0: no debug information (the kernel's object shrinks from 3.9 MB to 0.5 MB and compiles
+# in two thirds of the time); rebuild with these flags edited to debug the C
+UNIX_FLAGS = ["-O3", "-ffp-contract=off", "-fno-math-errno", "-g0"]
 
 
 class BuildExt(build_ext):
     """Compiler flags by compiler: GCC and Clang take UNIX_FLAGS; MSVC's default
-    (/fp:precise) neither fuses nor reorders."""
+    (/fp:precise) neither fuses nor reorders. The extensions compile in parallel."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if self.parallel is None:
+            self.parallel = os.cpu_count() or 1
 
     def build_extensions(self):
         unix = self.compiler.compiler_type != "msvc"

@@ -8,6 +8,7 @@ there says which to install."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -19,8 +20,26 @@ import pytest
 
 from tests.conftest import REPO, SAMPLE
 
-pytestmark = pytest.mark.slow
+# one worker builds the wheel once for both tests (make test runs --dist loadgroup)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 
+# what a checkout holds beside its sources: environments, builds, caches, outputs
+LEFT_OUT = (
+    ".git",
+    ".venv",
+    "build",
+    "dist",
+    "site",
+    "demo_out",
+    "bench",
+    "*.egg-info",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+    ".ruff_cache",
+    "*.so",
+    "*.c",
+)
 COMPILED = ("distgate/gate/kernel/_run", "distgate/data/_key_index", "distgate/stats/_null_growth")
 
 
@@ -35,7 +54,11 @@ def installed(tmp_path_factory) -> Path:
     """The bin folder of a fresh venv with the wheel that python -m build made."""
     folder = tmp_path_factory.mktemp("wheel")
     dist = folder / "dist"
-    _run(sys.executable, "-m", "build", "--outdir", str(dist), str(REPO))
+    # built from a copy of the sources, so that the build writes nothing into the checkout
+    # (its build folder, generated C) while other tests read it
+    source = folder / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(*LEFT_OUT))
+    _run(sys.executable, "-m", "build", "--outdir", str(dist), str(source))
     sdists, wheels = list(dist.glob("*.tar.gz")), list(dist.glob("*.whl"))
     assert len(sdists) == 1 and len(wheels) == 1
     with tarfile.open(sdists[0]) as sdist:

@@ -188,19 +188,17 @@ def run_indistinguishable(gate, records: np.ndarray):
         record of the cell that passes the ordinary test and brings y's release closest
         to the common distribution."""
         while gate.sums.n[y] + 1 <= plan.budget(requested[y]):
-            best = None
-            for x in range(X):
-                arrivals = by_cell.get(y * X + x)
-                if not arrivals or log_release[x] == -math.inf:
-                    continue
-                if not (gate.exempt(y) or gate.check(y, x)[0]):
-                    continue
-                key = (_step(int(counts[y, x])) - log_release[x], arrivals[0], x)
-                if best is None or key < best:
-                    best = key
-            if best is None:
+            # y's queued values from the closest to r on: the first that passes the
+            # ordinary test is the one released (most often the first looked at)
+            candidates = sorted(
+                (_step(int(counts[y, x])) - log_release[x], arrivals[0], x)
+                for x in range(X)
+                if (arrivals := by_cell.get(y * X + x)) and log_release[x] > -math.inf
+            )
+            chosen = next((c for c in candidates if gate.exempt(y) or gate.check(y, c[2])[0]), None)
+            if chosen is None:
                 return
-            _, arrival, x = best
+            _, arrival, x = chosen
             arrivals = by_cell[y * X + x]
             del arrivals[0]
             if not arrivals:
