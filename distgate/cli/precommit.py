@@ -17,7 +17,7 @@ import sys
 
 import typer
 
-from distgate.cli import app, run
+from distgate.cli import make_app, run
 from distgate.cli.common import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNSAFE
 from distgate.errors import InputError
 
@@ -29,7 +29,7 @@ def split_arguments(argv: list[str]) -> tuple[list[str], list[str]]:
     """The options for ``distgate assess`` and the files (its positional arguments,
     which pre-commit appends last). Raises :class:`InputError` when the options are not
     those of assess, or a file name stands among them."""
-    command = typer.main.get_command(app).commands["assess"]
+    command = typer.main.get_command(make_app(only="assess")).commands["assess"]
     # an end marker stands for the files when there are none: TABLE is a required argument
     marked = [*argv, END]
     try:
