@@ -8,7 +8,7 @@
    `python -c "import numpy, pyarrow.csv; read both files"`. `replay` of the sample per
    metric (goal <= 2.5x the floor) and `assess` of the sample (goal <= 2x).
 3. `replay` of 300,000 requests over a 300,000-record table against reading its two
-   inputs (goal <= 2x), best of three each.
+   inputs (goal <= 2x), and with its decisions file written, best of three each.
 4. `assess` (kld, mis, cst, dqt) of a gzipped 1,400,000-record table against pyarrow
    reading the same file, both whole processes (goal <= 1.5x), best of three each.
 """
@@ -121,19 +121,19 @@ def bench_300k() -> None:
     from bench_replay import OUT, make_data
 
     table, log = make_data(300_000, tag="300k")
+    replay = [sys.executable, "-m", "distgate", "replay", str(table), str(log), "-x", "value",
+              "-y", "target", "--id", "id", "-m", "kld", "--quiet"]  # fmt: skip
     commands = {
         "reading both inputs": [sys.executable, "-c", READ_BOTH, str(table), str(log)],
-        "replay": [
-            sys.executable, "-m", "distgate", "replay", str(table), str(log), "-x", "value",
-            "-y", "target", "--id", "id", "-m", "kld", "--quiet", "-o",
-            str(OUT / "decisions_300k.csv"),
-        ],
-    }  # fmt: skip
+        "replay": replay,
+        "replay -o": [*replay, "-o", str(OUT / "decisions_300k.csv")],
+    }
     best = best_in_turns(commands, REPO)
-    floor, replay = best["reading both inputs"], best["replay"]
+    floor = best["reading both inputs"]
     print(
-        f"replay of 300,000 requests: {replay:5.2f} s, reading its inputs {floor:5.2f} s: "
-        f"ratio {replay / floor:4.2f} (goal <= 2)"
+        f"replay of 300,000 requests: {best['replay']:5.2f} s, reading its inputs {floor:5.2f} "
+        f"s: ratio {best['replay'] / floor:4.2f} (goal <= 2); writing the decisions file too "
+        f"{best['replay -o']:5.2f} s: ratio {best['replay -o'] / floor:4.2f}"
     )
 
 
