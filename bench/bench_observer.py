@@ -50,36 +50,35 @@ def main() -> None:
     elapsed = time.perf_counter() - start
     view = result.observer
     print(
-        f"units.csv, kld, {result.sequences} orders of {result.requests:,} requests, deviating "
-        f"{', '.join(view.deviating)} ({elapsed:.1f} s)"
+        f"units.csv, kld, {result.sequences} orders of {result.requests:,} requests, the "
+        f"deviating {', '.join(view.deviating)}: the gate over alpha {elapsed:.1f} s"
     )
-    attacks = [row.attack for row in view.rows[:4]]
-    print(f"{'alpha':>6} {'released':>9}  " + "  ".join(f"{a:>17}" for a in attacks))
+    print("each attack's AUC, mean and sd over the orders, per alpha")
     for point in view.frontier():
         rows = [r for r in view.rows if r.alpha == point.alpha]
-        aucs = "  ".join(f"{r.auc:>9.3f} ± {r.auc_sd:.3f}" for r in rows)
-        print(f"{point.alpha:>6g} {100 * point.released_share:>8.1f}%  {aucs}")
-    print("frontier (best attack per alpha):")
+        aucs = ", ".join(f"{r.attack} {r.auc:.3f} ± {r.auc_sd:.3f}" for r in rows)
+        print(f"  alpha {point.alpha:<5g}  released {100 * point.released_share:5.1f}%, {aucs}")
+    print("the frontier, the best attack per alpha")
     for point in view.frontier():
         print(
-            f"  alpha {point.alpha:<5g} released {100 * point.released_share:5.1f}%  "
-            f"{point.attack:<17} AUC {point.auc:.3f} ± {point.auc_sd:.3f}"
+            f"  alpha {point.alpha:<5g}  released {100 * point.released_share:5.1f}%, "
+            f"{point.attack} AUC {point.auc:.3f} ± {point.auc_sd:.3f}"
         )
     reaching = [p for p in view.frontier() if p.auc <= GOAL]
     best = max(reaching, key=lambda p: p.released_share, default=None)
     for point in view.frontier():
         if point.released_share == 0:
-            print(f"at alpha {point.alpha:g} the gate released nothing (AUC 0.5 by ties)")
+            print(f"at alpha {point.alpha:g}: the gate released nothing (AUC 0.5 by ties)")
     alone = 0.0 if best is None else best.released_share
     if best is None:
-        print(f"no alpha keeps the best attack at AUC <= {GOAL} while releasing anything")
+        print(f"alpha alone at AUC <= {GOAL}: no level releases anything")
     else:
         print(
             f"largest release with the best attack at AUC <= {GOAL}: "
             f"{100 * best.released_share:.1f}% (alpha {best.alpha:g}); goal >= 50%: "
             f"ratio {best.released_share / 0.5:.2f}"
         )
-    print("the indistinguishable rule (common share planned, or given at alpha 0.2):")
+    print("the indistinguishable rule, its common share planned or given at alpha 0.2")
     runs = [(f"alpha {a:g}, share planned", simulated(inputs, [a], indistinguishable=True))
             for a in (0.05, 0.2, 0.5)]  # fmt: skip
     runs += [(f"alpha 0.2, share {s:g}", simulated(inputs, [0.2], share=s)) for s in SHARES]
@@ -88,10 +87,10 @@ def main() -> None:
         planned = run.shares[point.alpha]
         reached = "meets" if point.auc <= GOAL and point.released_share >= 0.5 else "misses"
         print(
-            f"  {name:<26} share {planned:.2f}: released {100 * point.released_share:5.1f}% "
+            f"  {name:<26}  share {planned:.2f}, released {100 * point.released_share:5.1f}% "
             f"(ratio to the 50% goal {point.released_share / 0.5:4.2f}; alpha alone at AUC "
-            f"<= {GOAL}: {100 * alone:.1f}%), best attack {point.attack} AUC {point.auc:.3f} "
-            f"± {point.auc_sd:.3f}: {reached} the goal"
+            f"<= {GOAL} {100 * alone:.1f}%), best attack {point.attack} AUC {point.auc:.3f} "
+            f"± {point.auc_sd:.3f}, {reached} the goal"
         )
 
 

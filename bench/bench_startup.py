@@ -108,7 +108,7 @@ def bench_warm() -> None:
     best = best_in_turns(commands, SAMPLE)
     shutil.rmtree(out, ignore_errors=True)
     floor = best.pop("floor")
-    print(f"warm start-up on the sample, best of {ROUNDS} (floor: python reads both CSVs)")
+    print(f"warm start-up on the sample, best of {ROUNDS}, against python reading both CSVs")
     print(f"  floor                {floor:5.2f} s")
     for name, value in best.items():
         goal = 2.0 if name == "assess" else 2.5
