@@ -20,8 +20,7 @@ import pytest
 
 from tests.conftest import REPO, SAMPLE
 
-# one worker builds the wheel once for both tests (make test runs --dist loadgroup)
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
+pytestmark = pytest.mark.slow
 
 # what a checkout holds beside its sources: environments, builds, caches, outputs
 LEFT_OUT = (
@@ -49,8 +48,7 @@ def _run(*args, **kwargs) -> subprocess.CompletedProcess:
     return done
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Path:
+def _installed(tmp_path_factory) -> Path:
     """The bin folder of a fresh venv with the wheel that python -m build made."""
     folder = tmp_path_factory.mktemp("wheel")
     dist = folder / "dist"
@@ -80,7 +78,11 @@ def installed(tmp_path_factory) -> Path:
     return bin_dir
 
 
-def test_the_wheel_installs_the_core_and_replays_the_sample_as_this_checkout(installed, tmp_path):
+def test_the_wheel_installs_the_core_and_replays_the_sample_as_this_checkout(tmp_path_factory):
+    """One test, so that the wheel is built once (a fixture shared by two tests was built
+    again for the second when the suite's workers ran other modules' tests between them)."""
+    installed = _installed(tmp_path_factory)
+    tmp_path = tmp_path_factory.mktemp("run")
     listed = _run(str(installed / "python"), "-m", "pip", "list", "--format=freeze").stdout
     packages = {line.split("==")[0].lower() for line in listed.split()}
     assert {"numpy", "scipy", "pandas", "pyarrow", "typer", "rich", "distgate"} <= packages
@@ -91,8 +93,7 @@ def test_the_wheel_installs_the_core_and_replays_the_sample_as_this_checkout(ins
     _run(sys.executable, "-m", "distgate", *command, str(here), cwd=SAMPLE)
     assert fresh.read_bytes() == here.read_bytes()
 
-
-def test_a_missing_extra_is_named_in_the_core_install(installed, tmp_path):
+    # a part whose extra the core install lacks says which to install
     plot = tmp_path / "replay.png"
     done = subprocess.run(
         [
