@@ -85,3 +85,34 @@ class GateStatus:
             "idle_requests": self.idle_requests,
             "frozen": self.frozen,
         }
+
+
+class RunColumns:
+    """The columns of a run decided in Python, request by request (the reference loop,
+    the indistinguishable rule), and the :class:`GateRun` they make: ``late`` collects the
+    (request, released_at) of requests of earlier runs released in this one."""
+
+    def __init__(self, k: int) -> None:
+        self.decision = np.empty(k, dtype=np.int8)
+        self.released_at = np.full(k, -1, dtype=np.int64)
+        self.statistic = np.full(k, np.nan)
+        self.critical = np.full(k, np.nan)
+        self.total = np.empty(k, dtype=np.int64)
+        self.enqueued = np.zeros(k, dtype=bool)
+        self.late: list[tuple[int, int]] = []
+
+    def run(self, first: int, records: np.ndarray) -> GateRun:
+        """The run of requests ``first``, ``first + 1``, ... for ``records``."""
+        late = np.array(self.late, dtype=np.int64).reshape(-1, 2)
+        return GateRun(
+            request=np.arange(first, first + len(records), dtype=np.int64),
+            record=records.copy(),
+            decision=self.decision,
+            released_at=self.released_at,
+            statistic=self.statistic,
+            critical=self.critical,
+            released_total=self.total,
+            earlier_request=late[:, 0].copy(),
+            earlier_released_at=late[:, 1].copy(),
+            enqueued=self.enqueued,
+        )

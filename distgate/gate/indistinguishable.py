@@ -162,19 +162,15 @@ def run_indistinguishable(gate, records: np.ndarray):
     (see the module docstring). A duplicate of a released record is ``duplicate``, of a
     queued one ``queued``; a new request is ``released`` if its own record is the one its
     target's share and steering release now, else ``queued``."""
-    from distgate.gate.decisions import DUPLICATE, QUEUED, RELEASED, UNKNOWN, GateRun
+    from distgate.gate.decisions import DUPLICATE, QUEUED, RELEASED, UNKNOWN, RunColumns
 
     plan: CommonRelease = gate.indistinguishable
     log_release = [math.log(v) if v > 0 else -math.inf for v in plan.release]
     k = len(records)
     first = gate.next_request
-    decision = np.empty(k, dtype=np.int8)
-    released_at = np.full(k, -1, dtype=np.int64)
-    statistic = np.full(k, np.nan)
-    critical = np.full(k, np.nan)
-    total = np.empty(k, dtype=np.int64)
-    enqueued = np.zeros(k, dtype=bool)
-    late: list[tuple[int, int]] = []
+    out = RunColumns(k)
+    decision, released_at, enqueued = out.decision, out.released_at, out.enqueued
+    statistic, critical, total, late = out.statistic, out.critical, out.total, out.late
     by_cell, record_of, arrival_of = gate.queue.dicts()
     X = gate.n_values
     # records of each target asked for so far: released or waiting in the queue
@@ -236,16 +232,4 @@ def run_indistinguishable(gate, records: np.ndarray):
                 enqueued[j] = True
         total[j] = gate.sums.N_all
     gate.next_request = first + k
-    late_arr = np.array(late, dtype=np.int64).reshape(-1, 2)
-    return GateRun(
-        request=np.arange(first, first + k, dtype=np.int64),
-        record=records.copy(),
-        decision=decision,
-        released_at=released_at,
-        statistic=statistic,
-        critical=critical,
-        released_total=total,
-        earlier_request=late_arr[:, 0].copy(),
-        earlier_released_at=late_arr[:, 1].copy(),
-        enqueued=enqueued,
-    )
+    return out.run(first, records)

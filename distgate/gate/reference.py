@@ -24,7 +24,15 @@ import bisect
 
 import numpy as np
 
-from distgate.gate.decisions import DENIED, DUPLICATE, QUEUED, RELEASED, UNKNOWN, GateRun
+from distgate.gate.decisions import (
+    DENIED,
+    DUPLICATE,
+    QUEUED,
+    RELEASED,
+    UNKNOWN,
+    GateRun,
+    RunColumns,
+)
 
 
 def run_reference(gate, records: np.ndarray) -> GateRun:
@@ -32,14 +40,10 @@ def run_reference(gate, records: np.ndarray) -> GateRun:
     :class:`~distgate.gate.core.Gate`, continuing its state."""
     k = len(records)
     first = gate.next_request
-    decision = np.empty(k, dtype=np.int8)
-    released_at = np.full(k, -1, dtype=np.int64)
-    statistic = np.full(k, np.nan)
-    critical = np.full(k, np.nan)
-    total = np.empty(k, dtype=np.int64)
-    enqueued = np.zeros(k, dtype=bool)
+    out = RunColumns(k)
+    decision, released_at, enqueued = out.decision, out.released_at, out.enqueued
+    statistic, critical, total, late = out.statistic, out.critical, out.total, out.late
     row_of: dict[int, int] = {}
-    late: list[tuple[int, int]] = []
     by_cell, record_of, arrival_of = gate.queue.dicts()
     for j in range(k):
         r = int(records[j])
@@ -72,19 +76,7 @@ def run_reference(gate, records: np.ndarray) -> GateRun:
                 decision[j] = DENIED
         total[j] = gate.sums.N_all
     gate.next_request = first + k
-    late_arr = np.array(late, dtype=np.int64).reshape(-1, 2)
-    return GateRun(
-        request=np.arange(first, first + k, dtype=np.int64),
-        record=records.copy(),
-        decision=decision,
-        released_at=released_at,
-        statistic=statistic,
-        critical=critical,
-        released_total=total,
-        earlier_request=late_arr[:, 0].copy(),
-        earlier_released_at=late_arr[:, 1].copy(),
-        enqueued=enqueued,
-    )
+    return out.run(first, records)
 
 
 def _settle(
