@@ -214,8 +214,8 @@ def bench_replay(table: Path, log: Path) -> None:
         f"{committed_first[0]:.2f} s (ratio to the 1 s goal {committed_first[0]:.2f})"
     )
     print(
-        "  the command's first batch committed, from its start (interpreter, imports and "
-        f"numba's set-up included): {min(commands_first):.2f} s (runs "
+        "  the command's first batch committed, from its start (interpreter and imports "
+        f"included): {min(commands_first):.2f} s (runs "
         + ", ".join(f"{t:.2f}" for t in commands_first)
         + ")"
     )

@@ -215,7 +215,7 @@ def batch_ratio(table: Path, log: Path, keys: list[str]) -> Path:
 
     inputs = load_inputs(TableOptions(str(table), ("value",), ("target",), "id"), need_keys=True)
     settings = ReplaySettings(metrics=["kld"])
-    replay(inputs, str(log), settings)  # numba's code and the critical values loaded
+    replay(inputs, str(log), settings)  # the critical values made and the files cached
     start = time.perf_counter()
     replay(inputs, str(log), settings, state=str(fresh(OUT / "serve_replay.db")))
     replay_each = (time.perf_counter() - start) / len(keys)

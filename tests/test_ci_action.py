@@ -181,8 +181,8 @@ def test_the_action_fails_the_job_on_an_unsafe_release(workspace, tmp_path):
         "install",
         "--disable-pip-version-check",
         "--quiet",
-        str(REPO),
-    ]  # fmt: skip  (distgate from the action's own source)
+        f"{REPO}[plots]",
+    ]  # fmt: skip  (distgate from the action's own source, with the report's figures)
     assert (job.output("exit-code"), job.output("verdict")) == ("1", "unsafe")
     code, text = job.log("Fail the job on an unsafe release")
     assert code == 1
