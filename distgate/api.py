@@ -403,12 +403,12 @@ def open_gate(
             gate.summary()               # per target, as replay's report
 
     The table and gate keywords are :func:`assess`'s and :func:`replay`'s; ``columns``
-    names table columns shown with a released record (:meth:`GateSession.record`),
+    names table columns shown with a released record (:meth:`DurableSession.record`),
     ``durable`` flushes every commit to the disk before decisions are returned, and
     ``wait`` waits for a replay or another session that holds the state. The state is
-    locked while the :class:`~distgate.gate.session.GateSession` is open: close it (or use
-    ``with``)."""
-    from distgate.gate.session import GateSession
+    locked while the :class:`~distgate.gate.durable_session.DurableSession` is open: close
+    it (or use ``with``)."""
+    from distgate.gate.durable_session import DurableSession
 
     settings = _settings(config)
     gate_settings = _gate_settings(
@@ -425,7 +425,7 @@ def open_gate(
         share=share,
     )
     inputs = _read(table, settings, locals(), need_keys=True, counts_only=False)
-    return GateSession(
+    return DurableSession(
         inputs,
         gate_settings,
         os.fspath(state),

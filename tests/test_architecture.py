@@ -123,3 +123,35 @@ def test_every_module_fits_on_a_few_screens():
         if (n := len(path.read_text().splitlines())) > LARGEST_MODULE
     }
     assert long == {}
+
+
+def test_the_gate_is_driven_through_its_session_only():
+    """replay, simulate, serve, the state checks and the release models all decide through
+    distgate.gate.session.GateSession, so the compiled kernel has one caller: no other
+    module of the package builds a Gate (the package's own __init__ names it for users)."""
+    importers = {
+        name
+        for name, targets in package_graph().items()
+        if "distgate.gate.core" in targets or (name != "distgate.gate" and _names_gate(name))
+    }
+    assert importers == {"distgate.gate", "distgate.gate.session"}
+    kernel_users = {
+        name
+        for name, targets in package_graph().items()
+        if not name.startswith("distgate.gate.kernel")
+        and any(
+            t == "distgate.gate.kernel" or t.startswith("distgate.gate.kernel.") for t in targets
+        )
+    }
+    assert kernel_users == {"distgate.gate.compiled"}
+
+
+def _names_gate(module: str) -> bool:
+    """Whether a module imports ``Gate`` from the gate package itself."""
+    tree = ast.parse(modules()[module].read_text())
+    return any(
+        isinstance(node, ast.ImportFrom)
+        and node.module == "distgate.gate"
+        and any(alias.name == "Gate" for alias in node.names)
+        for node in ast.walk(tree)
+    )

@@ -150,13 +150,14 @@ SHIPPED_CHECK = """
 import os
 from distgate.data.config import load_config, table_options
 from distgate.data.inputs import load_inputs
-from distgate.gate.replay import ReplaySettings, make_gate
+from distgate.gate.session import GateSession
+from distgate.gate.settings import ReplaySettings
 
 inputs = load_inputs(table_options("soldiers.csv", load_config("distgate.toml")), need_keys=True)
 for mode in ("auto", "auto-paper"):
     for alpha in (0.2, 0.05):
         for metric in ("kld", "cst", "mis", "dqt"):
-            make_gate(inputs, ReplaySettings([metric], alpha, mode)).prepare()
+            GateSession.of_inputs(inputs, ReplaySettings([metric], alpha, mode)).prepare()
 folder = os.environ["DISTGATE_CACHE_DIR"]
 print(sorted(os.listdir(folder)) if os.path.isdir(folder) else [])
 """

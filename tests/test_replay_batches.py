@@ -41,14 +41,14 @@ def _stored(state: str, settings: dict, size: int, targets: int):
 
 @pytest.mark.parametrize("metrics", [["kld"], ["mis", "cst"]])
 def test_batches_of_1_7_and_20000_decide_alike(tmp_path, inputs, log, metrics):
-    from distgate.gate.replay import _settings_record
+    from distgate.gate.settings import settings_record
 
     settings = ReplaySettings(metrics=metrics, alpha=0.2)
     one_go = tmp_path / "one_go.csv"
     plain = replay(inputs, log, settings, decisions=str(one_go))
     released_from_queue = (plain.rows["decision"] == QUEUED) & (plain.rows["released_at"] >= 0)
     assert released_from_queue.sum() > 10  # the case the batches could get wrong
-    record = _settings_record(inputs, settings)
+    record = settings_record(inputs, settings)
     stored = []
     for batch in (1, 7, 20_000):
         state, out = tmp_path / f"s{batch}.db", tmp_path / f"d{batch}.csv"
@@ -71,7 +71,7 @@ def test_the_stored_gate_state_lists_the_released_records_in_record_order(tmp_pa
     """The state read back is the gate's own form (Gate.state): released records sorted,
     each with the request that released it, as the decisions of a run without state
     have them."""
-    from distgate.gate.replay import _settings_record
+    from distgate.gate.settings import settings_record
 
     settings = ReplaySettings(metrics=["kld"], alpha=0.2)
     rows = replay(inputs, log, settings).rows
@@ -81,7 +81,7 @@ def test_the_stored_gate_state_lists_the_released_records_in_record_order(tmp_pa
     released = (released_at >= 0) & (record >= 0)
     order = np.argsort(record[released])
     targets = len(inputs.table.target_labels)
-    stored_settings = _settings_record(inputs, settings)
+    stored_settings = settings_record(inputs, settings)
     _, gate = _stored(str(state), stored_settings, len(rows["request"]), targets)
     assert len(gate.released_records) > 100
     np.testing.assert_array_equal(gate.released_records, record[released][order])
@@ -147,12 +147,12 @@ def test_a_state_whose_batches_are_stored_uncompressed_reads_alike(tmp_path, inp
 
     import pyarrow as pa
 
-    from distgate.gate.replay import _settings_record
+    from distgate.gate.settings import settings_record
 
     settings = ReplaySettings(metrics=["kld"], alpha=0.2)
     state, first, again = tmp_path / "s.db", tmp_path / "first.csv", tmp_path / "again.csv"
     replay(inputs, log, settings, decisions=str(first), state=str(state), batch=500)
-    record, size = _settings_record(inputs, settings), 1200
+    record, size = settings_record(inputs, settings), 1200
     targets = len(inputs.table.target_labels)
     before = _stored(str(state), record, size, targets)
     with sqlite3.connect(state) as db:
@@ -200,7 +200,7 @@ def test_progress_reports_each_batch_once_it_is_committed(tmp_path, inputs, log)
 def test_a_failed_commit_stops_the_replay_and_the_rerun_completes_it(
     tmp_path, inputs, log, monkeypatch
 ):
-    from distgate.gate.replay import _settings_record
+    from distgate.gate.settings import settings_record
 
     settings = ReplaySettings(metrics=["mis", "cst"])
     whole, state, out = tmp_path / "whole.csv", tmp_path / "s.db", tmp_path / "out.csv"
@@ -218,7 +218,7 @@ def test_a_failed_commit_stops_the_replay_and_the_rerun_completes_it(
         replay(inputs, log, settings, decisions=str(out), state=str(state), batch=100)
     assert calls == [100, 200, 300] and not out.exists()
     monkeypatch.setattr(StateStore, "commit", commit)
-    with StateStore(str(state), _settings_record(inputs, settings)) as store:
+    with StateStore(str(state), settings_record(inputs, settings)) as store:
         assert store.rows(0, 1200)["request"].tolist() == list(range(200))
     replay(inputs, log, settings, decisions=str(out), state=str(state), batch=100)
     assert out.read_bytes() == whole.read_bytes()

@@ -10,8 +10,8 @@ import pytest
 
 from distgate.data.inputs import load_inputs
 from distgate.gate.decisions import DUPLICATE
+from distgate.gate.durable_session import DurableSession
 from distgate.gate.replay import ReplaySettings
-from distgate.gate.session import GateSession
 from distgate.serve.batcher import Batcher
 from distgate.serve.metrics import Metrics
 from distgate.serve.render import BatchRenderer, dumps, requester_view
@@ -23,7 +23,7 @@ from tests.serve_helpers import sample_keys
 def session(tmp_path_factory):
     inputs = load_inputs(SAMPLE_OPTIONS, need_keys=True)
     state = tmp_path_factory.mktemp("render") / "g.db"
-    with GateSession(inputs, ReplaySettings(metrics=["cst"]), str(state), durable=False) as s:
+    with DurableSession(inputs, ReplaySettings(metrics=["cst"]), str(state), durable=False) as s:
         yield s
 
 

@@ -9,10 +9,10 @@ import pytest
 
 from distgate.data.inputs import load_inputs
 from distgate.errors import InputError
-from distgate.gate import session as session_module
+from distgate.gate import durable_session as session_module
 from distgate.gate.archive import compact_tail, read_state
+from distgate.gate.durable_session import DurableSession, StateUnwritable, export_decisions
 from distgate.gate.replay import ReplaySettings, replay
-from distgate.gate.session import GateSession, StateUnwritable, export_decisions
 from distgate.serve.auth import OPERATOR, Client, is_loopback, load_tokens
 from tests.cli_helpers import assert_bad_input, run
 from tests.conftest import SAMPLE, SAMPLE_OPTIONS
@@ -59,7 +59,7 @@ def replayed(inputs, tmp_path, keys):
 def test_a_session_decides_as_replay_and_reopens_to_the_same_ledger(inputs, tmp_path):
     state = tmp_path / "gate.db"
     keys = [*KEYS[:1000], "no-such-key", *KEYS[1000:]]
-    with GateSession(inputs, SETTINGS, str(state), durable=False, columns=["name"]) as first:
+    with DurableSession(inputs, SETTINGS, str(state), durable=False, columns=["name"]) as first:
         decided = decide_in_groups(first, keys)
         statuses = [first.request(n) for n in range(len(keys))]
         feeds = {
@@ -78,7 +78,7 @@ def test_a_session_decides_as_replay_and_reopens_to_the_same_ledger(inputs, tmp_
     # the many small commits were merged into a few rows that read the same
     rows = sqlite3.connect(state).execute("SELECT count(*) FROM batches").fetchone()[0]
     assert rows <= 32 < len(keys) / 21
-    with GateSession(inputs, SETTINGS, str(state), durable=False, columns=["name"]) as again:
+    with DurableSession(inputs, SETTINGS, str(state), durable=False, columns=["name"]) as again:
         assert shown([again.request(n) for n in range(len(keys))]) == shown(statuses)
         for who, feed in feeds.items():
             now = again.releases(-1, who, everyone=who is None, limit=10**6)
@@ -95,7 +95,7 @@ def test_a_session_decides_as_replay_and_reopens_to_the_same_ledger(inputs, tmp_
 
 
 def test_a_page_of_releases_never_splits_one_request_index(inputs, tmp_path):
-    with GateSession(inputs, SETTINGS, str(tmp_path / "g.db"), durable=False) as session:
+    with DurableSession(inputs, SETTINGS, str(tmp_path / "g.db"), durable=False) as session:
         decide_in_groups(session, KEYS)
         whole = session.releases(-1, everyone=True, limit=10**6)
         paged, after = [], -1
@@ -112,7 +112,7 @@ def test_releases_with_repeats_list_each_duplicate_at_its_own_index(inputs, tmp_
     'duplicate', each at its own index, in order, paged without splitting an index and
     going on from the last index shown (the duplicate's own release time lies before the
     page: paging on from it would never end)."""
-    with GateSession(inputs, SETTINGS, str(tmp_path / "g.db"), durable=False) as session:
+    with DurableSession(inputs, SETTINGS, str(tmp_path / "g.db"), durable=False) as session:
         decide_in_groups(session, KEYS)
         whole = session.releases(-1, everyone=True, limit=10**6)
         listed = session.releases(-1, everyone=True, limit=10**6, repeats=True)
@@ -144,7 +144,7 @@ def test_a_failed_commit_decides_nothing_and_the_gate_goes_on_from_the_last_comm
 ):
     monkeypatch.setattr(session_module, "RETRY_AFTER", 0.0)
     state = tmp_path / "g.db"
-    with GateSession(inputs, SETTINGS, str(state), durable=False) as session:
+    with DurableSession(inputs, SETTINGS, str(state), durable=False) as session:
         decide_in_groups(session, KEYS[:800])
         real = session.store.commit
 
@@ -165,7 +165,7 @@ def test_a_failed_commit_decides_nothing_and_the_gate_goes_on_from_the_last_comm
 
 def test_compaction_merges_equal_tiers_only_and_reads_the_same(inputs, tmp_path):
     state = tmp_path / "g.db"
-    with GateSession(inputs, SETTINGS, str(state), durable=False) as session:
+    with DurableSession(inputs, SETTINGS, str(state), durable=False) as session:
         for key in KEYS[:100]:
             session.decide([key])
         db = session.store.db
@@ -273,10 +273,10 @@ def test_shards_by_target_decide_as_one_gate_over_the_whole_table(tmp_path, metr
         part.write_text("\n".join([lines[0], *mine]) + "\n")
         options = replace(SAMPLE_OPTIONS, source=str(part), baseline=str(baseline))
         shard = load_inputs(options, need_keys=True)
-        sessions.append(GateSession(shard, settings, str(tmp_path / f"s{s}.db"), durable=False))
+        sessions.append(DurableSession(shard, settings, str(tmp_path / f"s{s}.db"), durable=False))
     target_of = {line.split(",")[0]: line.rsplit(",", 1)[1] for line in lines[1:]}
     keys = sample_keys()[:3000]
-    with GateSession(whole, settings, str(tmp_path / "one.db"), durable=False) as one:
+    with DurableSession(whole, settings, str(tmp_path / "one.db"), durable=False) as one:
         decided = one.decide(keys)
         expected = [(d.decision, d.statistic, one.request(d.request).released) for d in decided]
     routed: list = [None] * len(keys)

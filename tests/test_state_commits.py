@@ -13,13 +13,13 @@ import pytest
 
 from distgate.data.inputs import load_inputs
 from distgate.gate import archive
-from distgate.gate import session as session_module
+from distgate.gate import durable_session as session_module
 from distgate.gate.archive import Tail, compact_tail, read_state
 from distgate.gate.blocks import from_ipc as _from_ipc
 from distgate.gate.blocks import one_stream
 from distgate.gate.blocks import to_ipc as _to_ipc
+from distgate.gate.durable_session import DurableSession, StateUnwritable, export_decisions
 from distgate.gate.replay import ReplaySettings
-from distgate.gate.session import GateSession, StateUnwritable, export_decisions
 from tests.conftest import SAMPLE_OPTIONS
 from tests.serve_helpers import sample_keys
 from tests.test_session import replayed
@@ -144,7 +144,7 @@ def test_a_merge_that_fails_leaves_the_batch_committed_alone(inputs, tmp_path, m
         failed.append(low)
         raise sqlite3.OperationalError("database or disk is full")
 
-    with GateSession(inputs, SETTINGS, str(state), durable=False) as session:
+    with DurableSession(inputs, SETTINGS, str(state), durable=False) as session:
         for key in KEYS[:31]:
             session.decide([key])
         monkeypatch.setattr(session_module, "merge_rows", full_disk)
@@ -165,7 +165,7 @@ def test_a_merge_that_fails_leaves_the_batch_committed_alone(inputs, tmp_path, m
 def test_the_release_times_of_a_run_before_it_is_added_are_those_after(inputs, tmp_path):
     """What a service's answers are made of while a large batch is flushed: the ledger's
     release times as they will be once the run is added."""
-    with GateSession(inputs, SETTINGS, str(tmp_path / "g.db"), durable=False) as session:
+    with DurableSession(inputs, SETTINGS, str(tmp_path / "g.db"), durable=False) as session:
         gate, ledger = session.gate, session.ledger
         keys = [*KEYS, *KEYS[:300], "no-such-key"]  # duplicates of released and queued
         seen = set()
@@ -184,8 +184,8 @@ def test_the_release_times_of_a_run_before_it_is_added_are_those_after(inputs, t
 
 def test_answers_prepared_while_a_batch_is_flushed_are_its_decisions(inputs, tmp_path):
     keys = [*KEYS, *KEYS[:500]]
-    plain = GateSession(inputs, SETTINGS, str(tmp_path / "a.db"), durable=False)
-    prepared = GateSession(inputs, SETTINGS, str(tmp_path / "b.db"), durable=False)
+    plain = DurableSession(inputs, SETTINGS, str(tmp_path / "a.db"), durable=False)
+    prepared = DurableSession(inputs, SETTINGS, str(tmp_path / "b.db"), durable=False)
     made = []
 
     def prepare(parts):  # what a service makes: here, the views
@@ -211,7 +211,7 @@ def test_a_failed_flush_discards_the_prepared_answers_and_decides_nothing(
 ):
     monkeypatch.setattr(session_module, "RETRY_AFTER", 0.0)
     state = tmp_path / "g.db"
-    with GateSession(inputs, SETTINGS, str(state), durable=False) as session:
+    with DurableSession(inputs, SETTINGS, str(state), durable=False) as session:
         session.decide(KEYS[:200])
         real = session.store.commit
 

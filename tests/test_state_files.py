@@ -311,13 +311,13 @@ def test_a_migration_that_fails_leaves_the_state_of_schema_2(built, state, monke
 
     monkeypatch.setattr(StateStore, "_identify_as_distgate", interrupted)
     inputs = built[2]
-    from distgate.gate.replay import _settings_record
+    from distgate.gate.settings import settings_record
 
     loaded = load_inputs(SAMPLE_OPTIONS, need_keys=True)
     with pytest.raises(KeyboardInterrupt):
         StateStore(
             str(state),
-            _settings_record(loaded, inputs.settings),
+            settings_record(loaded, inputs.settings),
             table=table_record(loaded.table),
         )
     assert dump(state) == before

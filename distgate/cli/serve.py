@@ -152,10 +152,10 @@ def serve_command(
     shown = split_names(columns)
 
     def load():
-        from distgate.gate.session import GateSession
+        from distgate.gate.durable_session import DurableSession
 
         inputs = table.read(settings, need_keys=True)
-        return GateSession(inputs, chosen, state, columns=shown)
+        return DurableSession(inputs, chosen, state, columns=shown)
 
     limits = Limits(
         max_batch=max_batch,

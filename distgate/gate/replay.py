@@ -26,46 +26,17 @@ from typing import TypeVar
 import numpy as np
 import pyarrow as pa
 
-from distgate.data.config import DEFAULT_ALPHA, DEFAULT_CRITICAL, DEFAULT_METRIC
 from distgate.data.inputs import Inputs
 from distgate.data.requests import KeyColumn, RequestKeys, read_requests
 from distgate.data.tables import display_name
-from distgate.gate.core import Gate
 from distgate.gate.decisions import DECISION_NAMES, QUEUED, RELEASED, UNKNOWN, GateRun, GateStatus
 from distgate.gate.decisions_file import write_decisions
-from distgate.gate.grace import parse_grace
-from distgate.stats.critical import DEFAULT_DRAWS, check_alpha, check_threshold
-from distgate.stats.metrics.registry import parse_metrics
+from distgate.gate.session import GateSession
+from distgate.gate.settings import ReplaySettings, settings_record
 
 T = TypeVar("T")
 
 BATCH = 20_000  # requests decided and committed to the state at a time
-
-
-@dataclass
-class ReplaySettings:
-    metrics: list[str] = field(default_factory=lambda: [DEFAULT_METRIC])
-    alpha: float = DEFAULT_ALPHA
-    critical: str = DEFAULT_CRITICAL
-    seed: int = 0
-    draws: int = DEFAULT_DRAWS
-    threshold: float | None = None
-    queue: bool = True
-    grace: str = "none"
-    key: str = "id"
-    skip_unknown: bool = False
-    # the rule that keeps the targets alike (distgate.gate.indistinguishable), and its
-    # common share if given rather than planned
-    indistinguishable: bool = False
-    share: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.share is not None:
-            self.indistinguishable = True  # a common share is the rule's
-        self.metrics = parse_metrics(self.metrics)
-        self.alpha = check_alpha(self.alpha)
-        self.threshold = check_threshold(self.threshold)
-        parse_grace(self.grace)
 
 
 @dataclass
@@ -140,53 +111,6 @@ class ReplayResult:
         }
 
 
-def _settings_record(inputs: Inputs, s: ReplaySettings) -> dict:
-    options = inputs.options
-    return {
-        "attributes": list(options.attributes),
-        "targets": list(options.targets),
-        "id": options.id_column,
-        "bins": {c: list(e) for c, e in options.bins},
-        "baseline": inputs.baseline.fingerprint(),
-        "records": int(inputs.table.size),
-        "metric": ",".join(s.metrics),
-        "alpha": s.alpha,
-        "critical": s.critical,
-        "seed": int(s.seed),
-        "draws": int(s.draws),
-        "threshold": s.threshold,
-        "queue": bool(s.queue),
-        "grace": s.grace,
-        # (only when chosen: a state made before the rule existed reads as without it)
-        **({"indistinguishable": {"share": s.share}} if s.indistinguishable else {}),
-    }
-
-
-def make_gate(inputs: Inputs, s: ReplaySettings) -> Gate:
-    table = inputs.table
-    rule = None
-    if s.indistinguishable:
-        from distgate.gate.indistinguishable import plan_common_release
-
-        rows, values = len(table.target_labels), len(table.value_labels)
-        cells = np.asarray(table.target_codes) * values + np.asarray(table.value_codes)
-        counts = np.bincount(cells, minlength=rows * values).reshape(rows, values)
-        rule = plan_common_release(counts, inputs.baseline.probabilities, s.alpha, s.share)
-    return Gate(
-        table.target_codes,
-        table.value_codes,
-        len(table.target_labels),
-        len(table.value_labels),
-        s.metrics,
-        s.alpha,
-        inputs.critical_values(s.critical, seed=s.seed, draws=s.draws),
-        queue=s.queue,
-        grace=s.grace,
-        threshold=s.threshold,
-        indistinguishable=rule,
-    )
-
-
 class Interrupted(Exception):
     """A replay stopped by SIGINT or SIGTERM at a batch boundary (``done`` requests of the
     log are committed to the state; ``signal`` the signal's number)."""
@@ -246,8 +170,8 @@ def replay(
     decisions file quotes text a spreadsheet would run as a formula
     (:mod:`distgate.data.csv_cells`).
     """
-    gate = make_gate(inputs, settings)
-    prepared = _in_background(gate.prepare)  # critical-value tables while the log is read
+    session = GateSession.of_inputs(inputs, settings)
+    prepared = _in_background(session.prepare)  # critical-value tables while the log is read
     # a state used before is checked, locked and its history read while the log is read
     # too (a new one is made only once the log is known to be good, and a wait for
     # another replay's lock stays in this thread, where a signal reaches it)
@@ -273,7 +197,7 @@ def replay(
         raise
     size = len(records)
     if state is None:
-        run = gate.run(records)
+        run = session.run(records)
         rows = _rows_of_run(run, log.keys)
         first, resumed = 0, 0
         if progress:
@@ -289,15 +213,17 @@ def replay(
             keep_encoding(store.db, encoding_of(inputs.table))  # for distgate state export
             saved = store.gate_state(len(inputs.table.target_labels))
             if saved is not None:
-                gate.restore(saved)
+                session.restore(saved)
             position = store.log_position(log.fingerprint, size)
             first, resumed = position.first, position.done
             done = position.done
             runs = []
             while done < size:
                 stop = min(done + max(1, batch), size)
-                run = gate.run(records[done:stop])
-                committer.commit(done, stop, run, gate.checked, gate.next_request, gate.counts)
+                run = session.run(records[done:stop])
+                committer.commit(
+                    done, stop, run, session.checked, session.next_request, session.counts
+                )
                 runs.append(run)
                 done = stop
                 if received and done < size:
@@ -307,7 +233,7 @@ def replay(
             # rows decided before this replay come from the state, this replay's from memory
             stored = store.rows(first, first + size, stored_end=first + resumed)
             rows = _joined_rows(stored, runs, log.keys, resumed, first + resumed)
-    summary = _summary(rows, first, inputs, gate)
+    summary = _summary(rows, first, inputs, session)
     result = ReplayResult(
         rows,
         inputs.table.target_labels,
@@ -318,7 +244,7 @@ def replay(
         first,
         settings,
         resumed,
-        gate.status(),
+        session.status(),
         notes=store.notes if state is not None else [],
     )
     if decisions:
@@ -420,7 +346,7 @@ def _read_log(inputs: Inputs, requests: str, settings: ReplaySettings):
 def _open_state(state: str, inputs: Inputs, settings: ReplaySettings, *, wait: bool):
     from distgate.gate.store import StateStore, table_record
 
-    record = _settings_record(inputs, settings)
+    record = settings_record(inputs, settings)
     return StateStore(state, record, wait=wait, table=table_record(inputs.table))
 
 
@@ -479,7 +405,7 @@ def _rows_of_run(run: GateRun, keys: RequestKeys | pa.Array) -> dict[str, np.nda
     }
 
 
-def _summary(rows: dict, first: int, inputs: Inputs, gate: Gate) -> list[TargetSummary]:
+def _summary(rows: dict, first: int, inputs: Inputs, session: GateSession) -> list[TargetSummary]:
     labels = inputs.table.target_labels
     known = rows["record"] >= 0
     target = inputs.table.target_codes[rows["record"][known]]
@@ -493,7 +419,7 @@ def _summary(rows: dict, first: int, inputs: Inputs, gate: Gate) -> list[TargetS
     requested = per_target(own & (decision != UNKNOWN))
     at_once = per_target(decision == RELEASED)
     later = per_target(from_queue)
-    still = np.bincount(inputs.table.target_codes[gate.queued_records()], minlength=len(labels))
+    still = np.bincount(inputs.table.target_codes[session.queued_records()], minlength=len(labels))
     return [
         TargetSummary(
             target=label,

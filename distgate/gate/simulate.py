@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from distgate.errors import InputError
-from distgate.gate.core import Gate
+from distgate.gate.session import GateSession
 from distgate.observer.view import ObserverView
 from distgate.stats.critical import CriticalValues, check_alpha
 from distgate.stats.metrics.registry import evaluate, parse_metrics
@@ -394,7 +394,7 @@ class _Job:
         counts = np.zeros((len(self.orders), self.n_targets, n_values), dtype=np.int64)
         evolution = None
         for s, order in enumerate(self.orders):
-            gate = Gate(
+            session = GateSession.of_codes(
                 self.target_codes,
                 self.value_codes,
                 self.n_targets,
@@ -404,10 +404,10 @@ class _Job:
                 self.critical,
                 queue=self.queue,
                 grace=self.grace,
-                indistinguishable=self.plans.get(alpha),
+                rule=self.plans.get(alpha),
             )
-            run = gate.run(order)
-            counts[s] = gate.counts
+            run = session.run(order)
+            counts[s] = session.counts
             if self.keep_evolution and s == 0:
                 evolution = Evolution(
                     metric,

@@ -23,7 +23,7 @@ class TableChecks:
         self.encoded = inputs.table
 
     def _gate_settings(self):
-        from distgate.gate.replay import ReplaySettings
+        from distgate.gate.settings import ReplaySettings
 
         s = self.parts.settings
         return ReplaySettings(
@@ -38,11 +38,11 @@ class TableChecks:
         )
 
     def table(self) -> str:
-        from distgate.gate.replay import _settings_record  # what replay records and checks
+        from distgate.gate.settings import settings_record  # what replay records and checks
         from distgate.gate.store import table_fingerprint
 
         stored = self.parts.settings
-        given = _settings_record(self.inputs, self._gate_settings())
+        given = settings_record(self.inputs, self._gate_settings())
         for name in sorted(set(stored) | set(given)):
             if stored.get(name) != given.get(name):
                 raise Disagreement(
@@ -119,7 +119,7 @@ class TableChecks:
         return "the stored counts are the released records' cells, cell by cell"
 
     def decisions(self) -> str:
-        from distgate.gate.replay import make_gate
+        from distgate.gate.session import GateSession
 
         parts = self.parts
         rules = parts.stored.meta.get("decision_rules", "1")
@@ -131,8 +131,8 @@ class TableChecks:
         rows = parts.rows
         if not rows:
             raise Skip("no request is stored")
-        gate = make_gate(self.inputs, self._gate_settings())
-        run = gate.run(rows["record"])
+        session = GateSession.of_inputs(self.inputs, self._gate_settings())
+        run = session.run(rows["record"])
         for name, made in (
             ("decision", run.decision),
             ("release time", run.released_at),
@@ -151,9 +151,9 @@ class TableChecks:
                     f"request {i}: the stored {name} is {_value(name, have[i])}, a new gate "
                     f"on this table makes {_value(name, made[i])}."
                 )
-        if parts.counts is not None and (gate.counts != parts.counts).any():
+        if parts.counts is not None and (session.counts != parts.counts).any():
             raise Disagreement("the new gate ends with other counts than the stored ones.")
-        if parts.checked is not None and gate.checked.tolist() != parts.checked:
+        if parts.checked is not None and session.checked.tolist() != parts.checked:
             raise Disagreement("the new gate ends with other grace flags than the stored ones.")
         return (
             f"a new gate deciding the {len(run):,} stored requests makes the same decisions, "

@@ -44,7 +44,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from distgate.gate.session import Decision, GateSession, StateUnwritable
+from distgate.gate.decided import Decision
+from distgate.gate.durable_session import DurableSession, StateUnwritable
 from distgate.serve.auth import Client, Tokens
 from distgate.serve.metrics import Metrics
 from distgate.serve.openapi import openapi
@@ -93,7 +94,7 @@ class Service:
 
     def __init__(self, tokens: Tokens, limits: Limits, metrics: Metrics) -> None:
         self.tokens, self.limits, self.metrics = tokens, limits, metrics
-        self.session: GateSession | None = None
+        self.session: DurableSession | None = None
         self.batcher = None
         self.renderer: BatchRenderer | None = None
 
@@ -115,7 +116,7 @@ class Service:
             raise Problem(403, "Only the operator may read this.")
         return client
 
-    def ready(self) -> GateSession:
+    def ready(self) -> DurableSession:
         if self.session is None or self.batcher is None:
             raise Problem(
                 503, "The service is loading the table and its state.", {"Retry-After": "1"}

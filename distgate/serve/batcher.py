@@ -5,7 +5,7 @@ Handlers hand their keys to :meth:`Batcher.decide` and wait; one task takes ever
 group (up to ``max_keys`` keys), has the session decide and commit them in a thread of
 its own (the compiled gate and SQLite's flush to the disk release the interpreter, so the
 event loop goes on reading requests), the answers' JSON made there too (for a large batch
-while its commit is flushed: :meth:`GateSession.decide_prepared`), and wakes each handler
+while its commit is flushed: :meth:`DurableSession.decide_prepared`), and wakes each handler
 with its decisions and answer. An answer therefore never leaves before its decision is
 durable, and a flush to the disk serves every request that arrived during the previous
 one.
@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
-from distgate.gate.session import Decided, GateSession, StateUnwritable
+from distgate.gate.decided import Decided
+from distgate.gate.durable_session import DurableSession, StateUnwritable
 from distgate.serve.metrics import Metrics
 from distgate.serve.render import BatchRenderer
 
@@ -28,7 +29,7 @@ MAX_KEYS = 20_000  # keys decided in one batch at most
 class Batcher:
     def __init__(
         self,
-        session: GateSession,
+        session: DurableSession,
         metrics: Metrics,
         renderer: BatchRenderer,
         max_keys: int = MAX_KEYS,

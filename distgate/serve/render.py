@@ -29,8 +29,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from distgate.gate.decided import Decided
 from distgate.gate.decisions import DECISION_NAMES, RELEASED
-from distgate.gate.session import Decided, GateSession
+from distgate.gate.durable_session import DurableSession
 
 _ESCAPE = np.zeros(256, bool)  # the bytes json.dumps writes escaped (ensure_ascii=False)
 _ESCAPE[[ord('"'), ord("\\"), *range(0x20)]] = True
@@ -42,7 +43,7 @@ def dumps(document) -> bytes:
     return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def requester_view(session: GateSession, decision) -> dict:
+def requester_view(session: DurableSession, decision) -> dict:
     """One decision as a requester sees it (see the module docstring)."""
     if not decision.released:
         return {"request": decision.request, "key": decision.key, "decision": decision.decision}
@@ -58,7 +59,7 @@ def requester_view(session: GateSession, decision) -> dict:
 class BatchRenderer:
     """Makes the ``{"decisions": [...]}`` text of a batch (see the module docstring)."""
 
-    def __init__(self, session: GateSession) -> None:
+    def __init__(self, session: DurableSession) -> None:
         self.session = session
         self.fragments: dict[int, str] = {}  # cell -> the JSON of its records' values
 

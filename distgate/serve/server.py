@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import uvicorn
 
 from distgate.errors import InputError
-from distgate.gate.session import GateSession
+from distgate.gate.durable_session import DurableSession
 from distgate.serve.app import Limits, Service, create_app
 from distgate.serve.auth import Tokens
 from distgate.serve.batcher import Batcher
@@ -62,7 +62,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def run(
-    load: Callable[[], GateSession],
+    load: Callable[[], DurableSession],
     tokens: Tokens,
     options: ServeOptions,
     say: Callable[[str], None] = _say,

@@ -1,0 +1,62 @@
+"""The gate's settings (metric, alpha, queue, grace, the rule) and what a state file
+records of them: shared by replay, serve and :func:`distgate.open_gate`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from distgate.data.config import DEFAULT_ALPHA, DEFAULT_CRITICAL, DEFAULT_METRIC
+from distgate.data.inputs import Inputs
+from distgate.gate.grace import parse_grace
+from distgate.stats.critical import DEFAULT_DRAWS, check_alpha, check_threshold
+from distgate.stats.metrics.registry import parse_metrics
+
+
+@dataclass
+class ReplaySettings:
+    metrics: list[str] = field(default_factory=lambda: [DEFAULT_METRIC])
+    alpha: float = DEFAULT_ALPHA
+    critical: str = DEFAULT_CRITICAL
+    seed: int = 0
+    draws: int = DEFAULT_DRAWS
+    threshold: float | None = None
+    queue: bool = True
+    grace: str = "none"
+    key: str = "id"
+    skip_unknown: bool = False
+    # the rule that keeps the targets alike (distgate.gate.indistinguishable), and its
+    # common share if given rather than planned
+    indistinguishable: bool = False
+    share: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.share is not None:
+            self.indistinguishable = True  # a common share is the rule's
+        self.metrics = parse_metrics(self.metrics)
+        self.alpha = check_alpha(self.alpha)
+        self.threshold = check_threshold(self.threshold)
+        parse_grace(self.grace)
+
+
+def settings_record(inputs: Inputs, s: ReplaySettings) -> dict:
+    """What a state file records of the table and the settings its decisions were made
+    under (a state is only continued under the same)."""
+    options = inputs.options
+    return {
+        "attributes": list(options.attributes),
+        "targets": list(options.targets),
+        "id": options.id_column,
+        "bins": {c: list(e) for c, e in options.bins},
+        "baseline": inputs.baseline.fingerprint(),
+        "records": int(inputs.table.size),
+        "metric": ",".join(s.metrics),
+        "alpha": s.alpha,
+        "critical": s.critical,
+        "seed": int(s.seed),
+        "draws": int(s.draws),
+        "threshold": s.threshold,
+        "queue": bool(s.queue),
+        "grace": s.grace,
+        # (only when chosen: a state made before the rule existed reads as without it)
+        **({"indistinguishable": {"share": s.share}} if s.indistinguishable else {}),
+    }
