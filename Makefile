@@ -9,9 +9,12 @@ COMPILED := setup.py $(wildcard distgate/*/*.pyx distgate/*/*/*.pyx distgate/*/*
 
 .PHONY: demo test bench lint docs cog clean
 
+# uv installs the hundred packages of the development set in parallel: about 30 s on a new
+# machine, where pip took 90 s. It is itself installed with the venv's pip.
 $(STAMP): pyproject.toml $(COMPILED)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[all,dev,docs]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'uv>=0.5'
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[all,dev,docs]'
 	touch $(STAMP)
 
 # The main job on the sample data: the baseline, an assessment of releasing the whole
