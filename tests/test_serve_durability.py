@@ -11,6 +11,7 @@ import os
 import resource
 import signal
 import time
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -212,11 +213,16 @@ def test_replay_and_serve_continue_each_others_state(tmp_path):
     result = run("replay", TABLE, str(tmp_path / "first.csv"), *SAMPLE_FLAGS, *GATE,
                  "--state", str(state), "-q")  # fmt: skip
     assert result.exit_code == 0, result.output
-    with LiveServer(TABLE, str(state), *SAMPLE_FLAGS, *GATE) as live:
+    # the table comes through a named pipe, so the server is loading until the test writes
+    # it (read from the file, the load could end before the first health check)
+    pipe = tmp_path / "soldiers.csv"
+    os.mkfifo(pipe)
+    with LiveServer(str(pipe), str(state), *SAMPLE_FLAGS, *GATE) as live:
         # the port is bound before the table and the state are read: 503 while loading
         port = _bound_port(live.process.pid)
         loading = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=60)
         assert loading.status_code == 503 and loading.json() == {"status": "loading"}
+        pipe.write_bytes(Path(TABLE).read_bytes())  # (waits until the server opens it)
         url = live.wait_ready()
         assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
         answer = httpx.post(
