@@ -102,6 +102,12 @@ class Gate:
         self.kernel_runs = 0  # after the first, the kernel's queue layout gets free room
         self._reset()
 
+    def start_over(self) -> None:
+        """Back to the empty release, no request decided, keeping what the gate has looked
+        up (the compiled kernel's tables): a simulation runs one gate over all its orders."""
+        self._reset()
+        self.kernel_runs = 0
+
     def _reset(self) -> None:
         self.sums = RunningSums(self.n_targets, self.n_values, self.logp, self._xlogx)
         self.sums.checked[:] = self.grace.initially_checked(self.n_targets)

@@ -106,6 +106,11 @@ class GateSession:
         order, after every request decided before."""
         return self.gate.run(records)
 
+    def start_over(self) -> None:
+        """Back to the empty release, keeping the critical-value tables the gate looked up
+        (simulate decides each of its random orders so)."""
+        self.gate.start_over()
+
     def restore(self, state: GateState) -> None:
         """Put the gate where a state file left it."""
         self.gate.restore(state)

@@ -393,19 +393,22 @@ class _Job:
         n_values = len(self.critical.p)
         counts = np.zeros((len(self.orders), self.n_targets, n_values), dtype=np.int64)
         evolution = None
+        # one session over every order: the compiled gate's tables are built once
+        session = GateSession.of_codes(
+            self.target_codes,
+            self.value_codes,
+            self.n_targets,
+            n_values,
+            [metric],
+            alpha,
+            self.critical,
+            queue=self.queue,
+            grace=self.grace,
+            rule=self.plans.get(alpha),
+        )
         for s, order in enumerate(self.orders):
-            session = GateSession.of_codes(
-                self.target_codes,
-                self.value_codes,
-                self.n_targets,
-                n_values,
-                [metric],
-                alpha,
-                self.critical,
-                queue=self.queue,
-                grace=self.grace,
-                rule=self.plans.get(alpha),
-            )
+            if s:
+                session.start_over()
             run = session.run(order)
             counts[s] = session.counts
             if self.keep_evolution and s == 0:
