@@ -1,6 +1,7 @@
 """The shape of the package: no import circles, small modules, data flowing one way."""
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "distgate"
 LARGEST_MODULE = 600  # lines
 
 
+@functools.cache
 def modules() -> dict[str, Path]:
     """Every module of the package by dotted name (a package by its name)."""
     found = {}
@@ -25,7 +27,7 @@ def imports(path: Path, known: dict[str, Path]) -> set[str]:
     under ``if TYPE_CHECKING`` alike (a circle through any of them is a circle).
     ``from a.b import c`` names module a.b.c when it is one, else a.b."""
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(_parsed(path)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -33,6 +35,11 @@ def imports(path: Path, known: dict[str, Path]) -> set[str]:
                 full = f"{node.module}.{alias.name}"
                 names.add(full if full in known else node.module)
     return {name for name in names if name in known}
+
+
+@functools.cache
+def _parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text())
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -71,6 +78,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+@functools.cache  # (parsed once: each test of this module reads the same files)
 def package_graph() -> dict[str, set[str]]:
     known = modules()
     return {name: imports(path, known) for name, path in known.items()}
@@ -148,10 +156,9 @@ def test_the_gate_is_driven_through_its_session_only():
 
 def _names_gate(module: str) -> bool:
     """Whether a module imports ``Gate`` from the gate package itself."""
-    tree = ast.parse(modules()[module].read_text())
     return any(
         isinstance(node, ast.ImportFrom)
         and node.module == "distgate.gate"
         and any(alias.name == "Gate" for alias in node.names)
-        for node in ast.walk(tree)
+        for node in ast.walk(_parsed(modules()[module]))
     )

@@ -2,6 +2,8 @@
 orders of the sample data no order releases less than half of what the median order does,
 and the orders that froze under the old degrees-of-freedom count now flow."""
 
+import functools
+
 import numpy as np
 import pytest
 from scipy.stats import chi2
@@ -16,10 +18,18 @@ from tests.streams import MIS
 TARGETS = np.repeat(np.arange(5), COUNTS.sum(axis=1))
 VALUES = np.concatenate([np.repeat(np.arange(10), row) for row in COUNTS])
 LABELS = ["L1", "L2", "L3", "L4", "L5"]
+# the simulations share their critical values (Monte Carlo tables and measured hand-overs
+# are built once per worker: they are the same for every test of this module)
+pytestmark = pytest.mark.xdist_group("published_table")
+
+
+@functools.cache
+def critical_values(mode: str, draws: int) -> CriticalValues:
+    return CriticalValues(BASELINE, COUNTS.sum(axis=1), mode=mode, draws=draws)
 
 
 def run(metrics, alphas, mode="auto", sequences=20, requests=10_000, draws=10_000):
-    values = CriticalValues(BASELINE, COUNTS.sum(axis=1), mode=mode, draws=draws)
+    values = critical_values(mode, draws)
     return simulate(
         TARGETS,
         VALUES,
@@ -29,6 +39,7 @@ def run(metrics, alphas, mode="auto", sequences=20, requests=10_000, draws=10_00
         alphas=alphas,
         sequences=sequences,
         requests=requests,
+        workers=1,  # in this process, where the critical values keep their tables
     )
 
 
