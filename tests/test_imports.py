@@ -42,6 +42,7 @@ HEAVY = (
     "pyarrow.dataset",
     "pyarrow._acero",
     "pyarrow.parquet",
+    "numpy.ma",  # (pa.array asks numpy arrays whether they are masked: arrow_array does not)
 )
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from distgate.data.arrow_arrays import arrow_array
 from distgate.data.records import (
     check_roles,
     handle_missing,
@@ -366,7 +367,7 @@ def _distinct_records(
         grouped = table.group_by(columns, use_threads=True).aggregate([([], "count_all")])
         counts, count_name = grouped.column("count_all"), _GROUP_COUNT
     else:
-        weights = pa.array(record_weights(table, weight, name))
+        weights = arrow_array(record_weights(table, weight, name))
         table = table.set_column(table.schema.get_field_index(weight), weight, weights)
         grouped = table.group_by(columns, use_threads=True).aggregate([(weight, "sum")])
         counts, count_name = grouped.column(f"{weight}_sum"), weight
@@ -401,7 +402,7 @@ def _encode_read_table(
     weights = None
     if weight is not None:
         weights = record_weights(table, weight, name)
-        table = table.set_column(table.schema.get_field_index(weight), weight, pa.array(weights))
+        table = table.set_column(table.schema.get_field_index(weight), weight, arrow_array(weights))
     table, dropped = handle_missing(table, encoded_columns, name, missing)
     if weights is not None:
         records = int(weights.sum())

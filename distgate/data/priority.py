@@ -6,8 +6,8 @@ repeated by its weight)."""
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 
+from distgate.data.arrow_arrays import arrow_array
 from distgate.data.config import TableOptions
 from distgate.data.records import handle_missing, record_weights
 from distgate.data.tables import display_name, numeric_column, read_columns
@@ -40,7 +40,7 @@ def read_priority(options: TableOptions, column: str) -> np.ndarray:
         raise InputError(
             f"The {name}, line {line + 2}: the priority column '{column}' must be a finite number."
         )
-    table = table.append_column(_ROW, pa.array(np.arange(table.num_rows)))
+    table = table.append_column(_ROW, arrow_array(np.arange(table.num_rows)))
     table, _ = handle_missing(table, encoded, name, options.missing)
     lines = table.column(_ROW).to_numpy()
     kept = values[lines]

@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from distgate.data.arrow_arrays import arrow_array
 from distgate.data.tables import numeric_column
 from distgate.data.values import MISSING_LABEL, MISSING_MODES, nothing_left
 from distgate.errors import InputError
@@ -127,7 +128,7 @@ def handle_missing(
         return keep_records(table, ~anywhere, columns), int(anywhere.sum())
     for column, mask in masks.items():
         text = pc.cast(table.column(column), pa.string())
-        filled = pc.if_else(pa.array(mask), MISSING_LABEL, text.combine_chunks())
+        filled = pc.if_else(arrow_array(mask), MISSING_LABEL, text.combine_chunks())
         index = table.schema.get_field_index(column)
         table = table.set_column(index, column, pc.dictionary_encode(filled))
     return table, 0
@@ -136,7 +137,7 @@ def handle_missing(
 def keep_records(table: pa.Table, keep: np.ndarray, columns: Sequence[str]) -> pa.Table:
     """The records where ``keep`` holds, with the dictionaries of ``columns`` rebuilt
     without the values that were left out (every entry must occur in the data)."""
-    table = table.filter(pa.array(keep))
+    table = table.filter(arrow_array(keep))
     for column in columns:
         if pa.types.is_dictionary(table.schema.field(column).type):
             text = pc.cast(table.column(column), pa.string()).combine_chunks()

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from distgate.data.arrow_arrays import arrow_array
 from distgate.data.frames import FrameSource
 from distgate.data.streaming import column_batches, stream_digest
 from distgate.data.tables import (
@@ -60,15 +61,15 @@ class RequestKeys:
         stop = len(self) if length is None else min(len(self), start + max(0, length))
         records = self.records[start:stop]
         if self.table_keys is None:
-            text = pc.cast(pa.array(records, type=pa.int64()), pa.string())
+            text = pc.cast(arrow_array(records, pa.int64()), pa.string())
         elif len(self.table_keys):
-            text = self.table_keys.take(pa.array(np.maximum(records, 0)))
+            text = self.table_keys.take(arrow_array(np.maximum(records, 0)))
         else:  # every request is unknown
             text = pa.nulls(len(records), pa.string())
         first, last = np.searchsorted(self.unknown_rows, [start, stop])
         if last > first:
             text = pc.replace_with_mask(
-                text, pa.array(records < 0), self.unknown_text.slice(first, last - first)
+                text, arrow_array(records < 0), self.unknown_text.slice(first, last - first)
             )
         return text.cast(pa.string())
 
@@ -286,7 +287,7 @@ class _Scan:
             for r in rows[: max(0, SHOWN_UNKNOWN - len(self.shown))]:
                 self.shown.append((row + int(r), batch[int(r)].as_py()))
             if self.keep_unknown:
-                self.unknown_text.append(batch.take(pa.array(rows)))
+                self.unknown_text.append(batch.take(arrow_array(rows)))
 
     def records(self) -> np.ndarray:
         if not self.parts:

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from distgate.data.arrow_arrays import arrow_array
 from distgate.data.atomic import atomic_path
 from distgate.data.csv_cells import spreadsheet_array, spreadsheet_cell, write_rows
 from distgate.gate.decisions import DECISION_NAMES
@@ -31,7 +32,7 @@ def _text_numbers(values: np.ndarray) -> pa.Array:
             pc.is_nan(numbers), pa.scalar(None, pa.string()), pc.cast(numbers, pa.string())
         )
 
-    array = pa.array(values, type=pa.float64())
+    array = arrow_array(values, pa.float64())
     sample = array.slice(0, TEXT_SAMPLE)
     if len(pc.unique(sample)) > len(sample) // 2:
         return text(array)
@@ -137,15 +138,15 @@ def _decision_table(
     target = np.where(known, result.target_codes[safe_record], len(result.target_labels))
     value = np.where(known, result.value_codes[safe_record], len(result.value_labels))
     times = rows["released_at"][start:stop]
-    released_at = pa.array(times, type=pa.int64(), mask=times < 0)  # -1: never released
+    released_at = arrow_array(times, pa.int64(), mask=times < 0)  # -1: never released
     table = pa.table(
         {
-            "request": pa.array(rows["request"][start:stop], type=pa.int64()),
+            "request": arrow_array(rows["request"][start:stop], pa.int64()),
             "key": key,
-            "target": target_labels.take(pa.array(target)),
-            "value": value_labels.take(pa.array(value)),
+            "target": target_labels.take(arrow_array(target)),
+            "value": value_labels.take(arrow_array(value)),
             "decision": pa.array(DECISION_NAMES, type=pa.string()).take(
-                pa.array(rows["decision"][start:stop].astype(np.int64))
+                arrow_array(rows["decision"][start:stop].astype(np.int64))
             ),
             "released_at": released_at,
             "statistic": _text_numbers(rows["statistic"][start:stop]),
