@@ -98,6 +98,15 @@ def show(
         emit_json(document() if document is not None else {})
         return
     if format == Format.table:
+        from distgate.report.plain import console_width, plain_report, writes_plain
+
+        stream = sys.stderr if stderr else sys.stdout
+        # not a terminal: the same text, drawn without rich where the layout is simple
+        text = plain_report(report, console_width()) if writes_plain(stream) else None
+        if text is not None:
+            stream.write(text)
+            stream.flush()
+            return
         from distgate.report.common import console
         from distgate.report.render import to_console
 

@@ -3,20 +3,33 @@ colour alone."""
 
 from __future__ import annotations
 
-from rich.console import Console
+import functools
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
-class _Console(Console):
-    def on_broken_pipe(self) -> None:
-        # rich exits with 1 here, which distgate reserves for "unsafe": hand the broken
-        # pipe to the CLI, which stops quietly with 0
-        self.quiet = True
-        raise BrokenPipeError
+@functools.cache
+def _console_class() -> type[Console]:
+    """rich's Console, imported when a command draws with it (output that is not a
+    terminal is mostly drawn without: :mod:`distgate.report.plain`)."""
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich exits with 1 here, which distgate reserves for "unsafe": hand the
+            # broken pipe to the CLI, which stops quietly with 0
+            self.quiet = True
+            raise BrokenPipeError
+
+    return _Console
 
 
 def console(stderr: bool = False) -> Console:
     """A rich console; plain text when not writing to a terminal."""
-    return _Console(stderr=stderr, highlight=False, soft_wrap=False)
+    return _console_class()(stderr=stderr, highlight=False, soft_wrap=False)
 
 
 def verdict(safe: bool) -> str:
@@ -60,8 +73,12 @@ def progress(quiet: bool = False):
 
     Use as ``with progress(quiet) as bar: task = bar.add_task("replay", total=n)``.
     """
+    from distgate.report.plain import writes_plain
+
+    if quiet or writes_plain(sys.stderr):  # (rich's own test of a terminal)
+        return _NoProgress()
     err = console(stderr=True)
-    if quiet or not err.is_terminal:
+    if not err.is_terminal:
         return _NoProgress()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
