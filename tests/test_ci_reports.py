@@ -146,6 +146,7 @@ def test_format_junit_keeps_the_exit_codes():
     assert 'failures="1"' in unsafe.stdout.splitlines()[1]
 
 
+@pytest.mark.slow
 def test_fix_reports_the_repaired_release_so_that_it_agrees_with_the_exit_code(tmp_path):
     xml = tmp_path / "fix.xml"
     result = run("assess", UNSAFE_RELEASE, *CONFIG, *BASELINE, "--fix", "--junit", str(xml))

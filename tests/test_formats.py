@@ -252,6 +252,7 @@ def tables(draw):
 @settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
+@pytest.mark.slow
 @given(tables())
 def test_any_small_table_is_assessed_alike_in_every_format(tmp_path_factory, data):
     ages, places = data

@@ -107,6 +107,7 @@ def test_the_search_finds_the_first_live_entry_of_a_safe_cell_after_a_position(
     st.floats(0.001, 1.0),  # share of live slots
     st.integers(0, 2**32 - 1),
 )
+@pytest.mark.slow
 def test_the_search_by_bounds_judges_each_slot_by_its_targets_edges(
     n_cells, slots, live_share, seed
 ):

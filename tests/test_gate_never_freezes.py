@@ -86,6 +86,7 @@ def test_the_published_rule_reproduces_the_published_experiment(alpha):
     assert_fig16_totals(sim, alpha)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alpha", [0.2, 0.05])
 def test_no_random_order_stalls_in_the_default_mode(alpha):
     sim = run(["kld", "mis", "cst", "dqt"], [alpha])
@@ -105,6 +106,7 @@ def test_no_random_order_stalls_with_monte_carlo_critical_values(alpha):
     assert sim.totals().min() > 300
 
 
+@pytest.mark.slow
 def test_the_orders_that_froze_under_the_seen_values_count_now_flow():
     # seed 0, 20 orders: with N_X counted over the values seen, mis stopped at 99 released
     # records on sequences 3, 4, 8 and 14 and kld at 649 on sequences 8 and 15
@@ -155,6 +157,7 @@ def sparse_table(records=5_000, targets=20, values=10, seed=0):
     return t, v, np.bincount(v, minlength=values) / records
 
 
+@pytest.mark.slow
 def test_mutual_information_does_not_freeze_at_the_hand_over_of_a_sparse_table():
     from distgate.gate import Gate
 

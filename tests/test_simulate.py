@@ -166,6 +166,7 @@ def test_bad_options_exit_2(args, words):
     assert_bad_input(result, *words)
 
 
+@pytest.mark.slow
 def test_results_do_not_depend_on_the_number_of_workers():
     from distgate.gate.simulate import simulate
     from distgate.stats.critical import CriticalValues
