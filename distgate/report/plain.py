@@ -41,7 +41,7 @@ def console_width(environ: Mapping[str, str] = os.environ) -> int:
     stream that is a terminal, else 80."""
     columns = environ.get("COLUMNS")
     if columns is not None and columns.isdigit():
-        return int(columns) or 80
+        return int(columns)  # (0 as well: rich then draws, at its own width)
     for descriptor in (0, 1, 2):
         try:
             return os.get_terminal_size(descriptor).columns or 80
