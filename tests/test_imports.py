@@ -70,6 +70,9 @@ def imported(modules: set[str], name: str) -> bool:
         (["assess", "soldiers.csv", "-m", "kld,cst,mis,dqt", "--json"], ("rich.table",)),
         (["replay", "soldiers.csv", "requests.csv", "-o", "-", "--quiet"], ("rich.progress",)),
         (["replay", "soldiers.csv", "requests.csv", "-m", "cst", "--json"], ("rich.progress",)),
+        # the report in a pipe: drawn as plain text, rich not imported at all
+        (["assess", "soldiers.csv", "-m", "kld,cst,mis,dqt"], ("rich",)),
+        (["replay", "soldiers.csv", "requests.csv"], ("rich",)),
     ],
 )
 def test_a_command_on_a_csv_imports_only_what_it_uses(args, also_not):
