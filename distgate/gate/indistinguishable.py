@@ -171,7 +171,7 @@ def run_indistinguishable(gate, records: np.ndarray):
     out = RunColumns(k)
     decision, released_at, enqueued = out.decision, out.released_at, out.enqueued
     statistic, critical, total, late = out.statistic, out.critical, out.total, out.late
-    by_cell, record_of, arrival_of = gate.queue.dicts()
+    by_cell, _, arrival_of = gate.queue.dicts()
     X = gate.n_values
     # records of each target asked for so far: released or waiting in the queue
     requested = gate.sums.n.astype(np.int64).tolist()
@@ -194,13 +194,7 @@ def run_indistinguishable(gate, records: np.ndarray):
             chosen = next((c for c in candidates if gate.exempt(y) or gate.check(y, c[2])[0]), None)
             if chosen is None:
                 return
-            _, arrival, x = chosen
-            arrivals = by_cell[y * X + x]
-            del arrivals[0]
-            if not arrivals:
-                del by_cell[y * X + x]
-            record = record_of.pop(arrival)
-            del arrival_of[record]
+            arrival, record = gate.queue.leave(y * X + chosen[2], 0)
             gate.release(record, at)
             if arrival >= first:
                 released_at[arrival - first] = at
@@ -220,9 +214,7 @@ def run_indistinguishable(gate, records: np.ndarray):
             y, x = gate.cell_of(r)
             if not gate.exempt(y):
                 _, statistic[j], critical[j] = gate.check(y, x)
-            by_cell.setdefault(y * X + x, []).append(at)
-            record_of[at] = r
-            arrival_of[r] = at
+            gate.queue.enter(y * X + x, at, r)
             requested[y] += 1
             settle(y, at)
             if released_at[j] == at:

@@ -99,3 +99,23 @@ class GateQueue:
             )
         self._arrays = None  # the caller may change the dicts
         return self._dicts
+
+    def enter(self, cell: int, arrival: int, record: int) -> None:
+        """The Python loop queues ``record`` at request ``arrival`` (in the dicts of
+        :meth:`dicts`, kept consistent here)."""
+        by_cell, record_of, arrival_of = self._dicts
+        by_cell.setdefault(cell, []).append(arrival)
+        record_of[arrival] = record
+        arrival_of[record] = arrival
+
+    def leave(self, cell: int, index: int) -> tuple[int, int]:
+        """The Python loop takes the ``index``-th queued arrival of ``cell`` out of the
+        queue (to release it): its (arrival, record)."""
+        by_cell, record_of, arrival_of = self._dicts
+        arrivals = by_cell[cell]
+        arrival = arrivals.pop(index)
+        if not arrivals:
+            del by_cell[cell]
+        record = record_of.pop(arrival)
+        del arrival_of[record]
+        return arrival, record

@@ -44,7 +44,7 @@ def run_reference(gate, records: np.ndarray) -> GateRun:
     decision, released_at, enqueued = out.decision, out.released_at, out.enqueued
     statistic, critical, total, late = out.statistic, out.critical, out.total, out.late
     row_of: dict[int, int] = {}
-    by_cell, record_of, arrival_of = gate.queue.dicts()
+    arrival_of = gate.queue.dicts()[2]
     for j in range(k):
         r = int(records[j])
         at = first + j
@@ -69,9 +69,7 @@ def run_reference(gate, records: np.ndarray) -> GateRun:
                 decision[j] = QUEUED
                 enqueued[j] = True
                 row_of[at] = j
-                by_cell.setdefault(y * gate.n_values + x, []).append(at)
-                record_of[at] = r
-                arrival_of[r] = at
+                gate.queue.enter(y * gate.n_values + x, at, r)
             else:
                 decision[j] = DENIED
         total[j] = gate.sums.N_all
@@ -83,7 +81,7 @@ def _settle(
     gate, at: int, late: list[tuple[int, int]], row_of: dict[int, int], released_at
 ) -> None:
     """Queue passes after a release at request ``at`` (SPEC 4, step 4)."""
-    by_cell, record_of, arrival_of = gate.queue.dicts()
+    by_cell = gate.queue.dicts()[0]
     pos = -1
     while by_cell:
         heads = []
@@ -103,13 +101,8 @@ def _settle(
                 return
             pos = -1
             continue
-        arrival, cell, i = chosen
-        arrivals = by_cell[cell]
-        del arrivals[i]
-        if not arrivals:
-            del by_cell[cell]
-        record = record_of.pop(arrival)
-        del arrival_of[record]
+        _, cell, i = chosen
+        arrival, record = gate.queue.leave(cell, i)
         gate.release(record, at)
         if arrival in row_of:
             released_at[row_of[arrival]] = at
