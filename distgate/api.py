@@ -37,7 +37,6 @@ from distgate.data.baseline import Baseline
 from distgate.data.config import (
     DEFAULT_ALPHA,
     DEFAULT_CRITICAL,
-    gate_choices,
     load_config,
     metric_setting,
     setting,
@@ -196,15 +195,6 @@ def _thresholds(value: Any, metrics: Sequence[str]) -> dict[str, float]:
     return parse_thresholds(items, metrics)
 
 
-def _no_weight_in_replay(weight: str | None) -> None:
-    if weight:
-        raise InputError(
-            "replay cannot take a weight column: it decides on one record per request, and "
-            "a weighted line stands for several records that a request log cannot name one "
-            "by one (give replay a table with one line per record)."
-        )
-
-
 def assess(
     table: Table,
     *,
@@ -345,17 +335,12 @@ def _paths(*sources: Any) -> list[str]:
     return [os.fspath(s) for s in sources if s is not None and not is_in_memory(s)]
 
 
-def _gate_settings(
-    settings: dict, metric, alpha, critical, seed, draws, threshold, no_queue, grace, **more
-):
+def _gate_settings(settings: dict, **options: Any):
     """The gate's options from the keywords (and the settings file), as replay's flags."""
-    from distgate.gate.replay import ReplaySettings
+    from distgate.gate.settings import gate_settings, refuse_weight
 
-    _no_weight_in_replay(settings.get("weight"))
-    chosen = gate_choices(settings, metric=metric, alpha=alpha, critical=critical, seed=seed)
-    return ReplaySettings(
-        **chosen, draws=draws, threshold=threshold, queue=not no_queue, grace=grace, **more
-    )
+    refuse_weight(settings.get("weight"))
+    return gate_settings(settings, **options)
 
 
 def open_gate(
@@ -413,14 +398,14 @@ def open_gate(
     settings = _settings(config)
     gate_settings = _gate_settings(
         settings,
-        metric,
-        alpha,
-        critical,
-        seed,
-        draws,
-        threshold,
-        no_queue,
-        grace,
+        metric=metric,
+        alpha=alpha,
+        critical=critical,
+        seed=seed,
+        draws=draws,
+        threshold=threshold,
+        no_queue=no_queue,
+        grace=grace,
         indistinguishable=indistinguishable,
         share=share,
     )
@@ -489,14 +474,14 @@ def replay(
     settings = _settings(config)
     replay_settings = _gate_settings(
         settings,
-        metric,
-        alpha,
-        critical,
-        seed,
-        draws,
-        threshold,
-        no_queue,
-        grace,
+        metric=metric,
+        alpha=alpha,
+        critical=critical,
+        seed=seed,
+        draws=draws,
+        threshold=threshold,
+        no_queue=no_queue,
+        grace=grace,
         key=key,
         skip_unknown=skip_unknown,
         indistinguishable=indistinguishable,

@@ -203,32 +203,3 @@ ShareOption = Annotated[
         "planned from the table and alpha].",
     ),
 ]
-
-
-def gate_settings(
-    config: dict,
-    *,
-    metric: list[str] | None,
-    alpha: float | None,
-    critical: str | None,
-    seed: int | None,
-    draws: int,
-    threshold: float | None,
-    no_queue: bool,
-    grace: str,
-    **more: Any,
-):
-    """The gate's settings (:class:`~distgate.gate.replay.ReplaySettings`) from the gate
-    options of replay and serve, each flag over the settings file over the default."""
-    from distgate.data.config import gate_choices
-    from distgate.gate.replay import ReplaySettings
-
-    chosen = gate_choices(config, metric=metric, alpha=alpha, critical=critical, seed=seed)
-    return ReplaySettings(
-        **chosen,
-        draws=draws,
-        threshold=threshold,
-        queue=not no_queue,
-        grace=grace,
-        **more,
-    )

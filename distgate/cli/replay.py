@@ -17,7 +17,6 @@ from distgate.cli.common import (
     SeedOption,
     ShareOption,
     ThresholdOption,
-    gate_settings,
     handles_bad_input,
 )
 from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
@@ -99,13 +98,10 @@ def replay_command(
     if plot:
         require_plots("replay --plot")
     check_outputs([table.table, requests], [state])
+    from distgate.gate.settings import gate_settings, refuse_weight
+
     settings = table.settings()
-    if table.weight or settings.get("weight"):
-        raise InputError(
-            "replay cannot take a weight column: it decides on one record per request, and "
-            "a weighted line stands for several records that a request log cannot name one "
-            "by one (give replay a table with one line per record)."
-        )
+    refuse_weight(table.weight or settings.get("weight"))
     replay_settings = gate_settings(
         settings,
         metric=metric,

@@ -17,7 +17,6 @@ from distgate.cli.common import (
     SeedOption,
     ShareOption,
     ThresholdOption,
-    gate_settings,
     handles_bad_input,
 )
 from distgate.cli.options import TableFlags, bundled
@@ -128,6 +127,8 @@ def serve_command(
         raise InputError("--body-timeout must be between 0 and 3600 seconds.")
     if not 0 <= port <= 65535:
         raise InputError(f"--port {port} is not a port (0 to 65535).")
+    from distgate.gate.settings import gate_settings
+
     chosen = gate_settings(
         settings,
         metric=metric,

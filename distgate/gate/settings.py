@@ -4,9 +4,11 @@ records of them: shared by replay, serve and :func:`distgate.open_gate`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from distgate.data.config import DEFAULT_ALPHA, DEFAULT_CRITICAL, DEFAULT_METRIC
+from distgate.data.config import DEFAULT_ALPHA, DEFAULT_CRITICAL, DEFAULT_METRIC, gate_choices
 from distgate.data.inputs import Inputs
+from distgate.errors import InputError
 from distgate.gate.grace import parse_grace
 from distgate.stats.critical import DEFAULT_DRAWS, check_alpha, check_threshold
 from distgate.stats.metrics.registry import parse_metrics
@@ -60,3 +62,34 @@ def settings_record(inputs: Inputs, s: ReplaySettings) -> dict:
         # (only when chosen: a state made before the rule existed reads as without it)
         **({"indistinguishable": {"share": s.share}} if s.indistinguishable else {}),
     }
+
+
+def gate_settings(
+    config: dict,
+    *,
+    metric: Any,
+    alpha: float | None,
+    critical: str | None,
+    seed: int | None,
+    draws: int,
+    threshold: float | None,
+    no_queue: bool,
+    grace: str,
+    **more: Any,
+) -> ReplaySettings:
+    """The gate's settings from the options of replay, serve and :func:`distgate.open_gate`
+    (flags or keywords), each over the settings file ``config`` over the default."""
+    chosen = gate_choices(config, metric=metric, alpha=alpha, critical=critical, seed=seed)
+    return ReplaySettings(
+        **chosen, draws=draws, threshold=threshold, queue=not no_queue, grace=grace, **more
+    )
+
+
+def refuse_weight(weight: str | None) -> None:
+    """The gate decides on one record per request: a weight column is refused."""
+    if weight:
+        raise InputError(
+            "replay cannot take a weight column: it decides on one record per request, and "
+            "a weighted line stands for several records that a request log cannot name one "
+            "by one (give replay a table with one line per record)."
+        )
