@@ -11,7 +11,7 @@ takes request keys and commits every batch to a state file before answering is a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +19,6 @@ from distgate.data.inputs import Inputs
 from distgate.gate.core import Gate
 from distgate.gate.decisions import GateRun, GateState, GateStatus
 from distgate.gate.settings import ReplaySettings
-from distgate.stats.critical import CriticalValues
 
 
 class GateSession:
@@ -37,11 +36,8 @@ class GateSession:
         if settings.indistinguishable:
             from distgate.gate.indistinguishable import plan_common_release
 
-            rows, values = len(table.target_labels), len(table.value_labels)
-            cells = np.asarray(table.target_codes) * values + np.asarray(table.value_codes)
-            counts = np.bincount(cells, minlength=rows * values).reshape(rows, values)
             rule = plan_common_release(
-                counts, inputs.baseline.probabilities, settings.alpha, settings.share
+                inputs.counts, inputs.baseline.probabilities, settings.alpha, settings.share
             )
         critical = inputs.critical_values(
             settings.critical, seed=settings.seed, draws=settings.draws
@@ -61,39 +57,13 @@ class GateSession:
         )
 
     @classmethod
-    def of_codes(
-        cls,
-        target_codes: np.ndarray,
-        value_codes: np.ndarray,
-        n_targets: int,
-        n_values: int,
-        metrics: Sequence[str],
-        alpha: float,
-        critical: CriticalValues,
-        *,
-        queue: bool = True,
-        grace: str = "none",
-        threshold: float | None = None,
-        rule=None,
-    ) -> GateSession:
+    def of_codes(cls, *codes_and_tests: Any, rule=None, **options: Any) -> GateSession:
         """A session over records given as (target, value) codes, as simulate and the
-        release models make them (``rule``: a plan of
-        :func:`distgate.gate.indistinguishable.plan_common_release`)."""
-        return cls(
-            Gate(
-                target_codes,
-                value_codes,
-                n_targets,
-                n_values,
-                metrics,
-                alpha,
-                critical,
-                queue=queue,
-                grace=grace,
-                threshold=threshold,
-                indistinguishable=rule,
-            )
-        )
+        release models make them: :class:`~distgate.gate.core.Gate`'s arguments (target
+        and value codes, their counts, metrics, alpha, critical values; ``queue``,
+        ``grace``, ``threshold``), and ``rule`` a plan of
+        :func:`distgate.gate.indistinguishable.plan_common_release`."""
+        return cls(Gate(*codes_and_tests, indistinguishable=rule, **options))
 
     # ----------------------------------------------------------------- deciding
     def prepare(self) -> None:
