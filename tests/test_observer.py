@@ -24,6 +24,20 @@ from distgate.observer.view import deviating_targets, observe
 from distgate.stats.metrics.information import x_outliers
 from tests import reference as ref
 
+# the keys of one attack in simulate --attack --json (docs/observer.md)
+ATTACK_KEYS = {
+    "metric",
+    "alpha",
+    "rule",
+    "grace",
+    "attack",
+    "auc",
+    "auc_sd",
+    "top_k_recall",
+    "released_share",
+    "requested_share",
+}
+
 P = np.full(4, 0.25)
 
 
@@ -201,15 +215,4 @@ def test_observe_reports_each_configuration_and_its_frontier():
     frontier = view.frontier()
     assert [(f.alpha, f.attack, f.auc) for f in frontier][0] == (0.2, "release-share", 1.0)
     assert len(frontier) == 2
-    assert set(view.to_dict()["attacks"][0]) == {
-        "metric",
-        "alpha",
-        "rule",
-        "grace",
-        "attack",
-        "auc",
-        "auc_sd",
-        "top_k_recall",
-        "released_share",
-        "requested_share",
-    }
+    assert set(view.to_dict()["attacks"][0]) == ATTACK_KEYS

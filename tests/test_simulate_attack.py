@@ -6,22 +6,11 @@ import pytest
 
 from tests.cli_helpers import assert_bad_input, run
 from tests.conftest import SAMPLE
+from tests.test_observer import ATTACK_KEYS as KEYS
 from tests.test_observer import brute_force_auc
 
 SOLDIERS = str(SAMPLE / "soldiers.csv")
 TABLE = [SOLDIERS, "-x", "age", "-y", "location", "--bins", "age=18,20,25,30,35,40,45,50,55"]
-KEYS = {
-    "metric",
-    "alpha",
-    "rule",
-    "grace",
-    "attack",
-    "auc",
-    "auc_sd",
-    "top_k_recall",
-    "released_share",
-    "requested_share",
-}
 
 
 def attacks(*args: str) -> dict:
