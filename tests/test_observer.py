@@ -24,7 +24,7 @@ from distgate.observer.view import deviating_targets, observe
 from distgate.stats.metrics.information import x_outliers
 from tests import reference as ref
 
-# the keys of one attack in simulate --attack --json (docs/observer.md)
+# the keys of one attack in simulate --attack --json (docs/json.md)
 ATTACK_KEYS = {
     "metric",
     "alpha",
