@@ -1,6 +1,7 @@
 """The terminal report as plain text, for output that is not a terminal (a pipe, a file, a
 CI log): the characters rich draws there, made without rich. Drawing a report of six tables
-through rich took 45 ms of a 0.4 s command; the same text takes about one here.
+through rich took 45 ms of a 0.4 s command (importing rich, then 30 ms a drawing); the same
+text takes about 2 ms here.
 
 Text of one-cell characters is laid out here as rich lays it out: lines wrapped at spaces
 (a word longer than the line folded), a table's columns narrowed the way rich narrows them
