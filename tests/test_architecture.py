@@ -218,3 +218,36 @@ def test_metrics_are_told_apart_by_their_records_not_their_names():
         and metric_name_decisions(_parsed(path), set(METRICS))
     }
     assert deciding <= DECIDES_BY_NAME_STILL, sorted(deciding - DECIDES_BY_NAME_STILL)
+
+
+def calls(tree: ast.AST, function: str) -> list[ast.Call]:
+    """The calls of ``function`` (by its plain or dotted name) in ``tree``."""
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (
+            getattr(node.func, "id", None) == function
+            or getattr(node.func, "attr", None) == function
+        )
+    ]
+
+
+def test_the_default_critical_value_store_is_made_in_one_place():
+    """Every command takes its critical values from data.cache.cached_critical_values, the
+    one place that builds the default store (the cache folder in front of the shipped
+    tables): no other module calls default_store() or gives CriticalValues a store of its
+    own (stats.critical passes its own on to the values it derives)."""
+    made = {
+        name: len(calls(_parsed(path), "default_store"))
+        for name, path in modules().items()
+        if calls(_parsed(path), "default_store")
+    }
+    assert made == {"distgate.data.cache": 1}
+    stored = {
+        name
+        for name, path in modules().items()
+        for call in calls(_parsed(path), "CriticalValues")
+        if any(keyword.arg == "store" for keyword in call.keywords)
+    }
+    assert stored == {"distgate.data.cache", "distgate.stats.critical"}
