@@ -10,11 +10,15 @@ COMPILED := setup.py $(wildcard distgate/*/*.pyx distgate/*/*/*.pyx distgate/*/*
 .PHONY: demo test bench lint docs cog clean
 
 # uv installs the hundred packages of the development set in parallel: about 30 s on a new
-# machine, where pip took 90 s. It is itself installed with the venv's pip.
+# machine, where pip took 90 s. It is itself installed with the venv's pip. uv, unlike pip,
+# does not compile bytecode unless asked, and the editable package's own modules are not
+# among what it installs: both are compiled here, since under PYTHONDONTWRITEBYTECODE
+# (common in containers) every command would otherwise compile each module it imports.
 $(STAMP): pyproject.toml $(COMPILED)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'uv>=0.5'
-	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[all,dev,docs]'
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[all,dev,docs]'
+	$(BIN)/python -m compileall -q distgate
 	touch $(STAMP)
 
 # The main job on the sample data: the baseline, an assessment of releasing the whole

@@ -1,8 +1,10 @@
 """Make the critical-value tables distgate ships for its sample data
 (distgate/data/critical_tables/): the measured hand-overs and Monte Carlo tables of kld,
-cst, mis and dqt at alpha 0.2 and 0.05, in auto and auto-paper mode, with the default draws
-and seed, on soldiers.csv with the settings of distgate.toml, as replay, simulate and
-assess ask for them. A fresh install then runs the sample's commands without simulating.
+cst, mis and dqt at alpha 0.2 and 0.05, in auto and auto-paper mode (there also mis's
+correction and dqt's r10 critical values for the sample's numbers of targets), with the
+default draws and seed, on soldiers.csv with the settings of distgate.toml, as replay,
+simulate and assess ask for them. A fresh install then runs the sample's commands without
+simulating, under either rule.
 
 The tables are filed under digests of the statistics' code: after a change to
 distgate/stats, run this again (a test fails until then).

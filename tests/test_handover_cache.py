@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from distgate.data.cache import FolderStore, cache_folder
 from distgate.stats.critical import CriticalValues
@@ -146,6 +147,53 @@ def test_a_damaged_table_is_simulated_again(tmp_path):
     assert np.array_equal(again, expected) and path.read_bytes()[:2] == b"PK"
 
 
+def test_the_published_rules_correction_of_mis_is_stored_and_read_back_exactly(tmp_path):
+    """Under auto-paper mis's chi-square value carries a correction fitted by a simulation
+    at the switch size; it is kept like a table, keyed by the seed and the baseline."""
+    stream = LAWS["mis"].stream
+    p = np.random.default_rng(0).dirichlet(np.full(10, 5.0))  # sparse: 20 targets
+    weights = np.ones(20)
+    expected = CriticalValues(p, weights, mode="auto-paper", draws=2000).handover_correction(
+        0.2, stream=stream
+    )
+    assert 10 < expected < 100  # the chi-square value is the laxer at the switch
+    store = FolderStore(tmp_path)
+    stored = CriticalValues(p, weights, mode="auto-paper", draws=2000, store=store)
+    assert stored.handover_correction(0.2, stream=stream) == expected
+    assert len(list(tmp_path.glob("paper-mis-*.npz"))) == 1
+    again = CriticalValues(p, weights, mode="auto-paper", draws=2000, store=store)
+    again.mutual_information = _refuse
+    assert again.handover_correction(0.2, stream=stream) == expected
+    other = CriticalValues(p, weights, mode="auto-paper", draws=2000, seed=1, store=store)
+    assert other.handover_correction(0.2, stream=stream) != expected
+    assert len(list(tmp_path.glob("paper-mis-*.npz"))) == 2
+
+
+def test_dqts_r10_values_are_kept_in_the_shared_store(tmp_path, monkeypatch):
+    """dqt's r10 critical values depend on no baseline: they are kept, by number of
+    targets, in the store the cache shares, and read back exactly."""
+    from distgate.stats import cache_keys
+    from distgate.stats.metrics import dixon
+
+    expected = {n: dixon._solved(n, 0.2) for n in (4, 6)}
+    monkeypatch.setattr(cache_keys, "_shared_store", FolderStore(tmp_path))
+    dixon.dixon_critical.cache_clear()
+    try:
+        assert dixon.dixon_critical(4, 0.2) == expected[4]
+        (path,) = tmp_path.glob("table-r10-dqt-*.npz")
+        assert dixon.dixon_critical(6, 0.2) == expected[6]  # the same table, grown
+        with np.load(path) as arrays:
+            kept = arrays["table"]
+        assert kept.tolist()[4] == expected[4] and kept.tolist()[6] == expected[6]
+        assert np.isnan(kept[[0, 1, 2, 3, 5]]).all()
+        dixon.dixon_critical.cache_clear()
+        monkeypatch.setattr(dixon, "_solved", _refuse)
+        assert [dixon.dixon_critical(n, 0.2) for n in (4, 6)] == [expected[4], expected[6]]
+        assert np.isnan(dixon.dixon_critical(2, 0.2))  # fewer than three: not applicable
+    finally:
+        dixon.dixon_critical.cache_clear()
+
+
 SHIPPED_CHECK = """
 import os
 from distgate.data.config import load_config, table_options
@@ -171,10 +219,47 @@ def test_the_shipped_tables_serve_the_sample_data_without_simulating(tmp_path):
     distgate/stats, run sample_data/make_critical_tables.py."""
     from distgate.data.cache import SHIPPED
 
-    assert len(list(SHIPPED.glob("*.npz"))) == 20
+    assert len(list(SHIPPED.glob("*.npz"))) == 24
     cache = tmp_path / "empty-cache"
     done = subprocess.run(
         [sys.executable, "-c", SHIPPED_CHECK],
+        capture_output=True,
+        text=True,
+        cwd=REPO / "sample_data",
+        env={**os.environ, "DISTGATE_CACHE_DIR": str(cache)},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    made = done.stdout.strip()
+    assert made == "[]", f"stale shipped tables (run sample_data/make_critical_tables.py): {made}"
+
+
+PUBLISHED_CHECK = """
+import os, sys
+from distgate.data.config import load_config, table_options
+from distgate.data.inputs import load_inputs
+from distgate.gate.simulate import simulate
+
+inputs = load_inputs(table_options("soldiers.csv", load_config("distgate.toml")))
+table = inputs.table
+values = inputs.critical_values(sys.argv[1])
+simulate(table.target_codes, table.value_codes, table.target_labels, values, sequences=1, workers=1)
+folder = os.environ["DISTGATE_CACHE_DIR"]
+print(sorted(os.listdir(folder)) if os.path.isdir(folder) else [])
+"""
+
+
+@pytest.mark.parametrize("mode", ["auto", "auto-paper"])
+def test_the_published_experiment_takes_every_table_from_the_package(tmp_path, mode):
+    """simulate on the sample as published (mis, kld, cst and dqt at alpha 0.2 and 0.05)
+    reads every table it needs from the package under either automatic rule: the gates'
+    tables and what the cross-safety matrix judges with, under the published rule mis's
+    correction and dqt's r10 values too (computing them cost every process more than the
+    rest of the experiment). A missing or stale one is computed and written to the empty
+    cache folder."""
+    cache = tmp_path / "empty-cache"
+    done = subprocess.run(
+        [sys.executable, "-c", PUBLISHED_CHECK, mode],
         capture_output=True,
         text=True,
         cwd=REPO / "sample_data",

@@ -13,10 +13,17 @@ The folder is ``$DISTGATE_CACHE_DIR``, else ``$XDG_CACHE_HOME/distgate``, else
 command: a folder that cannot be written is skipped, a file that cannot be read is
 measured again (and rewritten).
 
+The published rule (``--critical auto-paper``) keeps its own results the same way: its
+Monte Carlo tables below the floor, the Bartlett-type correction of mis (a simulation at
+the switch size) and dqt's r10 critical values by number of targets (a quadrature each,
+after importing scipy; they depend on no baseline, see
+:func:`~distgate.stats.cache_keys.shared_store`).
+
 The package ships the tables of its sample data (``critical_tables/`` beside this module,
-made by ``sample_data/make_critical_tables.py``), read after the cache folder: a fresh
-install runs the sample's commands without a second of simulation. They are filed under
-the same keys, so a table made by other code, or for other data, is never read.
+made by ``sample_data/make_critical_tables.py``) in both automatic modes, read after the
+cache folder: a fresh install runs the sample's commands without a second of simulation.
+They are filed under the same keys, so a table made by other code, or for other data, is
+never read.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from distgate.stats.cache_keys import share_store
 from distgate.stats.critical import CriticalValues
 from distgate.stats.handover import Handover, handover_arrays, handover_of_arrays
 
@@ -135,7 +143,10 @@ def cached_critical_values(
 ) -> CriticalValues:
     """Critical values of baseline ``p`` and targets of ``target_weights`` whose measured
     hand-overs and Monte Carlo tables are kept in the cache folder: how every command
-    takes them."""
+    takes them. The tables that depend on no baseline (dqt's r10 critical values) are
+    kept in the same store (:func:`~distgate.stats.cache_keys.share_store`)."""
+    store = default_store()
+    share_store(store)
     return CriticalValues(
         p,
         target_weights,
@@ -143,5 +154,5 @@ def cached_critical_values(
         draws=draws,
         seed=seed,
         ordered=ordered,
-        store=default_store(),
+        store=store,
     )

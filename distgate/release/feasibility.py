@@ -29,8 +29,9 @@ import numpy as np
 
 from distgate.release.allocation import Closest, Enumerated, Patched, choose_per_size, sub_rows
 from distgate.release.groupings import best_pearson_row
-from distgate.stats.critical import GROW_LIMIT, LN2, CriticalValues, chi2_quantile
-from distgate.stats.metrics.evaluators import KLD_LAW
+from distgate.stats.critical import GROW_LIMIT, CriticalValues
+from distgate.stats.handover import Law
+from distgate.stats.metrics.evaluators import LAWS
 from distgate.stats.metrics.information import domain_values
 from distgate.stats.metrics.registry import REGISTRY, Settings, evaluate, threshold_for
 
@@ -51,7 +52,7 @@ class Judging:
         """Whether some metric simulates its critical value at every size."""
         for name in self.metrics:
             record = REGISTRY[name]
-            if name == "kld":
+            if record.judges_distance:
                 if regime == "mc":
                     return True
             elif record.threshold is not None and record.stream is not None:
@@ -109,9 +110,9 @@ def target_sizes(
 ) -> TargetSizes:
     """Which sizes of one target pass, per regime; sizes above ``upper[regime]`` are not
     judged (they fail: a regime whose plans stay small needs no more)."""
-    # closest rows are exact for kld alone; with another per-target metric a small target
-    # is searched exhaustively
-    others = [m for m in judging.metrics if m != "kld"]
+    # closest rows are exact for a distance test (kld) alone; with another per-target
+    # metric a small target is searched exhaustively
+    others = [m for m in judging.metrics if not REGISTRY[m].judges_distance]
     enumerated = _enumerated(counts, p, judging, values) if others else None
     if enumerated is not None:
         families, passing = {}, {}
@@ -123,6 +124,7 @@ def target_sizes(
     family = Closest.of(counts, p)
     families, passing = {}, {}
     exact = not others  # closest rows are the best rows of their size for kld only
+    merging = any(REGISTRY[m].merges_values for m in others)
     for regime, source in values.items():
         top = min(upper[regime], family.size)
         ok, whole = _judge_sizes(family, p, judging, source, regime, top)
@@ -130,7 +132,7 @@ def target_sizes(
         families[regime] = family
         # cst: a grouping that withholds a value's records to merge it may keep more
         grouped = None
-        if "cst" in others:
+        if merging:
             grouped = best_pearson_row(counts, p, judging.alpha, int(np.flatnonzero(ok)[-1]))
         if grouped is not None and grouped.sum() <= top:
             if judging.passes(grouped[None], source)[0]:
@@ -148,9 +150,12 @@ def _judge_sizes(
     sizes = np.arange(top + 1)
     ok = np.ones(top + 1, dtype=bool)
     rest = list(judging.metrics)
-    if "kld" in rest and regime == "asymptotic":
-        ok = _kld_passes(family, p, judging, values, sizes)
-        rest.remove("kld")
+    distance = [name for name in rest if REGISTRY[name].judges_distance]
+    others = [name for name in rest if name not in distance]
+    if distance and regime == "asymptotic":
+        for name in distance:
+            ok &= _distance_passes(name, family, p, judging, values, sizes)
+        rest = others
     if not rest:
         return ok, True
     candidates = np.flatnonzero(ok)
@@ -159,11 +164,11 @@ def _judge_sizes(
         large = candidates[candidates > GROW_LIMIT]
     else:
         small, large = candidates, candidates[:0]
-    others = [name for name in rest if name != "kld"]
-    if len(small) and "kld" in rest:
-        passed = _kld_passes(family, p, judging, values, small)
-        ok[small] = passed
-        small = small[passed]
+    for name in [name for name in rest if name in distance]:  # not screened above
+        if len(small):
+            passed = _distance_passes(name, family, p, judging, values, small)
+            ok[small] = passed
+            small = small[passed]
     if len(small) and others:
         ok[small] = judging.passes(family.rows(small), values, others)
     if not len(large):
@@ -181,32 +186,32 @@ def _judge_sizes(
     return ok, False
 
 
-def _kld_passes(
-    family: Closest, p, judging: Judging, values: CriticalValues, sizes: np.ndarray
+def _distance_passes(
+    name: str, family: Closest, p, judging: Judging, values: CriticalValues, sizes: np.ndarray
 ) -> np.ndarray:
-    """kld's verdict at ``sizes`` of closest rows: by n D(n) (:func:`_kld_screen`), and by
-    the full test only for the rows too near their bound to tell."""
-    ok, near = _kld_screen(family, p, judging.alpha, sizes, values)
+    """A distance test's verdict (kld's) at ``sizes`` of closest rows: by n D(n)
+    (:func:`_distance_screen`), and by the full test only for the rows too near their
+    bound to tell."""
+    ok, near = _distance_screen(LAWS[name], family, p, judging.alpha, sizes, values)
     if near.any():
-        ok[near] = judging.passes(family.rows(sizes[near]), values, ["kld"])
+        ok[near] = judging.passes(family.rows(sizes[near]), values, [name])
     return ok
 
 
-def _kld_screen(
-    family: Closest, p, alpha: float, sizes: np.ndarray, values: CriticalValues
+def _distance_screen(
+    law: Law, family: Closest, p, alpha: float, sizes: np.ndarray, values: CriticalValues
 ) -> tuple[np.ndarray, ...]:
-    """kld's verdict at ``sizes`` from n D(n) of the closest rows against n D_c(n) of
-    ``values`` (each size judged as a target alone, as :meth:`Judging.passes` does): the
-    sizes that pass, and those too close to their bound to tell. One array call instead
-    of a row and a critical-value look-up per size (a repair's plans judge thousands); in
-    the asymptotic regime n D_c(n) is the same at every n."""
-    df = domain_values(p) - 1
-    if df <= 0:
+    """A distance test's verdict at ``sizes`` from n D(n) of the closest rows against
+    n D_c(n) of ``values`` (each size judged as a target alone, as :meth:`Judging.passes`
+    does): the sizes that pass, and those too close to their bound to tell. One array
+    call instead of a row and a critical-value look-up per size (a repair's plans judge
+    thousands); in the asymptotic regime n D_c(n) is the same at every n."""
+    if domain_values(p) <= 1:
         return np.ones(len(sizes), dtype=bool), np.zeros(len(sizes), dtype=bool)
     n = sizes.astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        asymptotic = chi2_quantile(alpha, np.full(len(sizes), df)) / (2.0 * n * LN2)
-        crit, _ = values.values(KLD_LAW, alpha, sizes, asymptotic, floor=values.use_mc(sizes))
+        asymptotic = law.asymptotic(values, alpha, None, n)
+        crit, _ = values.values(law, alpha, sizes, asymptotic, floor=values.use_mc(sizes))
         bound = n * crit
     mass = family.information(sizes)
     near = ~np.isfinite(bound) | (np.abs(mass - bound) <= AMBIGUOUS * np.abs(bound))

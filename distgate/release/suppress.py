@@ -61,7 +61,7 @@ from distgate.stats.critical import (
 from distgate.stats.metrics.dixon import dixon_critical
 from distgate.stats.metrics.evaluators import LAWS
 from distgate.stats.metrics.information import domain_values
-from distgate.stats.metrics.registry import REGISTRY, Settings, parse_metrics
+from distgate.stats.metrics.registry import DISTANCE, REGISTRY, Settings, parse_metrics
 
 MAX_ROUNDS = 40  # searches after a failed verification
 MAX_JUDGED = 400  # combinations judged by the exhaustive search for mis
@@ -318,7 +318,7 @@ def suppress_counts(
     # fewer than 2 m |Y| tuples: that regime is searched only when it could keep more
     # (under the published rule only kld and mis simulate there)
     simulated = critical == "auto" or (
-        critical == "auto-paper" and ("kld" in per_target or "mis" in coupled)
+        critical == "auto-paper" and any(m in LAWS and LAWS[m].paper_floor for m in search.metrics)
     )
     if coupled:
         return _coupled(search, targets_in, coupled, simulated)
@@ -495,23 +495,23 @@ def _global_plan(search: _Search, targets, regime, coupled, limits, scale):
         ok[limit + 1 :] = False
         allowed.append(ok)
     information = [t.family[regime].information() for t in targets]
-    if "mis" in coupled and domain_values(search.p) > 1:
+    budgeted = any(REGISTRY[m].bounds_information for m in coupled)
+    if budgeted and domain_values(search.p) > 1:
         efficient = [Efficient.of(ok, info) for ok, info in zip(allowed, information, strict=True)]
         sizes, proven, bound, how = _mis_sizes(search, targets, regime, efficient, scale)
-    for name in ("dqt", "exposure"):
-        if name in coupled:
-            proven = False
-            sizes = _capped_sizes(search, targets, regime, allowed, information, sizes, name)
-            how = f"{how}, {name} capped"
+    for name in [m for m in REGISTRY if m in coupled and REGISTRY[m].caps]:  # registry order
+        proven = False
+        sizes = _capped_sizes(search, targets, regime, allowed, information, sizes, name)
+        how = f"{how}, {name} capped"
     kept = _kept(targets, regime, sizes)
     assessment = search.judge(kept)
-    if "dqt" in coupled and not (assessment is None or assessment.safe) or "dqt" in coupled:
-        better = _raised_plan(search, targets, regime, allowed, information, limits, kept)
+    for name in [m for m in coupled if REGISTRY[m].outlier_test]:
+        better = _raised_plan(search, targets, regime, allowed, information, limits, kept, name)
         if better is not None and (
             not (assessment is None or assessment.safe) or better[0].sum() > kept.sum()
         ):
             kept, assessment = better
-            how = f"{how}, the runner-up of dqt raised"
+            how = f"{how}, the runner-up of {name} raised"
     return kept, assessment, proven, bound, how
 
 
@@ -553,7 +553,7 @@ def _options(allowed, information, sizes, name):
     for ok, info, current in zip(allowed, information, sizes, strict=True):
         options = np.flatnonzero(ok[: current + 1])
         options = options[options > 0]
-        levels = info[options] / options if name == "dqt" else info[options]
+        levels = info[options] / options if REGISTRY[name].caps == DISTANCE else info[options]
         sizes_of.append(np.concatenate([[0], options]))
         level_of.append(np.concatenate([[0.0], levels]))
     return sizes_of, level_of
@@ -570,17 +570,17 @@ def _capped_sizes(search: _Search, targets, regime, allowed, information, sizes,
     return capped(sizes_of, level_of, passes)
 
 
-def _raised_plan(search: _Search, targets, regime, allowed, information, limits, kept):
-    """dqt's other way out: the outlier capped less, a runner-up raised
-    (:func:`distgate.release.relative.raised`); the first such plan that passes every
-    metric, when it keeps more than ``kept``."""
-    sizes_of, distance_of = _options(allowed, information, limits, "dqt")
+def _raised_plan(search: _Search, targets, regime, allowed, information, limits, kept, name):
+    """dqt's other way out (``name``'s, an outlier test): the outlier capped less, a
+    runner-up raised (:func:`distgate.release.relative.raised`); the first such plan that
+    passes every metric, when it keeps more than ``kept``."""
+    sizes_of, distance_of = _options(allowed, information, limits, name)
     present = sum(1 for s in limits if s > 0)
     critical = dixon_critical(present, search.alpha) if present >= 3 else float("nan")
     if search.critical == "auto" and present >= 3:  # Q_c by the release's size
         values = search.source.lent(search.p, search.counts.sum(axis=1))
-        limit = values.dixon_limit(search.alpha, stream=LAWS["dqt"].stream)
-        critical = search.critical_above(LAWS["dqt"], present, int(sum(limits)), limit)
+        limit = values.dixon_limit(search.alpha, stream=LAWS[name].stream)
+        critical = search.critical_above(LAWS[name], present, int(sum(limits)), limit)
 
     def rows(y: int, n: int) -> np.ndarray:
         return targets[y].family[regime].rows([n])[0]
@@ -589,7 +589,7 @@ def _raised_plan(search: _Search, targets, regime, allowed, information, limits,
     for total, chosen in raised(sizes_of, distance_of, rows, limits, search.p, critical):
         if total <= kept.sum() or judged == RAISED_JUDGED:
             break
-        if not search.judge(chosen, ["dqt"]).safe:
+        if not search.judge(chosen, [name]).safe:
             continue
         judged += 1  # every metric judges it: the others may object to the raised target
         assessment = search.judge(chosen)

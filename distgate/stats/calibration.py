@@ -200,7 +200,7 @@ def measure_levels(
         from distgate.stats.metrics.evaluators import LAWS
 
         for name in chosen:
-            if name in LAWS and (name != "dqt" or values.full_targets >= 3):
+            if name in LAWS and values.full_targets >= REGISTRY[name].fewest_targets:
                 for alpha in alphas:
                     out.handovers[(name, alpha)] = values.handover(LAWS[name], alpha)
     return out

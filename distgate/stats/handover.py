@@ -134,7 +134,8 @@ class Law:
     which the growing Monte Carlo tables keep up to date. ``paper``: the published rule
     gives its chi-square value the Bartlett-type factor fitted at the floor (mis);
     ``paper_floor``: the published rule simulates it below the floor (not cst, which
-    handled small samples by merging values only). ``studentized``: in ``auto`` mode its
+    handled small samples by merging values only, nor dqt, which took the table of normal
+    samples at every size). ``studentized``: in ``auto`` mode its
     Monte Carlo critical value is the asymptotic value times the (1 - alpha) quantile of
     the ratios at its own size, not the quantile of the statistic: for cst, whose
     chi-square value depends on a row's own merged groups, an unconditional quantile of

@@ -13,6 +13,8 @@ from functools import cache, lru_cache
 
 import numpy as np
 
+from distgate.stats.cache_keys import shared_store, stored_key
+
 
 def dixon_q(distances) -> tuple[np.ndarray, np.ndarray]:
     """Q over the last axis (NaN entries are absent targets) and n, the targets present.
@@ -70,12 +72,33 @@ def _grid(nodes: int = 240) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 @cache
 def dixon_critical(n: int, alpha: float) -> float:
     """One-sided upper-tail critical value of r10 for n >= 3 normal values at ``alpha``:
-    the q with P(r10 > q) = alpha. Computed once per (n, alpha) and cached."""
-    from scipy.optimize import brentq
-
+    the q with P(r10 > q) = alpha. Computed once per (n, alpha) and process, and kept by
+    n, per alpha, in the shared store (:func:`~distgate.stats.cache_keys.shared_store`):
+    a quadrature and root search cost tens of milliseconds each, and scipy's import more
+    than the rest of a small command (the package ships the sample data's)."""
     if n < 3:
         return float("nan")
-    tail = _upper_tail(int(n), _grid())
+    store = shared_store()
+    if store is None:
+        return _solved(int(n), float(alpha))
+    key = stored_key("table-r10", "dqt", [float(alpha)])
+    table = store.load_table(key)
+    if table is not None and n < len(table) and not np.isnan(table[n]):
+        return float(table[n])
+    value = _solved(int(n), float(alpha))
+    grown = np.full(max(n + 1, 0 if table is None else len(table)), np.nan)
+    if table is not None:
+        grown[: len(table)] = table
+    grown[n] = value
+    store.save_table(key, grown)
+    return value
+
+
+def _solved(n: int, alpha: float) -> float:
+    """The critical value of :func:`dixon_critical`, by quadrature and root search."""
+    from scipy.optimize import brentq
+
+    tail = _upper_tail(n, _grid())
     return float(brentq(lambda q: tail(q) - alpha, 1e-9, 1 - 1e-12, xtol=1e-7))
 
 

@@ -120,7 +120,7 @@ CST_LAW = Law(
     studentized=True,
 )
 MIS_LAW = Law("mis", _stream("mis"), GLOBAL, _mis_statistic, _mis_asymptotic, True, paper=True)
-DQT_LAW = Law("dqt", _stream("dqt"), GLOBAL, _dqt_statistic, _dqt_asymptotic)
+DQT_LAW = Law("dqt", _stream("dqt"), GLOBAL, _dqt_statistic, _dqt_asymptotic, paper_floor=False)
 LAWS = {law.key: law for law in (KLD_LAW, CST_LAW, MIS_LAW, DQT_LAW)}
 
 

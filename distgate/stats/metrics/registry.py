@@ -78,7 +78,19 @@ class Metric:
     critical value to fall back on; ``summary`` names the global statistic printed under
     the table (None: the metric has none) and ``lists_failing`` that the report names
     the classes (targets) that fail; ``quantity`` is what its statistic is, with its
-    unit, for a plot's axis."""
+    unit, for a plot's axis; ``fewest_targets`` is the fewest targets a release needs
+    for the test to apply (dqt: the largest distance and two to compare it with).
+
+    What a repair that withholds records (:mod:`distgate.release.suppress`) may take for
+    granted: ``judges_distance``, the test judges a target by its KL distance D(y) alone
+    against a bound set by the target's size (kld), so the rows closest to the baseline
+    are the best of each size and n D(n) judges every size at once; ``merges_values``, it
+    merges sparse values into groups (cst), so a row that withholds a value's records to
+    merge it may pass where the closest row fails; ``bounds_information``, it bounds the
+    release's mutual information (mis), a budget the targets' n_y D(y) share; ``caps``,
+    what is capped per target to satisfy it (:data:`DISTANCE`, D(y), for dqt;
+    :data:`EXPOSURE`, n_y D(y), for exposure); ``outlier_test``, it asks whether the
+    largest D(y) stands out from the next (dqt), so raising the runner-up helps too."""
 
     name: str
     scope: str
@@ -94,6 +106,12 @@ class Metric:
     threshold: str | None = None
     needs_threshold: bool = False
     lists_failing: bool = False
+    fewest_targets: int = 0
+    judges_distance: bool = False
+    merges_values: bool = False
+    bounds_information: bool = False
+    caps: str | None = None
+    outlier_test: bool = False
 
     @property
     def is_global(self) -> bool:
@@ -112,6 +130,8 @@ def _evaluator(module: str, function: str) -> _Lazy:
 # The metrics' codes in the compiled gate (distgate.gate.kernel): the kernel branches on
 # them, the records carry them.
 KERNEL_KLD, KERNEL_MIS, KERNEL_CST, KERNEL_DQT, KERNEL_EXPOSURE = 0, 1, 2, 3, 4
+# What a repair caps per target to satisfy a relative test (Metric.caps)
+DISTANCE, EXPOSURE = "D(y)", "n_y D(y)"
 
 
 STATISTIC = Column("statistic", "statistic")
@@ -131,6 +151,7 @@ _RECORDS = (
         check=_evaluator("evaluators", "check_mis"),
         kernel=KERNEL_MIS,
         summary="I",
+        bounds_information=True,
     ),
     Metric(
         "kld",
@@ -143,6 +164,7 @@ _RECORDS = (
         quantity="KL distance D(y) (bits)",
         check=_evaluator("evaluators", "check_kld"),
         kernel=KERNEL_KLD,
+        judges_distance=True,
     ),
     Metric(
         "cst",
@@ -155,6 +177,7 @@ _RECORDS = (
         quantity="Pearson chi-square statistic",
         check=_evaluator("evaluators", "check_cst"),
         kernel=KERNEL_CST,
+        merges_values=True,
     ),
     Metric(
         "dqt",
@@ -168,6 +191,9 @@ _RECORDS = (
         check=_evaluator("evaluators", "check_dqt"),
         kernel=KERNEL_DQT,
         summary="Q",
+        fewest_targets=3,
+        caps=DISTANCE,
+        outlier_test=True,
     ),
     Metric(
         "exposure",
@@ -180,6 +206,7 @@ _RECORDS = (
         quantity="exposure E(y) (bits)",
         check=_evaluator("evaluators", "check_exposure"),
         kernel=KERNEL_EXPOSURE,
+        caps=EXPOSURE,
     ),
     Metric(
         "dleak",
