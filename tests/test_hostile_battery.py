@@ -120,11 +120,15 @@ OPTION_CASES = [
     ("alpha-nan", [*ASSESS, "--alpha", "nan"], ("alpha",)),
     ("metric-unknown", [*ASSESS, "-m", "bogus"], ("bogus",)),
     ("metric-empty", [*ASSESS, "-m", ","], ("metric",)),
-    ("bins-empty", ["assess", "soldiers.csv", "-x", "age", "-y", "location", "--bins", "age="], ()),
+    (
+        "bins-empty",
+        ["assess", "soldiers.csv", "-x", "age", "-y", "location", "--bins", "age="],
+        ("'age='", "COLUMN=EDGE"),
+    ),
     (
         "bins-text",
         ["assess", "soldiers.csv", "-x", "age", "-y", "location", "--bins", "age=a,b"],
-        (),
+        ("must be numbers", "'a'"),
     ),
     ("bins-unknown-column", [*ASSESS, "--bins", "height=1,2"], ("height",)),
     ("attr-unknown", ["assess", "soldiers.csv", "-x", "height", "-y", "location"], ("height",)),
@@ -193,7 +197,7 @@ CONFIG_CASES = [
     ("config-seed-text", 'seed = "x"', ("seed",)),
     ("config-baseline-type", "baseline = 1", ("baseline",)),
     ("config-unknown-key", "colour = 1", ("colour",)),
-    ("config-syntax", "alpha = ", ()),
+    ("config-syntax", "alpha = ", ("not valid TOML", "line 2")),
     ("config-metric-type", "metric = 7", ("metric",)),
     ("config-missing-mode", 'missing = "ignore"', ("missing",)),
     ("config-weight-type", "weight = 3", ("weight",)),
@@ -292,6 +296,7 @@ def invoke(args, stdin: bytes | None = None):
 
 
 def check(folder, args, words, stdin=None):
+    assert words, "a case names what its message must say"
     before = snapshot(folder)
     old = os.getcwd()
     os.chdir(folder)
@@ -340,10 +345,6 @@ def test_a_hostile_named_pipe(tmp_path, content, words):
     writer.start()
     check(tmp_path, ["assess", str(pipe), *X], words)
     writer.join(timeout=10)
-
-
-def test_the_battery_has_at_least_a_hundred_cases():
-    assert len(CASES) + len(STDIN_CASES) + 3 >= 100
 
 
 @pytest.fixture
