@@ -42,6 +42,7 @@ import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -120,16 +121,21 @@ def examples() -> list[Example]:
 
 
 def run_distgate(args: list[str]) -> tuple[int, str]:
-    """One command line in this process: its exit code and what it printed on standard
-    output and standard error, interleaved as written."""
+    """One command line in this process, as the console script runs it (``sys.argv`` is
+    ``distgate ARGS``): its exit code and what it printed on standard output and standard
+    error, interleaved as written."""
     from distgate.cli import run
 
     raw = io.BytesIO()
     stream = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
     handler = signal.getsignal(signal.SIGTERM)
     try:
-        with contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream):
-            code = run(args)
+        with (
+            contextlib.redirect_stdout(stream),
+            contextlib.redirect_stderr(stream),
+            mock.patch.object(sys, "argv", ["distgate", *args]),
+        ):
+            code = run()
     finally:
         signal.signal(signal.SIGTERM, handler)
     stream.flush()
