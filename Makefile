@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # the compiled parts' sources: editing one builds the extensions again
 COMPILED := setup.py $(wildcard distgate/*/*.pyx distgate/*/*/*.pyx distgate/*/*/*.pxd)
 
-.PHONY: demo test bench lint docs cog clean
+.PHONY: demo test browser bench lint docs cog clean
 
 # uv installs the hundred packages of the development set in parallel: about 30 s on a new
 # machine, where pip took 90 s. It is itself installed with the venv's pip. uv, unlike pip,
@@ -32,8 +32,26 @@ demo: $(STAMP)
 	cd sample_data && ../$(BIN)/distgate replay soldiers.csv requests.csv \
 		-o $(DEMO_OUT)/decisions.csv --plot $(DEMO_OUT)/replay.png
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
+
+# The headless browser the HTML report's tests render pages in (tests/test_html_report.py):
+# Chromium, installed from the system's packages where that is possible (as root, with
+# apt-get). Elsewhere those tests are skipped, unless DISTGATE_REQUIRE_BROWSER=1 (CI,
+# .ci/run), where a missing browser fails them.
+BROWSERS := chromium chromium-browser google-chrome chrome
+FIND_BROWSER := for name in $(BROWSERS); do command -v $$name && break; done
+APT_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends
+browser:
+	@if [ -z "$$($(FIND_BROWSER))" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "browser: installing chromium with apt-get"; \
+		$(APT_INSTALL) chromium || { apt-get update -q && $(APT_INSTALL) chromium; } || true; \
+	fi; \
+	found=$$($(FIND_BROWSER)); \
+	if [ -n "$$found" ]; then echo "browser: $$found"; else \
+		echo "browser: no Chromium (installing it needs root and apt-get): the browser" \
+			"tests will be skipped (under DISTGATE_REQUIRE_BROWSER=1 they fail)"; \
+	fi
 
 bench: $(STAMP)
 	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

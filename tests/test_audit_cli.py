@@ -1,4 +1,4 @@
-"""``distgate audit`` through the CLI runner: exit codes, JSON shape, input layouts and
+"""``distgate audit`` as the console script runs it: exit codes, JSON shape, input layouts and
 every bad input of the issue."""
 
 from __future__ import annotations
@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from distgate.cli import app
+from tests.cli_helpers import invoke
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "published_counts.csv"
 SPEC_UPPER = {
@@ -20,11 +19,9 @@ SPEC_UPPER = {
 }
 WIDE = "age,T1,T2,T3,T4,T5\nP1,13,1,14,0,1\nP2,2,0,2,1,0\nP3,0,3,0,0,1\nP4,1,0,2,2,0\n"
 
-runner = CliRunner()
-
 
 def run(*args: str):
-    return runner.invoke(app, ["audit", *args])
+    return invoke(["audit", *args])
 
 
 def write(tmp_path: Path, name: str, text: str) -> str:

@@ -22,7 +22,8 @@ Blocks that run ``replay`` or ``simulate`` (or, in Python, ``distgate.gate``) lo
 compiled gate (compiled once per machine, cached afterwards) and are marked slow.
 
 Every ```python block of the pages is run too, in its own namespace, from a fresh copy of
-``sample_data/``; when a ```text block follows it directly, that is what it must print.
+``sample_data/``, and must be followed directly (after one blank line) by a ```text block
+of what it prints: an example that printed nothing to compare would pass whatever it did.
 
 After a deliberate change of output, ``python tests/test_docs_examples.py --update``
 rewrites the expected output of every block in place, or of the pages named after it
@@ -41,6 +42,7 @@ import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -119,16 +121,21 @@ def examples() -> list[Example]:
 
 
 def run_distgate(args: list[str]) -> tuple[int, str]:
-    """One command line in this process: its exit code and what it printed on standard
-    output and standard error, interleaved as written."""
+    """One command line in this process, as the console script runs it (``sys.argv`` is
+    ``distgate ARGS``): its exit code and what it printed on standard output and standard
+    error, interleaved as written."""
     from distgate.cli import run
 
     raw = io.BytesIO()
     stream = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
     handler = signal.getsignal(signal.SIGTERM)
     try:
-        with contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream):
-            code = run(args)
+        with (
+            contextlib.redirect_stdout(stream),
+            contextlib.redirect_stderr(stream),
+            mock.patch.object(sys, "argv", ["distgate", *args]),
+        ):
+            code = run()
     finally:
         signal.signal(signal.SIGTERM, handler)
     stream.flush()
@@ -209,7 +216,7 @@ class Snippet:
     page: str
     line: int
     code: str
-    expected: str | None  # the ```text block that follows, if any
+    expected: str | None  # the ```text block that follows (None: the page lacks it)
     start: int  # offsets of that block's body in the page's text
     end: int
 
@@ -277,12 +284,14 @@ def test_a_console_example_prints_what_the_page_shows(example, tmp_path):
     [pytest.param(s, id=s.name, marks=[pytest.mark.slow] if s.slow else []) for s in SNIPPETS],
 )
 def test_a_python_example_runs_and_prints_what_the_page_shows(snippet, tmp_path):
+    assert snippet.expected is not None, (
+        f"{snippet.name}: no ```text block of what the code prints follows it"
+    )
     printed = run_snippet(snippet, sample_copy(tmp_path))
-    if snippet.expected is not None:
-        assert normalise(printed) == normalise(snippet.expected), (
-            f"{snippet.name}: the code printed something else: "
-            "run 'python tests/test_docs_examples.py --update' and read the diff"
-        )
+    assert normalise(printed) == normalise(snippet.expected), (
+        f"{snippet.name}: the code printed something else: "
+        "run 'python tests/test_docs_examples.py --update' and read the diff"
+    )
 
 
 def update(pages: list[str]) -> None:

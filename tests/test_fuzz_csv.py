@@ -46,11 +46,8 @@ def test_arbitrary_csv_bytes_never_crash(data, command):
     args = [command, "-", "-x", "age", "-y", "location"]
     if command == "assess":
         args += ["--metric", "kld", "--critical", "asymptotic"]
-    result = run(*args, input=data)
+    result = run(*args, input=data)  # (a crash raises here)
     assert "Traceback" not in result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
-        result.exception
-    )
     assert result.exit_code in (0, 1, 2), result.output
     if result.exit_code == 2:
         message = result.stderr.strip()

@@ -1,4 +1,4 @@
-"""``distgate randomize`` through the CLI runner: exit codes 0, 1 and 2, the JSON shape,
+"""``distgate randomize`` as the console script runs it: exit codes 0, 1 and 2, the JSON shape,
 the randomized file and every bad input of the issue."""
 
 from __future__ import annotations
@@ -7,9 +7,8 @@ import csv
 import json
 
 import pytest
-from typer.testing import CliRunner
 
-from distgate.cli import app
+from tests.cli_helpers import invoke
 
 ROWS = [
     ("F", "20-39", "flu"),
@@ -39,7 +38,7 @@ def table(tmp_path):
 
 
 def run(*args):
-    return CliRunner().invoke(app, ["randomize", *map(str, args)])
+    return invoke(["randomize", *args])
 
 
 def read(path):

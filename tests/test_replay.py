@@ -10,15 +10,13 @@ import time
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from distgate.cli import app
 from distgate.stats.critical import CriticalValues
 from distgate.stats.metrics.information import kl_distance
+from tests.cli_helpers import invoke
 from tests.conftest import REPO, SAMPLE
 from tests.streams import KLD
 
-runner = CliRunner()
 TABLE_FLAGS = [
     "-x",
     "age",
@@ -32,7 +30,7 @@ TABLE_FLAGS = [
 
 
 def replay(*args):
-    return runner.invoke(app, ["replay", *args, *TABLE_FLAGS, "-q"])
+    return invoke(["replay", *args, *TABLE_FLAGS, "-q"])
 
 
 def read(path):
@@ -313,10 +311,8 @@ def slow_replay(tmp_path_factory):
     log.write_text("id\n" + "".join(f"r{i}\n" for i in requests))
     flags = ["-x", "age", "-y", "location", "--id", "id", "--bins", "age=20,30,40,50"]
     flags += ["-m", "kld,dleak", "--threshold", "0.3", "--critical", "asymptotic", "-q"]
-    straight = runner.invoke(
-        app,
-        ["replay", str(table), str(log), *flags, "--state", str(folder / "a.db")]
-        + ["-o", str(folder / "a.csv")],
+    straight = invoke(
+        ["replay", table, log, *flags, "--state", folder / "a.db", "-o", folder / "a.csv"]
     )
     assert straight.exit_code == 0, straight.output
     command = [sys.executable, "-m", "distgate", "replay", str(table), str(log), *flags]

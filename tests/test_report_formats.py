@@ -8,12 +8,10 @@ import json
 import re
 
 import pytest
-from typer.testing import CliRunner
 
-from distgate.cli import app
 from distgate.report.model import BLOCKED, Cell, Column, Report
 from distgate.report.render import fit, read_csv, to_csv, to_markdown
-from tests.cli_helpers import assert_bad_input, run
+from tests.cli_helpers import assert_bad_input, invoke, run
 from tests.conftest import SAMPLE
 
 SOLDIERS = str(SAMPLE / "soldiers.csv")
@@ -166,7 +164,7 @@ def wide_table(tmp_path) -> str:
 def test_wide_tables_fit_80_columns_without_cutting_a_number(tmp_path):
     table = wide_table(tmp_path)
     args = ["baseline", table, "-x", "age", "-y", "occupation", "--bins", "age=18,25,35,45,55,65"]
-    result = CliRunner().invoke(app, args, env={"COLUMNS": "80"})
+    result = invoke(args, env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert max(len(line) for line in lines) <= 80
@@ -177,7 +175,7 @@ def test_wide_tables_fit_80_columns_without_cutting_a_number(tmp_path):
         for value in target["distribution"]:
             assert f"{value:.4f}" in result.stdout
     assert "transposed to fit the terminal" in result.stdout
-    wide = CliRunner().invoke(app, args, env={"COLUMNS": "400"})
+    wide = invoke(args, env={"COLUMNS": "400"})
     assert "transposed" not in wide.stdout  # a wide terminal gets the table as it is
 
 
@@ -252,12 +250,12 @@ def test_every_command_prints_one_csv_table(command, tmp_path):
 
 
 def test_a_narrow_terminal_drops_the_bar_chart_before_folding_numbers():
-    result = CliRunner().invoke(app, ["baseline", SOLDIERS, *CONFIG], env={"COLUMNS": "44"})
+    result = invoke(["baseline", SOLDIERS, *CONFIG], env={"COLUMNS": "44"})
     assert result.exit_code == 0
     assert max(len(line) for line in result.stdout.splitlines()) <= 44
     assert "█" not in result.stdout and "0.2376" in result.stdout
     assert "q(x|y)" in result.stdout and "(part 2 of 2)" in result.stdout
-    wide = CliRunner().invoke(app, ["baseline", SOLDIERS, *CONFIG], env={"COLUMNS": "100"})
+    wide = invoke(["baseline", SOLDIERS, *CONFIG], env={"COLUMNS": "100"})
     assert "█" in wide.stdout
 
 
@@ -265,7 +263,7 @@ def test_html_report_fingerprints_files_and_not_streams(tmp_path):
     page = tmp_path / "r.html"
     text = (SAMPLE / "soldiers.csv").read_text()
     args = ["assess", "-", *CONFIG, "--report", str(page)]
-    result = CliRunner().invoke(app, args, input=text)
+    result = run(*args, input=text)
     assert result.exit_code == 1, result.output
     html = page.read_text()
     assert "standard input" in html and "not re-readable" in html

@@ -11,18 +11,16 @@ import sqlite3
 import numpy as np
 import pyarrow as pa
 import pytest
-from typer.testing import CliRunner
 
-from distgate.cli import app
 from distgate.data.inputs import load_inputs
 from distgate.gate.decisions import DENIED, RELEASED
 from distgate.gate.replay import ReplaySettings, replay
 from distgate.gate.state_file import APPLICATION_ID, SCHEMA_VERSION
 from distgate.gate.store import _to_ipc, counts_blob, counts_from_blob
 from distgate.gate.verify import CHECKS
+from tests.cli_helpers import invoke
 from tests.conftest import SAMPLE, SAMPLE_OPTIONS
 
-runner = CliRunner()
 TABLE = str(SAMPLE / "soldiers.csv")
 FLAGS = ["-x", "age", "-y", "location", "--id", "id", "--bins", "age=18,20,25,30,35,40,45,50,55"]
 REQUESTS = 1500
@@ -30,7 +28,7 @@ BATCH = 400  # releases from the queue cross batch boundaries
 
 
 def cli(*args: str):
-    return runner.invoke(app, list(args))
+    return invoke(args)
 
 
 @pytest.fixture(scope="module")
@@ -244,9 +242,7 @@ def test_verify_against_another_table_of_the_same_size_names_the_fingerprint(bui
     assert document["first_disagreement"].startswith("table: the state was built on a table of")
     skipped = [c["check"] for c in document["checks"] if c["status"] == "skipped"]
     assert skipped == ["keys", "sums from the table", "decisions from the table"]
-    refused = runner.invoke(
-        app, ["replay", str(other), str(built[1]), *FLAGS, "--state", str(built[0]), "-q"]
-    )
+    refused = cli("replay", str(other), str(built[1]), *FLAGS, "--state", str(built[0]), "-q")
     assert refused.exit_code == 2 and "was built on another table" in refused.stderr
 
 
@@ -274,15 +270,13 @@ def test_a_state_of_schema_2_is_migrated_in_place_with_a_note(built, state, tmp_
     identity, *_ = json.loads(verified.stdout)["checks"]
     assert "the next replay migrates it to schema 3" in identity["detail"]
     out = tmp_path / "d.csv"
-    result = runner.invoke(
-        app, ["replay", TABLE, str(log), *FLAGS, "--state", str(state), "-o", str(out)]
-    )
+    result = cli("replay", TABLE, str(log), *FLAGS, "--state", str(state), "-o", str(out))
     assert result.exit_code == 0, result.output
     assert f"note: state file '{state}' was migrated in place from schema 2 to 3" in result.stderr
     # the migrated state is the state distgate 3 writes: identity, fingerprint, labels and
     # the counts made from the decisions equal to the gate's own
     assert dump(state) == dump(path)
-    again = runner.invoke(app, ["replay", TABLE, str(log), *FLAGS, "--state", str(state)])
+    again = cli("replay", TABLE, str(log), *FLAGS, "--state", str(state))
     assert again.exit_code == 0 and "migrated" not in again.stderr
 
 
@@ -294,7 +288,7 @@ def test_a_state_of_schema_2_and_a_bad_log_is_left_unmigrated(built, state, tmp_
     before = state.read_bytes()
     bad = tmp_path / "bad.csv"
     bad.write_text("id\nS00001\nnobody\n")
-    result = runner.invoke(app, ["replay", TABLE, str(bad), *FLAGS, "--state", str(state)])
+    result = cli("replay", TABLE, str(bad), *FLAGS, "--state", str(state))
     assert result.exit_code == 2 and "'nobody' (line 3)" in result.stderr
     assert state.read_bytes() == before
 

@@ -1,12 +1,30 @@
-"""How a table fits a console's width: each column's narrowest width, and a table too wide
-transposed or folded into parts (shared by the rich and the plain terminal renderers)."""
+"""How a table fits a console's width: the width of a text in terminal columns, each
+column's narrowest width, and a table too wide transposed or folded into parts (shared by
+the rich and the plain terminal renderers)."""
 
 from __future__ import annotations
+
+import unicodedata
 
 from distgate.report.labels import shown
 from distgate.report.model import Table
 
 HEADER_WORD_MAX = 24  # longer header words are folded rather than widen their column
+
+
+def text_width(text: str) -> int:
+    """The columns ``text`` (printable: :func:`~distgate.report.labels.shown`) takes on a
+    terminal: two for a wide (east Asian) character, none for a combining mark, one for
+    any other."""
+    if text.isascii():
+        return len(text)
+    return sum(_char_width(char) for char in text)
+
+
+def _char_width(char: str) -> int:
+    if unicodedata.category(char) in ("Mn", "Me"):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
 
 
 def cell_width(table: Table, j: int) -> int:
@@ -16,14 +34,14 @@ def cell_width(table: Table, j: int) -> int:
     texts = [shown(row[j].text) for row in table.rows]
     if table.columns[j].wrap:  # a column of sentences wraps at spaces like a header
         texts = [word for text in texts for word in text.split()]
-    cells = max(map(len, texts), default=0)
-    words = max((len(w) for w in shown(table.columns[j].name).split()), default=0)
+    cells = max(map(text_width, texts), default=0)
+    words = max((text_width(w) for w in shown(table.columns[j].name).split()), default=0)
     return max(cells, min(words, HEADER_WORD_MAX), 1)
 
 
 def _min_width(table: Table, columns: list[int]) -> int:
-    # rich's default box: a border between columns and on each side, one space of padding
-    # each side of a cell
+    # the box of both terminal renderers: a border between columns and on each side, one
+    # space of padding each side of a cell
     return sum(cell_width(table, j) + 3 for j in columns) + 1
 
 
