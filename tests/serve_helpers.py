@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -120,3 +121,51 @@ def wait_until(condition, timeout: float = 30, step: float = 0.02) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(step)
+
+
+def connect(url: str) -> socket.socket:
+    """A raw TCP connection to the server at ``url``."""
+    host, port = url.removeprefix("http://").split(":")
+    return socket.create_connection((host, int(port)), timeout=30)
+
+
+Answer = tuple[int, dict[str, str], bytes]  # status, header fields (lower-case), body
+
+
+def read_answers(reply: bytes) -> list[Answer]:
+    """The HTTP/1.1 answers one after another in ``reply`` (each framed by its
+    Content-Length, as the service frames every answer)."""
+    answers = []
+    while reply:
+        head, sep, rest = reply.partition(b"\r\n\r\n")
+        assert sep, f"an answer without the end of its head: {reply[:200]!r}"
+        status_line, *lines = head.decode("latin-1").split("\r\n")
+        headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines)}
+        length = int(headers["content-length"])
+        assert len(rest) >= length, f"an answer cut short: {reply[:200]!r}"
+        answers.append((int(status_line.split()[1]), headers, rest[:length]))
+        reply = rest[length:]
+    return answers
+
+
+def exchange_all(url: str, *parts: bytes, pause: float = 0.0) -> list[Answer]:
+    """Send ``parts`` on a connection of their own (``pause`` seconds apart) and read
+    until the server closes it: every answer, in order."""
+    sock = connect(url)
+    for i, part in enumerate(parts):
+        if i and pause:
+            time.sleep(pause)
+        sock.sendall(part)
+    reply = b""
+    while chunk := sock.recv(65536):
+        reply += chunk
+    sock.close()
+    return read_answers(reply)
+
+
+def exchange(url: str, data: bytes) -> Answer:
+    """Send raw bytes on a connection of their own: the one answer before the server
+    closes it."""
+    answers = exchange_all(url, data)
+    assert len(answers) == 1, answers
+    return answers[0]

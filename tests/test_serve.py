@@ -7,19 +7,20 @@ servers of their own."""
 from __future__ import annotations
 
 import json
-import socket
 import time
 
 import httpx
 import pytest
 
-from distgate.serve.server import MALFORMED
+from distgate.serve.protocol import MALFORMED
 from tests.conftest import SAMPLE
 from tests.serve_helpers import (
     OPERATOR,
     SAMPLE_FLAGS,
     TOKENS,
     LiveServer,
+    connect,
+    exchange,
     health,
     sample_keys,
     write_tokens,
@@ -228,18 +229,13 @@ def test_unknown_paths_methods_and_a_chunked_body_over_the_limit(server):
     assert answer.status_code == 413
 
 
-def _raw(url: str) -> socket.socket:
-    host, port = url.removeprefix("http://").split(":")
-    return socket.create_connection((host, int(port)), timeout=30)
-
-
 def test_a_slow_body_times_out_and_a_client_gone_mid_body_harms_nothing(server):
     live, client, _ = server
     head = (
         "POST /v1/requests HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         f"Authorization: Bearer {TOKENS['alice']}\r\nContent-Length: 100\r\n\r\n"
     )
-    slow = _raw(live.url)
+    slow = connect(live.url)
     slow.sendall(head.encode() + b'{"key": ')
     started = time.monotonic()
     reply = slow.recv(4096).decode()
@@ -247,10 +243,10 @@ def test_a_slow_body_times_out_and_a_client_gone_mid_body_harms_nothing(server):
     assert time.monotonic() - started < BODY_TIMEOUT + 10
     slow.close()
     for _ in range(5):  # gone after a part of the body
-        gone = _raw(live.url)
+        gone = connect(live.url)
         gone.sendall(head.encode() + b'{"key": "S0')
         gone.close()
-    gone = _raw(live.url)  # gone before its answer
+    gone = connect(live.url)  # gone before its answer
     gone.sendall(head.replace("100", "17").encode() + b'{"key": "S00002"}')
     gone.close()
     time.sleep(0.5)
@@ -288,21 +284,6 @@ def _head(*lines: str) -> bytes:
         *lines,
     ]
     return ("\r\n".join(head) + "\r\n\r\n").encode()
-
-
-def exchange(url: str, data: bytes) -> tuple[int, dict[str, str], bytes]:
-    """Send raw bytes on a connection of their own and read the answer until the server
-    closes it: its status, headers and body."""
-    sock = _raw(url)
-    sock.sendall(data)
-    reply = b""
-    while chunk := sock.recv(65536):
-        reply += chunk
-    sock.close()
-    head, _, body = reply.partition(b"\r\n\r\n")
-    status_line, *lines = head.decode("latin-1").split("\r\n")
-    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines)}
-    return int(status_line.split()[1]), headers, body
 
 
 HOSTILE = {
@@ -410,6 +391,7 @@ def test_hostile_http_gets_a_json_error_and_the_server_stays_healthy(server, cas
     assert (got, json.loads(body)) == (status, {"error": message})
     assert headers["content-type"] == "application/json"
     assert headers["content-length"] == str(len(body))
+    assert (headers["cache-control"], headers["x-content-type-options"]) == ("no-store", "nosniff")
     assert "location" not in headers
     assert health(live.url)
 

@@ -22,17 +22,21 @@ and ``record`` once the record is released for it, else exactly ``request``, ``k
 the request index of another request are the operator's, with ``?detail=1``.
 
 Every request the application sees is answered with JSON, an error with one sentence: a
-body nested too deeply, not UTF-8, or holding a lone surrogate; a key over
-``--max-key-bytes``; a path with a trailing slash (404, never a redirect). Malformed HTTP
-framing is answered before the application by the server's protocol
-(:mod:`distgate.serve.server`), also with JSON.
+head the service does not take (:mod:`distgate.serve.head`: two Host or Authorization
+fields, a compressed body, a transfer coding other than chunked, a repeated query
+parameter); a body nested too deeply, not UTF-8 (UTF-16 included), or holding a lone
+surrogate; a key over ``--max-key-bytes``; a query integer not in ASCII digits; a path
+with a trailing slash (404, never a redirect). Malformed HTTP framing is answered before
+the application by the server's protocol (:mod:`distgate.serve.protocol`), also with JSON.
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
@@ -47,8 +51,10 @@ from starlette.routing import Route
 from distgate.gate.decided import Decision
 from distgate.gate.durable_session import DurableSession, StateUnwritable
 from distgate.serve.auth import Client, Tokens
+from distgate.serve.head import read_head
 from distgate.serve.metrics import Metrics
 from distgate.serve.openapi import openapi
+from distgate.serve.problem import Problem
 from distgate.serve.render import BatchRenderer, dumps, requester_view
 
 RETRY_AFTER = "1"  # seconds, with a 503
@@ -61,14 +67,6 @@ class Limits:
     max_key_bytes: int = 256  # bytes of one key (UTF-8)
     body_timeout: float = 10.0  # seconds to receive a body
     page: int = 1000  # releases per page at most
-
-
-class Problem(Exception):
-    """An answer with an error: its status and the sentence of its JSON body."""
-
-    def __init__(self, status: int, message: str, headers: dict | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.headers = status, message, headers
 
 
 def _finite(value: Any) -> Any:
@@ -179,14 +177,23 @@ async def _read_body(receive: Callable, length: str | None, limits: Limits) -> A
 
 
 def _parse(body: bytes) -> Any:
-    """A body's JSON document (400 with what is wrong: not JSON, not text in a Unicode
-    encoding, nested deeper than the parser goes, a number of too many digits)."""
+    """A body's JSON document (400 with what is wrong: not JSON, not UTF-8 text, nested
+    deeper than the parser goes, a number of too many digits). The body is read as UTF-8
+    (a byte order mark ignored), never in the UTF-16 or UTF-32 that ``json.loads`` would
+    guess from its bytes; a surrogate written in UTF-8 is let through to be refused with
+    its key (:func:`_unicode`)."""
+    start = len(codecs.BOM_UTF8) if body.startswith(codecs.BOM_UTF8) else 0
     try:
-        return json.loads(body)
+        return json.loads(body[start:].decode("utf-8", "surrogatepass"))
     except json.JSONDecodeError as exc:
-        why = f"{exc.msg}, line {exc.lineno} column {exc.colno}"
+        nul = body.find(b"\0")  # never in JSON text; in UTF-16 and UTF-32 text, often
+        if nul >= 0:
+            why = f"it is not UTF-8 text: byte {nul} is 0x00, as in UTF-16 or UTF-32"
+        else:
+            why = f"{exc.msg}, line {exc.lineno} column {exc.colno}"
     except UnicodeDecodeError as exc:
-        why = f"it is not UTF-8 text: byte {exc.start} is 0x{exc.object[exc.start]:02x}"
+        at = start + exc.start
+        why = f"it is not UTF-8 text: byte {at} is 0x{body[at]:02x}"
     except RecursionError:  # json's parser nests one call per array or object
         why = "its arrays and objects are nested too deeply"
     except ValueError:  # int(): over sys.get_int_max_str_digits()
@@ -271,14 +278,19 @@ def _flag(request: Request, name: str) -> bool:
     raise Problem(422, f"The query parameter '{name}' must be 0 or 1.")
 
 
+_WHOLE = re.compile(r"-?[0-9]+")  # ASCII digits only: int() takes '٣', ' 3', '+3', '3_0'
+
+
 def _integer(request: Request, name: str, default: int, low: int, high: int) -> int:
     text = request.query_params.get(name)
     if text is None:
         return default
     try:
-        value = int(text)
-    except ValueError:
-        raise Problem(422, f"The query parameter '{name}' must be a whole number.") from None
+        value = int(text) if _WHOLE.fullmatch(text) else None
+    except ValueError:  # over sys.get_int_max_str_digits()
+        value = None
+    if value is None:
+        raise Problem(422, f"The query parameter '{name}' must be a whole number in ASCII digits.")
     if not low <= value <= high:
         raise Problem(422, f"The query parameter '{name}' must be between {low} and {high}.")
     return value
@@ -288,10 +300,19 @@ GONE = "The client went away."
 FAILED = "The service failed to answer this request."
 
 
+async def _send_json(send: Callable, status: int, body: bytes, headers: dict | None) -> None:
+    """An answer of JSON ``body`` on the ASGI interface."""
+    raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+    raw += [(b"content-length", b"%d" % len(body)), (b"content-type", b"application/json")]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
 class _Endpoint:
     """A route answered on the ASGI interface itself, without Starlette's request and
     response objects: the two that carry a service's traffic (``POST /v1/requests`` and
-    ``GET /healthz``). Answers as the Starlette routes do: JSON, with a JSON error for a
+    ``GET /healthz``). Checks the request's head (:func:`~distgate.serve.head.read_head`)
+    and answers as the Starlette routes do: JSON, with a JSON error for a
     :class:`Problem`, 400 for a client gone mid-body, 500 for anything else. ``counted``:
     the answer is counted for ``/metrics`` here (when not called through the counted
     Starlette application)."""
@@ -299,38 +320,30 @@ class _Endpoint:
     def __init__(self, service: Service, *, counted: bool) -> None:
         self.service, self.counted = service, counted
 
-    async def answer(self, scope, receive) -> tuple[int, bytes, dict | None]:
+    async def answer(
+        self, scope, receive, head: tuple[str | None, str | None]
+    ) -> tuple[int, bytes, dict | None]:
         raise NotImplementedError
 
     async def __call__(self, scope, receive, send) -> None:
         try:
-            status, body, headers = await self.answer(scope, receive)
+            status, body, headers = await self.answer(scope, receive, read_head(scope))
         except Problem as exc:
-            status, body, headers = exc.status, dumps({"error": exc.message}), exc.headers
+            status, body, headers = exc.status, exc.body(), exc.headers
         except _Gone:
             status, body, headers = 400, dumps({"error": GONE}), None
         except Exception:
             status, body, headers = 500, dumps({"error": FAILED}), None
-        raw = [
-            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()
-        ]
-        raw += [(b"content-length", b"%d" % len(body)), (b"content-type", b"application/json")]
         if self.counted:
             self.service.metrics.response(status)
-        await send({"type": "http.response.start", "status": status, "headers": raw})
-        await send({"type": "http.response.body", "body": body})
+        await _send_json(send, status, body, headers)
 
 
 class _Decide(_Endpoint):
     """``POST /v1/requests``."""
 
-    async def answer(self, scope, receive) -> tuple[int, bytes, dict | None]:
-        authorization = length = None
-        for name, value in scope["headers"]:
-            if name == b"authorization" and authorization is None:
-                authorization = value.decode("latin-1")
-            elif name == b"content-length" and length is None:
-                length = value.decode("latin-1")
+    async def answer(self, scope, receive, head) -> tuple[int, bytes, dict | None]:
+        authorization, length = head
         service = self.service
         client = service.client_of(authorization)
         service.ready()
@@ -353,7 +366,7 @@ class _Health(_Endpoint):
     """``GET /healthz``: 200 when ready, 503 while loading or when the state cannot be
     written."""
 
-    async def answer(self, scope, receive) -> tuple[int, bytes, dict | None]:
+    async def answer(self, scope, receive, head) -> tuple[int, bytes, dict | None]:
         service = self.service
         session = service.session
         if session is None or service.batcher is None:
@@ -449,21 +462,27 @@ def create_app(service: Service, lifespan: Callable | None = None):
         ("POST", "/v1/requests"): _Decide(service, counted=True),
         ("GET", "/healthz"): _Health(service, counted=True),
     }
-    return _Front(hot, _Counted(app, service.metrics))
+    return _Front(hot, _Counted(app, service.metrics), service.metrics)
 
 
 class _Front:
-    """Hands ``POST /v1/requests`` and ``GET /healthz`` to their endpoints directly, and
-    every other request (and the lifespan) to the Starlette application."""
+    """Hands ``POST /v1/requests`` and ``GET /healthz`` to their endpoints directly (which
+    check the request's head themselves), and every other request (and the lifespan) to
+    the Starlette application once its head is one the service takes."""
 
-    def __init__(self, hot: dict[tuple[str, str], _Endpoint], app) -> None:
-        self.hot, self.app = hot, app
+    def __init__(self, hot: dict[tuple[str, str], _Endpoint], app, metrics: Metrics) -> None:
+        self.hot, self.app, self.metrics = hot, app, metrics
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http":
             endpoint = self.hot.get((scope["method"], scope["path"]))
             if endpoint is not None:
                 return await endpoint(scope, receive, send)
+            try:
+                read_head(scope)
+            except Problem as exc:
+                self.metrics.response(exc.status)
+                return await _send_json(send, exc.status, exc.body(), exc.headers)
         return await self.app(scope, receive, send)
 
 

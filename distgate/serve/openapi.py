@@ -14,6 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 DECISIONS = ["released", "queued", "denied", "duplicate", "unknown"]
+HEAD_400 = (
+    "The request is not well-formed HTTP/1.1, or its head is refused: no Host field, or "
+    "two; two Authorization fields; a body chunked twice; a query parameter given twice."
+)
 
 
 def _error(description: str) -> dict:
@@ -42,7 +46,17 @@ def openapi(limits) -> dict[str, Any]:
         "description": f"At most {limits.max_key_bytes} bytes in UTF-8 (maxLength counts "
         "characters: a key of fewer characters may still take more bytes, and is refused).",
     }
+    # what any request may be answered for its head (distgate.serve.head) or framing
+    head = {
+        "400": _error(HEAD_400),
+        "415": _error(
+            "The body has a content coding other than identity (answered with "
+            "Accept-Encoding: identity)."
+        ),
+        "501": _error("The body has a transfer coding other than chunked."),
+    }
     common = {
+        **head,
         "401": _error("No token, or one the service does not know."),
         "503": _error("Loading, or the state file cannot be written (nothing was decided)."),
     }
@@ -158,7 +172,8 @@ def openapi(limits) -> dict[str, Any]:
             "description": "The online release gate as a service: requesters ask for records "
             "by key; each request is decided against everything released before, with a "
             "queue for those that must wait. An answer is sent only once its decision is "
-            "committed to the state file.",
+            "committed to the state file. Every answer carries Cache-Control: no-store and "
+            "X-Content-Type-Options: nosniff.",
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -252,9 +267,10 @@ def openapi(limits) -> dict[str, Any]:
                                 }
                             },
                         },
+                        **common,
                         "400": _error(
-                            "The body is not JSON that can be read (not UTF-8, nested too "
-                            "deeply), or the request is not well-formed HTTP/1.1."
+                            "The body is not JSON that can be read (not UTF-8: UTF-16 "
+                            "neither; nested too deeply). " + HEAD_400
                         ),
                         "408": _error("The body was not received in time."),
                         "413": _error("The body, or the batch, is over its limit."),
@@ -262,7 +278,6 @@ def openapi(limits) -> dict[str, Any]:
                             "The JSON has the wrong shape or types, or a key is not Unicode "
                             f"text or has over {limits.max_key_bytes} bytes."
                         ),
-                        **common,
                     },
                 }
             },
@@ -350,7 +365,10 @@ def openapi(limits) -> dict[str, Any]:
                                 }
                             },
                         },
-                        "422": _error("A query parameter is not a whole number in range."),
+                        "422": _error(
+                            "A query parameter is not a whole number in ASCII digits, or "
+                            "not in range."
+                        ),
                         **common,
                     },
                 }
@@ -386,6 +404,7 @@ def openapi(limits) -> dict[str, Any]:
                     "responses": {
                         "200": _json("Health", "Ready."),
                         "503": _json("Health", "Loading, or the state cannot be written."),
+                        **head,
                     },
                 }
             },
@@ -397,7 +416,8 @@ def openapi(limits) -> dict[str, Any]:
                         "200": {
                             "description": "The OpenAPI document.",
                             "content": {"application/json": {"schema": {"type": "object"}}},
-                        }
+                        },
+                        **head,
                     },
                 }
             },

@@ -7,11 +7,10 @@ requests in flight are decided, committed and answered, the state is closed and
 :func:`run` returns 0 (a second SIGINT stops at once; SQLite keeps every committed batch).
 A failure while loading (bad input) is printed as one sentence and returns 2.
 
-A request that is not well-formed HTTP/1.1 (its request line, a header, a missing,
-negative or repeated Content-Length, one beside Transfer-Encoding, a chunk size) never
-reaches the application: uvicorn's parser (httptools) refuses it and the connection is
-closed. uvicorn answers it with a plain-text 400; here it is the service's JSON error, as
-every other answer (:func:`http_protocol`).
+Every answer, the protocol's own included, carries :data:`HEADERS`: none may be cached
+(each is one client's, and a request's status changes), and none may be read as anything
+but its content type. A request that is not well-formed HTTP/1.1 never reaches the
+application: :mod:`distgate.serve.protocol` answers it, in the service's JSON too.
 """
 
 from __future__ import annotations
@@ -32,7 +31,10 @@ from distgate.serve.app import Limits, Service, create_app
 from distgate.serve.auth import Tokens
 from distgate.serve.batcher import Batcher
 from distgate.serve.metrics import Metrics
-from distgate.serve.render import BatchRenderer, dumps
+from distgate.serve.protocol import http_protocol
+from distgate.serve.render import BatchRenderer
+
+HEADERS = [("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")]
 
 
 @dataclass
@@ -136,6 +138,7 @@ def run(
         timeout_keep_alive=int(options.keep_alive_seconds),
         limit_concurrency=options.max_connections,
         server_header=False,
+        headers=HEADERS,
     )
     server = _Server(config)
     server.run(sockets=[sock])
@@ -144,32 +147,6 @@ def run(
         say(f"distgate: {failure[0]}")
         return 2
     return 0
-
-
-MALFORMED = (
-    "The request is not well-formed HTTP/1.1 (its request line, a header, its "
-    "Content-Length or its chunked body)."
-)
-
-
-def http_protocol(metrics: Metrics) -> type:
-    """uvicorn's HTTP protocol on httptools, which answers a request its parser refuses
-    with the service's JSON error (400, counted for ``/metrics``) instead of plain text,
-    and closes the connection as uvicorn does."""
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-    body = dumps({"error": MALFORMED})
-    fixed = b"content-type: application/json\r\ncontent-length: %d\r\n" % len(body)
-
-    class JSONErrors(HttpToolsProtocol):
-        def send_400_response(self, msg: str) -> None:
-            metrics.response(400)
-            head = [b"HTTP/1.1 400 Bad Request\r\n"]
-            head += [n + b": " + v + b"\r\n" for n, v in self.server_state.default_headers]
-            self.transport.write(b"".join([*head, fixed, b"connection: close\r\n\r\n", body]))
-            self.transport.close()
-
-    return JSONErrors
 
 
 def _settle(future: asyncio.Future, value, exc) -> None:
