@@ -141,7 +141,7 @@ def randomize_command(
     """
     from distgate.data.config import text_format
     from distgate.data.values import parse_bins
-    from distgate.randomize import parse_p, randomize_table, reconstruct_table, write_table
+    from distgate.randomization import parse_p, randomize_table, reconstruct_table, write_table
     from distgate.report.randomize import randomize_report, reconstruct_report
 
     # with a tau (or l) to meet, each risk row is a check of a JUnit report
@@ -181,7 +181,7 @@ def randomize_command(
                 "already hold ranges, so --bins does not apply."
             )
         if matrices:
-            from distgate.randomize.pram import reconstruct_with_matrices
+            from distgate.randomization.pram import reconstruct_with_matrices
 
             estimate = reconstruct_with_matrices(table, columns, sensitive, *matrices)
         else:
@@ -193,7 +193,7 @@ def randomize_command(
         code = EXIT_OK
     else:
         if matrices:
-            from distgate.randomize.pram import randomize_with_matrices
+            from distgate.randomization.pram import randomize_with_matrices
 
             retention, weights = matrices
             result = randomize_with_matrices(
@@ -240,6 +240,6 @@ def _matrices(matrix: str | None, weight: list[str], fixed: dict, side: Side | N
             "With --matrix the attributes randomized are those the file names; "
             "leave out --randomize."
         )
-    from distgate.randomize.pram import parse_weights, read_matrices
+    from distgate.randomization.pram import parse_weights, read_matrices
 
     return read_matrices(matrix), parse_weights(weight)
