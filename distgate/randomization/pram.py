@@ -45,6 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from distgate.data.tables import display_name, read_columns, require_values
+from distgate.defaults import DEFAULT_SEED
 from distgate.errors import InputError
 from distgate.randomization import (
     RandomizeResult,
@@ -251,7 +252,7 @@ def randomize_with_matrices(
     *,
     weights: Mapping[str, float] | None = None,
     tau: float | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
 ) -> RandomizeResult:
     """Randomize the attributes that ``matrices`` names, each with its matrix mixed with
     the identity by a weight: fixed in ``weights``, calibrated against ``tau`` for the
