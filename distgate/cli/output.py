@@ -35,6 +35,21 @@ def output_format(format: Format | None, json: bool, *, stdout_taken: bool = Fal
     return chosen
 
 
+def print_notes(reading, outputs=None) -> None:
+    """The notes on how the table was read (a :class:`~distgate.data.spec.TableReading`),
+    one line each on stderr: the engine chosen, unless the output options (``outputs``,
+    :class:`~distgate.cli.options.OutputFlags`) are silent (--quiet, or JSON on stdout);
+    the records left out, unless --quiet (even beside a JSON document: leaving records
+    out changes every figure)."""
+    notes = [
+        (reading.engine_note, outputs is not None and outputs.silent),
+        (reading.dropped_note, outputs is not None and outputs.quiet),
+    ]
+    for note, hidden in notes:
+        if note and not hidden:
+            typer.echo(f"note: {note}", err=True)
+
+
 def describe(
     report,
     context: typer.Context,

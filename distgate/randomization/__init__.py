@@ -18,7 +18,8 @@ The array-level building blocks live in :mod:`distgate.randomization.matrices` (
 matrices, factor-by-factor inverse, reconstruction, expected error),
 :mod:`distgate.randomization.risk` and :mod:`distgate.randomization.calibrate`;
 randomization with any retention matrix (PRAM, ``--matrix``) is
-:mod:`distgate.randomization.pram`.
+:mod:`distgate.randomization.pram`; :func:`distgate.randomize` checks the options of one
+run together (:mod:`distgate.randomization.options`) and calls these.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from distgate.data.tables import (
     read_columns,
     require_values,
 )
+from distgate.defaults import DEFAULT_SEED, DEFAULT_SIDE
 from distgate.errors import InputError
 from distgate.randomization.calibrate import calibrate
 from distgate.randomization.matrices import (
@@ -281,10 +283,10 @@ def randomize_table(
     qi: Sequence[str],
     sensitive: str,
     *,
-    randomize: str = "both",
+    randomize: str = DEFAULT_SIDE,
     p: Mapping[str, float] | None = None,
     tau: float | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     bins: Mapping[str, Sequence[float]] | None = None,
     fmt: TextFormat = PLAIN,
 ) -> RandomizeResult:
