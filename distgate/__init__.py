@@ -1,8 +1,8 @@
 """distgate: release records without revealing a sensitive property of an entity through
 the distribution of the released values.
 
-The package is a library first; the ``distgate`` command is a thin layer over it: each
-command is one call of a function a pandas user reaches for too (:func:`assess`,
+The package is a library first; the ``distgate`` command is a thin layer over it, whose
+commands call the functions a pandas user reaches for too (:func:`assess`,
 :func:`baseline`, :func:`audit`, :func:`randomize`, :func:`calibrate`, :func:`replay`,
 :func:`open_gate`, and :func:`k_anonymity`, :func:`l_diversity`, :func:`t_closeness`).
 They live in :mod:`distgate.api` and are reached from here on first use, with

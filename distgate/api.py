@@ -1,9 +1,10 @@
-"""The functions a pandas user reaches for, each the one call of a ``distgate`` command:
+"""The functions a pandas user reaches for, those of the ``distgate`` commands:
 :func:`assess` (with the classic models :func:`k_anonymity`, :func:`l_diversity` and
 :func:`t_closeness`), :func:`baseline`, :func:`audit`, :func:`randomize`,
 :func:`calibrate`, :func:`replay` and :func:`open_gate`, each importable from
-``distgate`` itself. The command line calls them too: a command parses its flags, calls
-one of these functions and prints what it returns.
+``distgate`` itself. The command line calls them too: ``assess``, ``baseline``,
+``audit``, ``randomize`` and ``calibrate`` parse their flags, call their function and
+print what it returns.
 
 Each takes the table as a file name (CSV or TSV, compressed or not, Parquet, Excel; ``-``
 for standard input) or as a table in memory: a pandas or polars DataFrame, a pyarrow
@@ -44,7 +45,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from distgate.data.spec import TABLE_KEYWORDS, TableSpec, table_spec
+from distgate.data.spec import TABLE_KEYWORDS, Names, TableSpec, table_spec
 from distgate.defaults import (
     DEFAULT_ALPHA,
     DEFAULT_AUDIT_BUDGET,
@@ -81,12 +82,11 @@ __all__ = [
     "t_closeness",
 ]
 
-Names = str | Sequence[str] | None
 Table = Any  # a path, a table in memory (see the module docstring) or a TableSpec
-Path = str | os.PathLike
+File = str | os.PathLike
 
 
-def _path(value: Path | None) -> str | None:
+def _path(value: File | None) -> str | None:
     return None if value is None else os.fspath(value)
 
 
@@ -107,7 +107,7 @@ def assess(
     max_suppressed: float | None = None,
     priority: str | None = None,
     search_budget: int | None = None,
-    output: Path | None = None,
+    output: File | None = None,
     **table_keywords: Any,
 ) -> Assessment:
     """Assess releasing ``table`` as a whole, as ``distgate assess`` does.
@@ -228,7 +228,7 @@ def t_closeness(
     )
 
 
-def baseline(table: Table, *, output: Path | None = None, **table_keywords: Any) -> TableProfile:
+def baseline(table: Table, *, output: File | None = None, **table_keywords: Any) -> TableProfile:
     """What the whole table shows per target against the baseline, as ``distgate
     baseline`` does: each target's distribution q(x|y), KL distance D(y), exposure E(y)
     and the X-outliers. ``output`` also writes the baseline file (``-o``; ``"-"``:
@@ -256,7 +256,7 @@ AUDIT_KEYWORDS = tuple(name for name in TABLE_KEYWORDS if name not in ("id", "ba
 def audit(
     table: Table,
     *,
-    released: Path | None = None,
+    released: File | None = None,
     tau: float = DEFAULT_TAU,
     types: Names = None,
     fix: bool = False,
@@ -314,11 +314,11 @@ def randomize(
     l_diversity: float | None = None,
     p: Any = None,
     side: str | None = None,
-    matrix: Path | None = None,
+    matrix: File | None = None,
     mix: Any = None,
     seed: int = DEFAULT_SEED,
     reconstruct: bool = False,
-    output: Path | None = None,
+    output: File | None = None,
     **table_keywords: Any,
 ) -> RandomizeResult | ReconstructResult:
     """Randomized response with calibrated distortion, as ``distgate randomize`` does
@@ -450,7 +450,7 @@ def _gate_settings(spec: TableSpec, settings: dict, **options: Any):
 
 def open_gate(
     table: Table,
-    state: Path,
+    state: File,
     *,
     metric: Names = None,
     alpha: float | None = None,
@@ -530,8 +530,8 @@ def replay(
     indistinguishable: bool = False,
     share: float | None = None,
     skip_unknown: bool = False,
-    output: Path | None = None,
-    state: Path | None = None,
+    output: File | None = None,
+    state: File | None = None,
     wait: bool = False,
     **table_keywords: Any,
 ) -> ReplayResult:

@@ -191,7 +191,7 @@ def assess_command(
         search_budget=budget,
         output=output,
     )
-    print_notes(result.reading, shown_as)
+    print_notes(result.reading, quiet=shown_as.quiet, silent=shown_as.silent)
     if result.repair is None:
         from distgate.report.assess import assessment_report
 

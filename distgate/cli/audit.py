@@ -12,38 +12,35 @@ from distgate.cli.common import (
     EXIT_UNSAFE,
     handles_bad_input,
 )
-from distgate.cli.options import (
-    AS_GIVEN,
-    BinsOption,
-    ConfigOption,
-    DelimiterOption,
-    EncodingOption,
-    EngineOption,
-    MissingOption,
-    OrderOption,
-    OutputFlags,
-    SchedulerOption,
-    WeightOption,
-    bundled,
-)
+from distgate.cli.options import AS_GIVEN, OutputFlags, bundled
 from distgate.cli.output import describe, print_notes, show
+from distgate.data.spec import TableSpec
 from distgate.defaults import DEFAULT_AUDIT_BUDGET, DEFAULT_MERGE, DEFAULT_TAU
+
+# the table is a table of counts, or one of records counted by -x and -y: the table
+# options say so in audit's words, and a key column or a baseline has no use here
+WORDED = {
+    "table": {
+        "parameter": "counts",
+        "metavar": "COUNTS",
+        "help": "Counts table: wide (row labels first, one column per target) or long "
+        "(x,y,count); with -x/-y (or distgate.toml's attributes and targets, when the file "
+        "has those columns) a table of records to count first. CSV, TSV, Parquet or Excel; "
+        "'-' reads stdin.",
+    },
+    "attributes": {
+        "help": "COUNTS is a table of records: count it by these attribute columns "
+        "(the audit's rows)."
+    },
+    "targets": {"help": "Target columns of the records (the audit's columns)."},
+}
 
 
 @handles_bad_input
-@bundled()
+@bundled(without=("id", "baseline"), worded=WORDED)
 def audit_command(
     context: typer.Context,
-    counts: Annotated[
-        str,
-        typer.Argument(
-            metavar="COUNTS",
-            help="Counts table: wide (row labels first, one column per target) or long "
-            "(x,y,count); with -x/-y (or distgate.toml's attributes and targets, when the file "
-            "has those columns) a table of records to count first. CSV, TSV, Parquet or Excel; "
-            "'-' reads stdin.",
-        ),
-    ],
+    table: TableSpec,
     released: Annotated[
         str | None,
         typer.Option(
@@ -94,33 +91,6 @@ def audit_command(
             "--merge", metavar="WHAT", help="What --fix may merge: both, rows or columns."
         ),
     ] = DEFAULT_MERGE,
-    attributes: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--attr",
-            "-x",
-            metavar="COLUMN",
-            help="COUNTS is a table of records: count it by these attribute columns "
-            "(the audit's rows).",
-        ),
-    ] = None,
-    targets: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--target",
-            "-y",
-            metavar="COLUMN",
-            help="Target columns of the records (the audit's columns).",
-        ),
-    ] = None,
-    bins: BinsOption = None,
-    engine: EngineOption = None,
-    scheduler: SchedulerOption = None,
-    missing: MissingOption = None,
-    weight: WeightOption = None,
-    order: OrderOption = None,
-    delimiter: DelimiterOption = None,
-    encoding: EncodingOption = None,
     budget: Annotated[
         int,
         typer.Option(
@@ -129,7 +99,6 @@ def audit_command(
             help="Merge plans --fix checks exhaustively before switching to a greedy heuristic.",
         ),
     ] = DEFAULT_AUDIT_BUDGET,
-    config: ConfigOption = None,
     shown_as: OutputFlags = AS_GIVEN,
 ) -> None:
     """Bound every unpublished cell of a published contingency table and flag disclosures.
@@ -145,12 +114,11 @@ def audit_command(
     """
     from distgate.api import audit
     from distgate.data.atomic import check_outputs
-    from distgate.data.spec import TableSpec
 
     chosen = shown_as.chosen()
-    check_outputs([counts, released], shown_as.files)
+    check_outputs([table.table, released], shown_as.files)
     result = audit(
-        TableSpec(counts, local_config=True),
+        table,
         released=released,
         tau=tau,
         types=types,
@@ -159,23 +127,12 @@ def audit_command(
         ordered_columns=ordered_columns,
         merge=merge,
         search_budget=budget,
-        attributes=attributes,
-        targets=targets,
-        bins=bins,
-        engine=engine,
-        scheduler=scheduler,
-        missing=missing,
-        weight=weight,
-        order=order,
-        delimiter=delimiter,
-        encoding=encoding,
-        config=config,
     )
-    print_notes(result.reading, shown_as)
+    print_notes(result.reading, quiet=shown_as.quiet, silent=shown_as.silent)
     from distgate.report.audit import audit_report
 
     shown = audit_report(result)
     code = EXIT_OK if result.safe else EXIT_UNSAFE
-    describe(shown, context, [counts, released], result.reading.settings, code)
+    describe(shown, context, [table.table, released], result.reading.settings, code)
     show(shown, chosen, result.to_dict, outputs=shown_as)
     raise typer.Exit(shown.exit_code)

@@ -38,7 +38,7 @@ def baseline_command(
     chosen = shown_as.chosen(stdout_taken=output == "-", judges=False)
     check_outputs(table.files, shown_as.files)
     profile = baseline(table, output=output)
-    print_notes(profile.reading, shown_as)
+    print_notes(profile.reading, quiet=shown_as.quiet, silent=shown_as.silent)
     from distgate.report.baseline import baseline_report
 
     shown = baseline_report(profile, output)

@@ -96,7 +96,7 @@ def calibrate_command(
         seed=seed,
         draws=draws,
     )
-    print_notes(calibration.reading, shown_as)
+    print_notes(calibration.reading, quiet=shown_as.quiet, silent=shown_as.silent)
     from distgate.report.calibrate import calibration_report, write_levels_plot
 
     if plot:

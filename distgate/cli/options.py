@@ -18,24 +18,25 @@ import dataclasses
 import functools
 import inspect
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
 
 from distgate.cli.output import Format
-from distgate.data.spec import FLAGS, TableSpec
+from distgate.data.spec import FLAGS, Flag, TableSpec
 
 
 def _option(*names: str, metavar: str | None = None, help: str) -> Any:
     return typer.Option(*names, metavar=metavar, help=help)
 
 
-def table_option(name: str, *, hidden: bool = False) -> Any:
+def table_option(name: str, *, hidden: bool = False, flag: Flag | None = None) -> Any:
     """The Typer parameter type of the table option ``name`` (a field of
-    :class:`~distgate.data.spec.TableSpec`), made from the field's flag."""
-    flag = FLAGS[name]
+    :class:`~distgate.data.spec.TableSpec`), made from the field's flag (or ``flag``, the
+    one a command words its own way)."""
+    flag = flag or FLAGS[name]
     if not flag.names:
         return Annotated[str, typer.Argument(metavar=flag.metavar, help=flag.help, hidden=hidden)]
     kind = list[str] | None if flag.repeat else str | None
@@ -181,13 +182,20 @@ BaselineOption = table_option("baseline")
 AS_GIVEN = OutputFlags()
 
 
-def bundled(*, hidden: tuple[str, ...] = (), without: tuple[str, ...] = ()) -> Callable:
+def bundled(
+    *,
+    hidden: tuple[str, ...] = (),
+    without: tuple[str, ...] = (),
+    worded: Mapping[str, Mapping[str, str]] | None = None,
+) -> Callable:
     """Decorate a command whose parameters include bundles (a parameter annotated with
     :class:`~distgate.data.spec.TableSpec` or :class:`OutputFlags`): Typer sees the
     bundle's options in its place, the command receives the bundle. ``hidden`` options
     are accepted but left out of ``--help``; ``without`` options are not offered at all
-    (their default is used). A table spec made here reads ./distgate.toml when --config
-    names no settings file."""
+    (their default is used); ``worded`` gives, by table option, the fields of its
+    :class:`~distgate.data.spec.Flag` that the command words its own way (its argument's
+    metavar, name and help; never the flags themselves). A table spec made here reads
+    ./distgate.toml when --config names no settings file."""
 
     def decorate(command: Callable) -> Callable:
         signature = inspect.signature(command, eval_str=True)
@@ -199,10 +207,9 @@ def bundled(*, hidden: tuple[str, ...] = (), without: tuple[str, ...] = ()) -> C
                 parameters.append(parameter)
                 continue
             fields = {}  # the command's parameter name of each field offered
-            for name, annotation, default in _members(bundle, hidden):
+            for name, annotation, default, option in _members(bundle, hidden, worded or {}):
                 if name in without:
                     continue
-                option = (FLAGS[name].parameter or name) if bundle is TableSpec else name
                 kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
                 parameters.append(
                     inspect.Parameter(option, kind, default=default, annotation=annotation)
@@ -230,14 +237,18 @@ def bundled(*, hidden: tuple[str, ...] = (), without: tuple[str, ...] = ()) -> C
     return decorate
 
 
-def _members(bundle: type, hidden: tuple[str, ...]) -> list[tuple[str, Any, Any]]:
-    """(field, Typer annotation, default) of each option of a bundle, in order."""
+def _members(bundle: type, hidden: tuple[str, ...], worded: Mapping[str, Mapping[str, str]]):
+    """(field, Typer annotation, default, the command's parameter name) of each option of
+    a bundle, in order."""
     empty = inspect.Parameter.empty
     if bundle is TableSpec:
-        return [
-            (name, table_option(name, hidden=name in hidden), None if flag.names else empty)
-            for name, flag in FLAGS.items()
-        ]
+        members = []
+        for name, flag in FLAGS.items():
+            flag = dataclasses.replace(flag, **worded.get(name, {}))
+            annotation = table_option(name, hidden=name in hidden, flag=flag)
+            default = None if flag.names else empty
+            members.append((name, annotation, default, flag.parameter or name))
+        return members
     annotations = inspect.get_annotations(bundle, eval_str=True)
     members = []
     for field in dataclasses.fields(bundle):
@@ -246,7 +257,7 @@ def _members(bundle: type, hidden: tuple[str, ...]) -> list[tuple[str, Any, Any]
             info = copy.copy(annotation.__metadata__[0])
             info.hidden = True
             annotation = Annotated[annotation.__origin__, info]
-        members.append((field.name, annotation, field.default))
+        members.append((field.name, annotation, field.default, field.name))
     return members
 
 

@@ -120,7 +120,7 @@ def replay_command(
         share=share,
     )
     inputs, reading = table.read(settings, need_keys=True)
-    print_notes(reading, shown_as)
+    print_notes(reading, quiet=shown_as.quiet, silent=shown_as.silent)
     with progress(shown_as.quiet or chosen != "table") as bar:
         task = bar.add_task("replay", total=None)
         try:

@@ -129,7 +129,7 @@ def simulate_command(
     metrics = parse_metrics(joined(metric, DEFAULT_METRICS))
     alphas = alpha_list(alpha, DEFAULT_ALPHAS)
     inputs, reading = table.read(settings)
-    print_notes(reading, shown_as)
+    print_notes(reading, quiet=shown_as.quiet, silent=shown_as.silent)
     seed_value = setting(seed, settings, "seed", DEFAULT_SEED)
     values = inputs.critical_values(
         setting(critical, settings, "critical", DEFAULT_CRITICAL), seed=seed_value, draws=draws

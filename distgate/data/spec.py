@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from distgate.data.inputs import Inputs
 
 FLAG = "flag"  # the metadata key of a field's Flag
+Names = str | Sequence[str] | None  # a column name, a list, or "age,sex"
+# bins or order: {"age": [18, 20]}, "age=18,20" or a list of such texts
+Assignments = Mapping[str, Sequence[Any]] | str | Sequence[str] | None
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,7 @@ class TableSpec:
         help="Table with a header: CSV/TSV (compressed or not), Parquet file or folder, or "
         "Excel .xlsx ('-' = stdin).",
     )
-    attributes: Any = _given(
+    attributes: Names = _given(
         "--attr",
         "-x",
         metavar="COLUMN",
@@ -78,7 +81,7 @@ class TableSpec:
         repeat=True,
         parameter="attr",
     )
-    targets: Any = _given(
+    targets: Names = _given(
         "--target",
         "-y",
         metavar="COLUMN",
@@ -91,7 +94,7 @@ class TableSpec:
         metavar="COLUMN",
         help="Record key column (default: the row number from 0).",
     )
-    bins: Any = _given(
+    bins: Assignments = _given(
         "--bins",
         metavar="COLUMN=EDGES",
         help="Cut a numeric attribute into ranges, e.g. age=18,20,25,30.",
@@ -123,7 +126,7 @@ class TableSpec:
         help="Column of whole-number counts: each line stands for that many identical "
         "records (a frequency table).",
     )
-    order: Any = _given(
+    order: Assignments = _given(
         "--order",
         metavar="COLUMN=VALUES",
         help="Order of a column's values, e.g. educ=Low,Middle,High (default: numbers and "
