@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from distgate.randomize import randomize_table, reconstruct, write_table
-from distgate.randomize.matrices import apply_factors
+from distgate.randomization import randomize_table, reconstruct, write_table
+from distgate.randomization.matrices import apply_factors
 
 
 def report(label: str, seconds: float, target: float) -> None:

@@ -1,23 +1,28 @@
 """distgate: release records without revealing a sensitive property of an entity through
 the distribution of the released values.
 
-The package is a library first; the ``distgate`` command is a thin layer over it. The
-functions a pandas user reaches for (:func:`assess`, :func:`baseline`, :func:`replay`,
-:func:`open_gate`, :func:`k_anonymity`, :func:`l_diversity`, :func:`t_closeness`) live in
-:mod:`distgate.api` and are reached from here on first use: heavy numeric modules are
-imported by the submodules that need them, never by ``import distgate``, so that
-``distgate --help`` starts fast.
+The package is a library first; the ``distgate`` command is a thin layer over it, whose
+commands call the functions a pandas user reaches for too (:func:`assess`,
+:func:`baseline`, :func:`audit`, :func:`randomize`, :func:`calibrate`, :func:`replay`,
+:func:`open_gate`, and :func:`k_anonymity`, :func:`l_diversity`, :func:`t_closeness`).
+They live in :mod:`distgate.api` and are reached from here on first use, with
+:class:`TableSpec`: heavy numeric modules are imported by the submodules that need them,
+never by ``import distgate``, so that ``distgate --help`` starts fast.
 """
 
 __version__ = "0.1.0"
 
 _API = (
     "InputError",
+    "TableSpec",
     "assess",
+    "audit",
     "baseline",
+    "calibrate",
     "k_anonymity",
     "l_diversity",
     "open_gate",
+    "randomize",
     "replay",
     "t_closeness",
 )

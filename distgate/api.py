@@ -1,216 +1,98 @@
-"""The functions a pandas user reaches for: :func:`assess`, :func:`baseline`,
-:func:`replay`, :func:`open_gate` and the classic models (:func:`k_anonymity`, :func:`l_diversity`,
-:func:`t_closeness`), each importable from ``distgate`` itself.
+"""The functions a pandas user reaches for, those of the ``distgate`` commands:
+:func:`assess` (with the classic models :func:`k_anonymity`, :func:`l_diversity` and
+:func:`t_closeness`), :func:`baseline`, :func:`audit`, :func:`randomize`,
+:func:`calibrate`, :func:`replay` and :func:`open_gate`, each importable from
+``distgate`` itself. The command line calls them too: ``assess``, ``baseline``,
+``audit``, ``randomize`` and ``calibrate`` parse their flags, call their function and
+print what it returns.
 
 Each takes the table as a file name (CSV or TSV, compressed or not, Parquet, Excel; ``-``
 for standard input) or as a table in memory: a pandas or polars DataFrame, a pyarrow
 Table, or any object with the Arrow PyCapsule stream interface (``__arrow_c_stream__``) or
-the dataframe interchange protocol (``__dataframe__``). The keywords are named like the
-command line's flags and mean the same:
+the dataframe interchange protocol (``__dataframe__``). The *table keywords* that follow
+say how to read it; they are named like the command line's flags and mean the same:
 
 - ``attributes`` and ``targets`` (``-x`` and ``-y``): a column name or a list of them;
 - ``id``: the record key column (default: the row number from 0);
 - ``bins``: ``{"age": [18, 20, 25]}`` or ``["age=18,20,25"]``; ``order``:
   ``{"educ": ["Low", "Middle", "High"]}`` or ``["educ=Low,Middle,High"]``;
 - ``baseline``: a baseline file, a table in memory with the same columns, or the
-  :class:`~distgate.data.baseline.Baseline` of an earlier :func:`baseline` (default: the
-  table's own distribution of X);
+  :class:`~distgate.data.baseline.Baseline` of an earlier :func:`baseline` (or the
+  profile itself; default: the table's own distribution of X);
 - ``missing`` (``"error"``, ``"drop"`` or ``"keep"``), ``weight``, ``delimiter``,
   ``encoding``, ``engine``, ``scheduler``;
 - ``config``: a settings file (``distgate.toml``) whose values serve where a keyword is
   not given. Unlike the command line, no settings file is read unless it is named.
 
+The table and its keywords can also be given as one
+:class:`~distgate.data.spec.TableSpec` (``TableSpec("soldiers.csv", attributes="age",
+targets="location")``), which several calls can share; keywords given beside a spec
+replace its fields. A keyword that is neither a function's own nor a table keyword it
+takes is a TypeError naming them.
+
 Bad input raises :class:`~distgate.errors.InputError` with the sentence the command line
 prints before exiting with code 2 (it names the flag, which is the keyword of the same
-name). The results have ``to_dict()`` (the command's ``--json`` document) and
-``to_pandas()``/``to_arrow()``.
+name). The results have ``to_dict()`` (the command's ``--json`` document) and, where they
+are tables, ``to_pandas()``/``to_arrow()``; a result read from a table says how
+(``reading``: the settings file's values, the engine that counted it, the records left
+out by ``missing="drop"``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from distgate.data.baseline import Baseline
-from distgate.data.config import (
+from distgate.data.spec import TABLE_KEYWORDS, Names, TableSpec, table_spec
+from distgate.defaults import (
     DEFAULT_ALPHA,
+    DEFAULT_AUDIT_BUDGET,
     DEFAULT_CRITICAL,
-    load_config,
-    metric_setting,
-    setting,
-    table_options,
+    DEFAULT_DRAWS,
+    DEFAULT_MERGE,
+    DEFAULT_RELEASES,
+    DEFAULT_SEED,
+    DEFAULT_TAU,
 )
-from distgate.data.frames import FrameSource, is_in_memory, table_source
-from distgate.data.inputs import Inputs, load_inputs
-from distgate.data.values import JOINT_SEPARATOR
 from distgate.errors import InputError
-from distgate.gate.replay import ReplayResult
-from distgate.release.assess import Assessment
-from distgate.release.baseline import TableProfile
+
+if TYPE_CHECKING:
+    from distgate.gate.durable_session import DurableSession
+    from distgate.gate.replay import ReplayResult
+    from distgate.randomization import RandomizeResult, ReconstructResult
+    from distgate.release.assess import Assessment
+    from distgate.release.audit import AuditResult
+    from distgate.release.baseline import TableProfile
+    from distgate.stats.calibration import Calibration
 
 __all__ = [
     "InputError",
+    "TableSpec",
     "assess",
+    "audit",
     "baseline",
+    "calibrate",
     "k_anonymity",
     "l_diversity",
     "open_gate",
+    "randomize",
     "replay",
     "t_closeness",
 ]
 
-DEFAULT_DRAWS = 10_000
-
-Names = str | Sequence[str] | None
-# bins or order: {"age": [18, 20]}, "age=18,20" or a list of such texts
-Specs = Mapping[str, Sequence[Any]] | str | Sequence[str] | None
-Table = Any  # a path, or a table in memory (see the module docstring)
+Table = Any  # a path, a table in memory (see the module docstring) or a TableSpec
+File = str | os.PathLike
 
 
-def _listed(value: Names) -> list[str] | None:
-    """A column name or a list of them as the list the flags give."""
-    if value is None:
-        return None
-    return [value] if isinstance(value, str) else [str(v) for v in value]
-
-
-def _specs(value: Specs):
-    """bins or order: a mapping as it is, ``"age=18,20"`` or a list of such texts."""
-    if value is None or isinstance(value, Mapping):
-        return value
-    return [value] if isinstance(value, str) else list(value)
-
-
-def _baseline_source(value: Any) -> str | FrameSource | None:
-    """A baseline file's name, a table in memory, or a Baseline (of a profile) as the
-    table of its values and probabilities."""
-    if isinstance(value, TableProfile):
-        value = value.baseline
-    if isinstance(value, Baseline):
-        import pyarrow as pa
-
-        parts = [label.split(JOINT_SEPARATOR) for label in value.labels]
-        columns = {
-            attribute: pa.array([p[i] for p in parts], pa.string())
-            for i, attribute in enumerate(value.attributes)
-        }
-        columns["probability"] = pa.array(value.probabilities, pa.float64())
-        return FrameSource(pa.table(columns), "a Baseline")
-    return None if value is None else table_source(value)
-
-
-def read_table(
-    table: Table,
-    *,
-    attributes: Names = None,
-    targets: Names = None,
-    id: str | None = None,
-    bins: Specs = None,
-    baseline: Any = None,
-    missing: str | None = None,
-    weight: str | None = None,
-    order: Specs = None,
-    delimiter: str | None = None,
-    encoding: str | None = None,
-    engine: str | None = None,
-    scheduler: str | None = None,
-    config: str | os.PathLike | None = None,
-    need_keys: bool = False,
-    counts_only: bool = False,
-) -> Inputs:
-    """Read ``table`` (and its baseline) as the commands do: the encoded records, their
-    counts C[y, x] and the baseline (see the module docstring for the keywords).
-    ``need_keys`` keeps each record's key (for a request log); ``counts_only`` counts the
-    records by their distinct values instead of encoding each one."""
-    return _read(table, _settings(config), locals(), need_keys, counts_only)
-
-
-# the keywords that say how to read a table (those of the module docstring but config)
-TABLE_KEYWORDS = (
-    "attributes",
-    "targets",
-    "id",
-    "bins",
-    "baseline",
-    "missing",
-    "weight",
-    "order",
-    "delimiter",
-    "encoding",
-    "engine",
-    "scheduler",
-)
-
-
-def _settings(config: str | os.PathLike | None) -> dict:
-    """The settings file's values: none unless one is named."""
-    return load_config(os.fspath(config)) if config is not None else {}
-
-
-def _read(
-    table: Table, settings: dict, keywords: dict, need_keys: bool, counts_only: bool
-) -> Inputs:
-    given = {name: value for name, value in keywords.items() if name in TABLE_KEYWORDS}
-    for role, flag in (("attributes", "attribute"), ("targets", "target")):
-        if not given.get(role) and not settings.get(role):
-            raise InputError(
-                f"No {flag} column given: name one with {role}=... (or in the settings "
-                "file that config names)."
-            )
-    options = table_options(
-        table_source(table),
-        settings,
-        attributes=_listed(given.get("attributes")),
-        targets=_listed(given.get("targets")),
-        id_column=given.get("id"),
-        bins=_specs(given.get("bins")),
-        missing=given.get("missing"),
-        engine=given.get("engine"),
-        scheduler=given.get("scheduler"),
-        weight=given.get("weight"),
-        order=_specs(given.get("order")),
-        delimiter=given.get("delimiter"),
-        encoding=given.get("encoding"),
-    )
-    chosen = _baseline_source(given.get("baseline")) or options.baseline
-    options = dataclasses.replace(options, baseline=chosen)
-    return load_inputs(options, need_keys=need_keys, counts_only=counts_only)
-
-
-def _thresholds(value: Any, metrics: Sequence[str]) -> dict[str, float]:
-    """``threshold``: one number for every chosen metric that takes one, a mapping from
-    metric names to bounds, or the flag's texts (``"kanon=5"``)."""
-    from distgate.release.assess import parse_thresholds
-
-    if value is None:
-        items: list[str] = []
-    elif isinstance(value, Mapping):
-        items = [f"{name}={bound!r}" for name, bound in value.items()]
-    elif isinstance(value, (str, int, float)):
-        items = [str(value)]
-    else:
-        items = [str(v) for v in value]
-    return parse_thresholds(items, metrics)
+def _path(value: File | None) -> str | None:
+    return None if value is None else os.fspath(value)
 
 
 def assess(
     table: Table,
     *,
-    attributes: Names = None,
-    targets: Names = None,
-    id: str | None = None,
-    bins: Specs = None,
-    baseline: Any = None,
-    missing: str | None = None,
-    weight: str | None = None,
-    order: Specs = None,
-    delimiter: str | None = None,
-    encoding: str | None = None,
-    engine: str | None = None,
-    scheduler: str | None = None,
-    config: str | os.PathLike | None = None,
     metric: Names = None,
     alpha: float | None = None,
     critical: str | None = None,
@@ -219,7 +101,14 @@ def assess(
     threshold: Any = None,
     ground: str | None = None,
     hierarchy: Sequence[str] = (),
-    diversity: str = "distinct",
+    diversity: str | None = None,
+    fix: bool = False,
+    fix_by: str | None = None,
+    max_suppressed: float | None = None,
+    priority: str | None = None,
+    search_budget: int | None = None,
+    output: File | None = None,
+    **table_keywords: Any,
 ) -> Assessment:
     """Assess releasing ``table`` as a whole, as ``distgate assess`` does.
 
@@ -228,37 +117,79 @@ def assess(
     (``auto``, ``asymptotic`` or ``mc``), ``seed`` and ``draws`` those of the Monte Carlo
     draws. ``threshold`` is a fixed bound: one number for every chosen metric that takes
     one, or a mapping such as ``{"kanon": 5, "ldiv": 2}``; ``ground``, ``hierarchy`` and
-    ``diversity`` set tclose's ground distance and ldiv's l as the flags do. The table
-    keywords are those of the module docstring.
+    ``diversity`` set tclose's ground distance and ldiv's l as the flags do.
+
+    ``fix=True`` also searches for a repair after which every metric passes
+    (``assess --fix``): ``fix_by`` (``merge``, ``suppress`` or ``both``, the default),
+    ``max_suppressed`` (the share of records that may be withheld), ``search_budget``
+    (the merge plans re-assessed exhaustively before a greedy heuristic); ``output``
+    writes the repaired release into that folder (release.csv, baseline.csv, plan.json)
+    and reads it back to verify it, ``priority`` naming the numeric column whose lowest
+    values are withheld first. The table keywords are those of the module docstring.
 
     The :class:`~distgate.release.assess.Assessment` is ``safe`` only when every metric
-    says so; ``to_pandas()`` gives one row per metric and target.
+    says so; ``to_pandas()`` gives one row per metric and target; with ``fix``, its
+    ``repair`` (:class:`~distgate.release.repair.Repair`) is ``found`` when a plan passes,
+    and ``to_dict()`` holds it as ``fix``.
     """
-    from distgate.release.assess import assess_release, classic_settings
+    from distgate.data.config import metric_setting, setting
+    from distgate.release.assess import (
+        assess_release,
+        classic_settings,
+        parse_thresholds,
+        threshold_texts,
+    )
+    from distgate.release.fix import check_output_folder
+    from distgate.release.fixing import FixOptions, check_given, run_fix
     from distgate.stats.critical import check_alpha
     from distgate.stats.metrics.classic import DIVERSITIES
     from distgate.stats.metrics.registry import parse_metrics
 
-    settings = _settings(config)
-    inputs = _read(table, settings, locals(), need_keys=False, counts_only=True)
+    spec = table_spec(table, table_keywords, "assess")
+    settings = spec.settings()
     names = parse_metrics(metric_setting(metric, settings), offline=True)
-    level = check_alpha(setting(alpha, settings, "alpha", DEFAULT_ALPHA))
-    if diversity not in DIVERSITIES:
-        raise InputError(f"Unknown diversity '{diversity}' (choose from distinct, entropy).")
-    values = inputs.critical_values(
-        setting(critical, settings, "critical", DEFAULT_CRITICAL),
-        seed=setting(seed, settings, "seed", 0),
-        draws=draws,
+    bounds = threshold_texts(threshold)
+    thresholds = parse_thresholds(bounds, names)
+    fixing = FixOptions(fix_by, max_suppressed, priority, search_budget, _path(output))
+    check_given(
+        names,
+        threshold=bounds,
+        ground=ground,
+        hierarchy=hierarchy,
+        diversity=diversity,
+        fix=fix,
+        options=fixing,
     )
-    return assess_release(
+    if fixing.output:
+        check_output_folder(fixing.output, spec.files)
+    level = check_alpha(setting(alpha, settings, "alpha", DEFAULT_ALPHA))
+    if diversity is not None and diversity not in DIVERSITIES:
+        raise InputError(f"Unknown diversity '{diversity}' (choose from distinct, entropy).")
+    # a repaired release (output) is written record by record
+    inputs, reading = spec.read(settings, counts_only=not fixing.output)
+    options = {
+        "critical": setting(critical, settings, "critical", DEFAULT_CRITICAL),
+        "seed": setting(seed, settings, "seed", DEFAULT_SEED),
+        "draws": draws,
+        "threshold": thresholds,
+        "settings": classic_settings(
+            inputs, ground=ground, hierarchy=hierarchy or (), diversity=diversity
+        ),
+    }
+    values = inputs.critical_values(options["critical"], seed=options["seed"], draws=draws)
+    assessment = assess_release(
         inputs.counts,
         inputs.table.target_labels,
         names,
         level,
         values,
-        _thresholds(threshold, names),
-        classic_settings(inputs, ground=ground, hierarchy=list(hierarchy), diversity=diversity),
+        options["threshold"],
+        options["settings"],
     )
+    assessment.reading = reading
+    if fix:
+        assessment.repair = run_fix(inputs, names, level, fixing, **options)
+    return assessment
 
 
 def k_anonymity(table: Table, k: int, **options: Any) -> Assessment:
@@ -267,7 +198,13 @@ def k_anonymity(table: Table, k: int, **options: Any) -> Assessment:
     return assess(table, metric="kanon", threshold={"kanon": k}, **options)
 
 
-def l_diversity(table: Table, l: int, *, diversity: str = "distinct", **options: Any) -> Assessment:  # noqa: E741
+def l_diversity(
+    table: Table,
+    l: int,  # noqa: E741
+    *,
+    diversity: str | None = None,
+    **options: Any,
+) -> Assessment:
     """l-diversity: does every target's class hold at least ``l`` values of X (distinct,
     or by entropy with ``diversity="entropy"``)? (``assess`` with ``metric="ldiv"``.)"""
     return assess(table, metric="ldiv", threshold={"ldiv": l}, diversity=diversity, **options)
@@ -291,74 +228,230 @@ def t_closeness(
     )
 
 
-def baseline(
-    table: Table,
-    *,
-    attributes: Names = None,
-    targets: Names = None,
-    id: str | None = None,
-    bins: Specs = None,
-    baseline: Any = None,
-    missing: str | None = None,
-    weight: str | None = None,
-    order: Specs = None,
-    delimiter: str | None = None,
-    encoding: str | None = None,
-    engine: str | None = None,
-    scheduler: str | None = None,
-    config: str | os.PathLike | None = None,
-    output: str | os.PathLike | None = None,
-) -> TableProfile:
+def baseline(table: Table, *, output: File | None = None, **table_keywords: Any) -> TableProfile:
     """What the whole table shows per target against the baseline, as ``distgate
     baseline`` does: each target's distribution q(x|y), KL distance D(y), exposure E(y)
-    and the X-outliers. ``output`` also writes the baseline file (``-o``). The
-    :class:`~distgate.release.baseline.TableProfile` keeps the baseline (``.baseline``),
-    which :func:`assess` and :func:`replay` take as their ``baseline``."""
+    and the X-outliers. ``output`` also writes the baseline file (``-o``; ``"-"``:
+    standard output). The :class:`~distgate.release.baseline.TableProfile` keeps the
+    baseline (``.baseline``), which :func:`assess` and :func:`replay` take as their
+    ``baseline``."""
     from distgate.data.atomic import check_outputs
     from distgate.data.baseline import write_baseline
     from distgate.release.baseline import profile_table
 
+    spec = table_spec(table, table_keywords, "baseline")
     if output is not None:
-        check_outputs(_paths(table, baseline), [os.fspath(output)])
-    inputs = _read(table, _settings(config), locals(), need_keys=False, counts_only=True)
+        check_outputs(spec.files, [os.fspath(output)])
+    inputs, reading = spec.read(counts_only=True)
     profile = profile_table(inputs.counts, inputs.baseline, inputs.table.target_labels)
     if output is not None:
         write_baseline(os.fspath(output), inputs.baseline)
-    return profile
+    return dataclasses.replace(profile, reading=reading)
+
+
+# a table of counts, or of records counted by X and Y: no key column, no baseline
+AUDIT_KEYWORDS = tuple(name for name in TABLE_KEYWORDS if name not in ("id", "baseline"))
+
+
+def audit(
+    table: Table,
+    *,
+    released: File | None = None,
+    tau: float = DEFAULT_TAU,
+    types: Names = None,
+    fix: bool = False,
+    ordered_rows: bool = True,
+    ordered_columns: bool = False,
+    merge: str = DEFAULT_MERGE,
+    search_budget: int = DEFAULT_AUDIT_BUDGET,
+    **table_keywords: Any,
+) -> AuditResult:
+    """Bound every unpublished cell of a published contingency table and flag the
+    disclosures, as ``distgate audit`` does (SPEC 7).
+
+    ``table`` is a table of counts (wide: row labels first, one column per target; or
+    long: x,y,count), or with ``attributes`` and ``targets`` a table of records counted
+    first (the other table keywords but ``id`` and ``baseline`` say how). ``released``:
+    a file of the published cells (default: only the row and column totals); ``tau``:
+    the threshold; ``types``: the disclosures checked (``existence``, ``upward``,
+    ``downward``, ``approximation``; default all four). ``fix=True`` also looks for the
+    fewest merges of rows and/or columns (``merge``: ``both``, ``rows`` or ``columns``;
+    adjacent ones only along an ordered axis) that remove every disclosure
+    (``result.plan``), checking ``search_budget`` plans exhaustively before a greedy
+    heuristic.
+
+    The :class:`~distgate.release.audit.AuditResult` is ``safe`` when no cell has a
+    disclosure of the chosen types; ``to_dict()`` lists every cell with its bounds."""
+    from distgate.data.contingency import read_contingency
+    from distgate.release.audit import audit as bound_cells
+    from distgate.release.audit import checked_options, merge_plan
+
+    spec = table_spec(table, table_keywords, "audit", AUDIT_KEYWORDS)
+    chosen = checked_options(tau, types, merge, search_budget)
+    data, mask, reading = read_contingency(spec, _path(released))
+    result = bound_cells(
+        data.counts, mask, tau=tau, types=chosen, rows=data.rows, columns=data.columns
+    )
+    if fix:
+        result.plan = merge_plan(
+            result,
+            ordered_rows=ordered_rows,
+            ordered_columns=ordered_columns,
+            merge_rows=merge in ("both", "rows"),
+            merge_columns=merge in ("both", "columns"),
+            budget=search_budget,
+        )
+    result.reading = reading
+    return result
+
+
+def randomize(
+    table: Table,
+    qi: Names,
+    sensitive: str,
+    *,
+    tau: float | None = None,
+    l_diversity: float | None = None,
+    p: Any = None,
+    side: str | None = None,
+    matrix: File | None = None,
+    mix: Any = None,
+    seed: int = DEFAULT_SEED,
+    reconstruct: bool = False,
+    output: File | None = None,
+    **table_keywords: Any,
+) -> RandomizeResult | ReconstructResult:
+    """Randomized response with calibrated distortion, as ``distgate randomize`` does
+    (SPEC 8): randomize the quasi-identifiers ``qi`` and/or the ``sensitive`` column of
+    each record (``side``: ``qi``, ``sensitive`` or ``both``, the default), with retention
+    probabilities calibrated so that no risk of attribute disclosure exceeds ``tau`` (or
+    ``1 / l_diversity``), or fixed by ``p`` (``{"gender": 0.8}`` or ``"gender=0.8"``).
+    ``matrix`` names a TOML file of retention matrices (PRAM) instead, ``mix`` fixing
+    their mixing weights. ``reconstruct=True``: the table is already randomized with
+    ``p`` (or ``matrix`` and ``mix``); estimate the original joint distribution instead.
+
+    ``output`` writes the randomized table (or the estimate) as CSV (``"-"``: standard
+    output); the table keywords taken are ``bins`` (band a numeric column into ranges
+    first), ``delimiter`` and ``encoding``. Returns the
+    :class:`~distgate.randomization.RandomizeResult` (``feasible`` False when tau is out
+    of reach: nothing is written) or the
+    :class:`~distgate.randomization.ReconstructResult`."""
+    from distgate.data.config import split_names, text_format
+    from distgate.data.values import parse_bins
+    from distgate.randomization import randomize_table, reconstruct_table, write_table
+    from distgate.randomization.options import check_options
+    from distgate.randomization.pram import randomize_with_matrices, reconstruct_with_matrices
+
+    spec = table_spec(table, table_keywords, "randomize", ("bins", "delimiter", "encoding"))
+    fmt = text_format({}, spec.delimiter, spec.encoding)
+    bins = spec.given()["bins"]
+    columns = split_names([qi] if isinstance(qi, str) else list(qi or []))
+    chosen = check_options(
+        tau=tau,
+        l_diversity=l_diversity,
+        p=p,
+        side=side,
+        bins=bins,
+        matrix=matrix,
+        mix=mix,
+        reconstruct=reconstruct,
+    )
+    if reconstruct and chosen.matrices:
+        result = reconstruct_with_matrices(
+            spec.source, columns, sensitive, chosen.matrices, chosen.weights
+        )
+    elif reconstruct:
+        result = reconstruct_table(spec.source, columns, sensitive, chosen.p, fmt=fmt)
+    elif chosen.matrices:
+        result = randomize_with_matrices(
+            spec.source,
+            columns,
+            sensitive,
+            chosen.matrices,
+            weights=chosen.weights,
+            tau=chosen.tau,
+            seed=seed,
+        )
+    else:
+        result = randomize_table(
+            spec.source,
+            columns,
+            sensitive,
+            p=chosen.p,
+            tau=chosen.tau,
+            seed=seed,
+            bins=parse_bins(bins),
+            fmt=fmt,
+            **({} if side is None else {"randomize": side}),
+        )
+    written = result.cells() if reconstruct else result.table
+    if output is not None and written is not None:
+        write_table(written, os.fspath(output))
+    return result
+
+
+def calibrate(
+    table: Table,
+    *,
+    metric: Names = None,
+    alpha: float | Sequence[float] | str | None = None,
+    sizes: Sequence[int] | str | None = None,
+    releases: int = DEFAULT_RELEASES,
+    critical: str | None = None,
+    seed: int | None = None,
+    draws: int = DEFAULT_DRAWS,
+    **table_keywords: Any,
+) -> Calibration:
+    """Measure each test's type I error on ``table``'s baseline, as ``distgate
+    calibrate`` does: draw ``releases`` releases under independence at each of ``sizes``
+    (tuples per target, or per release for mis and dqt; default 20, 40, 100, 400, 2000)
+    and count the share each test of ``metric`` (default: every metric whose critical
+    value alpha sets) blocks at each ``alpha`` (default 0.05 and 0.2). The
+    :class:`~distgate.stats.calibration.Calibration` is ``within`` when every test keeps
+    its level; with ``critical="auto"`` it also says where each test hands over from
+    Monte Carlo to its corrected asymptotic law."""
+    from distgate.data.config import alpha_list, joined, number_list, setting
+    from distgate.defaults import DEFAULT_CALIBRATION_ALPHAS, DEFAULT_CALIBRATION_SIZES
+    from distgate.stats.calibration import measure_levels
+    from distgate.stats.metrics.registry import parse_metrics
+
+    spec = table_spec(table, table_keywords, "calibrate")
+    settings = spec.settings()
+    metrics = parse_metrics(joined(metric, ""), offline=True) if metric else None
+    alphas = alpha_list(alpha, DEFAULT_CALIBRATION_ALPHAS)
+    inputs, reading = spec.read(settings, counts_only=True)
+    seed_value = setting(seed, settings, "seed", DEFAULT_SEED)
+    values = inputs.critical_values(
+        setting(critical, settings, "critical", DEFAULT_CRITICAL), seed=seed_value, draws=draws
+    )
+    calibration = measure_levels(
+        values,
+        metrics,
+        alphas,
+        number_list(DEFAULT_CALIBRATION_SIZES if sizes is None else sizes, "--sizes", int),
+        releases=releases,
+        seed=seed_value,
+    )
+    calibration.reading = reading
+    return calibration
 
 
 def _is_stdin(source: Any) -> bool:
     return isinstance(source, str) and source == "-"
 
 
-def _paths(*sources: Any) -> list[str]:
-    return [os.fspath(s) for s in sources if s is not None and not is_in_memory(s)]
-
-
-def _gate_settings(settings: dict, **options: Any):
+def _gate_settings(spec: TableSpec, settings: dict, **options: Any):
     """The gate's options from the keywords (and the settings file), as replay's flags."""
     from distgate.gate.settings import gate_settings, refuse_weight
 
-    refuse_weight(settings.get("weight"))
+    refuse_weight(spec.weight or settings.get("weight"))
     return gate_settings(settings, **options)
 
 
 def open_gate(
     table: Table,
-    state: str | os.PathLike,
+    state: File,
     *,
-    attributes: Names = None,
-    targets: Names = None,
-    id: str | None = None,
-    bins: Specs = None,
-    baseline: Any = None,
-    missing: str | None = None,
-    order: Specs = None,
-    delimiter: str | None = None,
-    encoding: str | None = None,
-    engine: str | None = None,
-    scheduler: str | None = None,
-    config: str | os.PathLike | None = None,
     metric: Names = None,
     alpha: float | None = None,
     critical: str | None = None,
@@ -372,7 +465,8 @@ def open_gate(
     columns: Names = None,
     durable: bool = True,
     wait: bool = False,
-):
+    **table_keywords: Any,
+) -> DurableSession:
     """Open the online gate over ``table`` with its state in the SQLite file ``state``
     (made if missing; replay's format, so ``distgate replay --state`` continues it and
     the other way round), to decide requests as they come, as ``distgate serve`` does::
@@ -387,16 +481,20 @@ def open_gate(
             gate.request(first[0].request)   # its status now (a queued one may leave)
             gate.summary()               # per target, as replay's report
 
-    The table and gate keywords are :func:`assess`'s and :func:`replay`'s; ``columns``
+    The gate keywords are :func:`replay`'s, the table keywords those of the module
+    docstring (but ``weight``: the gate decides on one record per request); ``columns``
     names table columns shown with a released record (:meth:`DurableSession.record`),
     ``durable`` flushes every commit to the disk before decisions are returned, and
     ``wait`` waits for a replay or another session that holds the state. The state is
     locked while the :class:`~distgate.gate.durable_session.DurableSession` is open: close
     it (or use ``with``)."""
+    from distgate.data.config import split_names
     from distgate.gate.durable_session import DurableSession
 
-    settings = _settings(config)
+    spec = table_spec(table, table_keywords, "open_gate")
+    settings = spec.settings()
     gate_settings = _gate_settings(
+        spec,
         settings,
         metric=metric,
         alpha=alpha,
@@ -409,14 +507,10 @@ def open_gate(
         indistinguishable=indistinguishable,
         share=share,
     )
-    inputs = _read(table, settings, locals(), need_keys=True, counts_only=False)
+    inputs, _ = spec.read(settings, need_keys=True)
+    shown = split_names([columns] if isinstance(columns, str) else list(columns or []))
     return DurableSession(
-        inputs,
-        gate_settings,
-        os.fspath(state),
-        columns=_listed(columns) or (),
-        durable=durable,
-        wait=wait,
+        inputs, gate_settings, os.fspath(state), columns=shown, durable=durable, wait=wait
     )
 
 
@@ -424,18 +518,6 @@ def replay(
     table: Table,
     requests: Table,
     *,
-    attributes: Names = None,
-    targets: Names = None,
-    id: str | None = None,
-    bins: Specs = None,
-    baseline: Any = None,
-    missing: str | None = None,
-    order: Specs = None,
-    delimiter: str | None = None,
-    encoding: str | None = None,
-    engine: str | None = None,
-    scheduler: str | None = None,
-    config: str | os.PathLike | None = None,
     key: str = "id",
     metric: Names = None,
     alpha: float | None = None,
@@ -448,31 +530,37 @@ def replay(
     indistinguishable: bool = False,
     share: float | None = None,
     skip_unknown: bool = False,
-    output: str | os.PathLike | None = None,
-    state: str | os.PathLike | None = None,
+    output: File | None = None,
+    state: File | None = None,
     wait: bool = False,
+    **table_keywords: Any,
 ) -> ReplayResult:
     """Run the online gate over the request log ``requests`` (a file or a table in
     memory, one row per request in arrival order, its record keys in column ``key``), as
     ``distgate replay`` does. ``output`` writes the decisions CSV, ``state`` keeps the
     gate's state in a SQLite file between replays (``wait``: wait for another replay on
     it); ``no_queue``, ``grace``, ``skip_unknown``, ``indistinguishable``, ``share`` and
-    the metric keywords as the flags.
+    the metric keywords as the flags. The table keywords are those of the module
+    docstring (but ``weight``: the gate decides on one record per request).
 
     ``to_pandas()`` of the :class:`~distgate.gate.replay.ReplayResult` gives the decisions,
     one row per request; ``to_pandas("summary")`` one row per target."""
     from distgate.data.atomic import check_outputs
+    from distgate.data.frames import is_in_memory, table_source
     from distgate.gate.replay import replay as run_replay
 
-    if _is_stdin(table) and _is_stdin(requests):
+    spec = table_spec(table, table_keywords, "replay")
+    if _is_stdin(spec.table) and _is_stdin(requests):
         raise InputError(
             "The table and the request log cannot both be read from standard input: "
             "give one of them as a file."
         )
-    outputs = [os.fspath(p) if p is not None else None for p in (output, state)]
-    check_outputs(_paths(table, requests, baseline), outputs)
-    settings = _settings(config)
+    outputs = [_path(output), _path(state)]
+    log_files = [] if is_in_memory(requests) else [os.fspath(requests)]
+    check_outputs([*spec.files, *log_files], outputs)
+    settings = spec.settings()
     replay_settings = _gate_settings(
+        spec,
         settings,
         metric=metric,
         alpha=alpha,
@@ -487,7 +575,7 @@ def replay(
         indistinguishable=indistinguishable,
         share=share,
     )
-    inputs = _read(table, settings, locals(), need_keys=True, counts_only=False)
+    inputs, _ = spec.read(settings, need_keys=True)
     log = table_source(requests)
     return run_replay(
         inputs, log, replay_settings, decisions=outputs[0], state=outputs[1], wait=wait

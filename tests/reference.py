@@ -1,4 +1,5 @@
-"""The reference figures of SPEC section 9, written once and shared by the tests."""
+"""The reference figures of the SPEC (section 9, and section 7's audit example), written once
+and shared by the tests."""
 
 import numpy as np
 
@@ -50,3 +51,13 @@ LEAKAGE = [
 EMD_BASELINE = np.full(9, 1 / 9)
 EMD_TARGET = np.array([1, 1, 1, 0, 0, 0, 0, 0, 0]) / 3
 EMD = 0.375
+
+# SPEC 7's example (sample_data/published_counts.csv), nothing published: each cell's
+# upper bound by row, over the columns T1..T5 (the lower bounds are 0 but P1/T1 2 and
+# P1/T3 4)
+SPEC_UPPER = {
+    "P1": [16, 4, 18, 3, 2],
+    "P2": [5, 4, 5, 3, 2],
+    "P3": [4, 4, 4, 3, 2],
+    "P4": [5, 4, 5, 3, 2],
+}

@@ -251,3 +251,37 @@ def test_the_default_critical_value_store_is_made_in_one_place():
         if any(keyword.arg == "store" for keyword in call.keywords)
     }
     assert stored == {"distgate.data.cache", "distgate.stats.critical"}
+
+
+# the library's rooms that a command reaches only through the Python API
+LIBRARY = (
+    "distgate.release",
+    "distgate.randomization",
+    "distgate.gate",
+    "distgate.stats.calibration",
+)
+READING = ("distgate.data.inputs", "distgate.data.config", "distgate.data.contingency")
+
+
+@pytest.mark.parametrize("command", ["assess", "baseline", "audit", "randomize", "calibrate"])
+def test_a_command_is_one_call_of_the_python_api(command):
+    """The command parses its options, calls its distgate function and renders what it
+    returns: it neither reads the table nor assembles the library's calls itself."""
+    targets = package_graph()[f"distgate.cli.{command}"]
+    assert "distgate.api" in targets
+    assert sorted(t for t in targets if t.startswith(LIBRARY + READING)) == []
+
+
+def test_no_library_module_imports_the_api_or_the_command_line():
+    """Only the package's entry points (``distgate.assess`` reached lazily, ``python -m
+    distgate``) and the command line itself stand above the library."""
+    above = ("distgate.api", "distgate.cli")
+    entries = ("distgate", "distgate.__main__")
+    wrong = [
+        (name, target)
+        for name, targets in package_graph().items()
+        if not name.startswith(above) and name not in entries
+        for target in targets
+        if target.startswith(above)
+    ]
+    assert wrong == []

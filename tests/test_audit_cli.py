@@ -9,14 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import invoke
+from tests.reference import SPEC_UPPER
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "published_counts.csv"
-SPEC_UPPER = {
-    "P1": [16, 4, 18, 3, 2],
-    "P2": [5, 4, 5, 3, 2],
-    "P3": [4, 4, 4, 3, 2],
-    "P4": [5, 4, 5, 3, 2],
-}
 WIDE = "age,T1,T2,T3,T4,T5\nP1,13,1,14,0,1\nP2,2,0,2,1,0\nP3,0,3,0,0,1\nP4,1,0,2,2,0\n"
 
 

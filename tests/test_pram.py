@@ -11,17 +11,17 @@ import pyarrow.csv as pacsv
 import pytest
 
 from distgate.errors import InputError
-from distgate.randomize.matrices import (
+from distgate.randomization.matrices import (
     expected_error_of,
     randomize_codes_matrix,
     reconstruct,
 )
-from distgate.randomize.pram import (
+from distgate.randomization.pram import (
     RetentionMatrix,
     invariant_matrix,
     read_matrices,
 )
-from distgate.randomize.risk import risk_array
+from distgate.randomization.risk import risk_array
 from tests.cli_helpers import assert_bad_input, run
 from tests.conftest import SAMPLE
 

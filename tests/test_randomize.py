@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from distgate.randomize import RiskModel, calibrate, expected_error, reconstruct, risk_array
-from distgate.randomize.matrices import (
+from distgate.randomization import RiskModel, calibrate, expected_error, reconstruct, risk_array
+from distgate.randomization.matrices import (
     apply_factors,
     inverse_norm2,
     randomize_codes,

@@ -1,4 +1,4 @@
-"""``distgate assess``: is releasing the whole table safe?"""
+"""``distgate assess``: is releasing the whole table safe? (:func:`distgate.assess`)"""
 
 from __future__ import annotations
 
@@ -17,15 +17,16 @@ from distgate.cli.common import (
     handles_bad_input,
     list_option,
 )
-from distgate.cli.fixing import (
-    FixByOption,
-    Given,
-    MaxSuppressedOption,
-    PriorityOption,
-    check_given,
+from distgate.cli.options import AS_GIVEN, OutputFlags, bundled
+from distgate.cli.output import describe, print_notes, show
+from distgate.data.spec import TableSpec
+from distgate.defaults import (
+    DEFAULT_DIVERSITY,
+    DEFAULT_DRAWS,
+    DEFAULT_FIX_BUDGET,
+    DEFAULT_FIX_BY,
+    DEFAULT_METRIC,
 )
-from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
-from distgate.cli.output import describe, show
 from distgate.stats.metrics.registry import METRICS, REGISTRY
 
 
@@ -40,26 +41,61 @@ class Diversity(StrEnum):
     entropy = "entropy"
 
 
+class FixBy(StrEnum):
+    merge = "merge"
+    suppress = "suppress"
+    both = "both"
+
+
 _TAKERS = ", ".join(f"{r.threshold} of {m}" for m, r in REGISTRY.items() if r.threshold)
 
 AssessMetricOption = list_option(
     "--metric",
     "-m",
     metavar="M[,M...]",
-    help=f"Metric(s), comma-separated or repeated: {', '.join(METRICS)} [default: kld].",
+    help=f"Metric(s), comma-separated or repeated: {', '.join(METRICS)} "
+    f"[default: {DEFAULT_METRIC}].",
 )
+FixByOption = Annotated[
+    FixBy | None,
+    typer.Option(
+        "--fix-by",
+        metavar="STRATEGY",
+        help="How --fix repairs: merge (adjacent values of X and targets), suppress (withhold "
+        "the fewest records) or both (the plan that keeps the most information) "
+        f"[default: {DEFAULT_FIX_BY}].",
+    ),
+]
+MaxSuppressedOption = Annotated[
+    float | None,
+    typer.Option(
+        "--max-suppressed",
+        metavar="FRACTION",
+        help="With --fix: withhold at most this share of the records (0 to 1); past it, "
+        "the command says what the least-loss plan would cost.",
+    ),
+]
+PriorityOption = Annotated[
+    str | None,
+    typer.Option(
+        "--priority",
+        metavar="COLUMN",
+        help="With --fix and -o: withhold the records with the lowest values of this numeric "
+        "column first [default: drawn at random with --seed].",
+    ),
+]
 
 
 @handles_bad_input
 @bundled()
 def assess_command(
     context: typer.Context,
-    table: TableFlags,
+    table: TableSpec,
     metric: AssessMetricOption = None,
     alpha: AlphaOption = None,
     critical: CriticalOption = None,
     seed: SeedOption = None,
-    draws: DrawsOption = 10_000,
+    draws: DrawsOption = DEFAULT_DRAWS,
     threshold: Annotated[
         list[str] | None,
         typer.Option(
@@ -90,7 +126,9 @@ def assess_command(
     diversity: Annotated[
         Diversity | None,
         typer.Option(
-            "--diversity", metavar="KIND", help="ldiv's l: distinct or entropy [default: distinct]."
+            "--diversity",
+            metavar="KIND",
+            help=f"ldiv's l: distinct or entropy [default: {DEFAULT_DIVERSITY}].",
         ),
     ] = None,
     fix: Annotated[
@@ -120,7 +158,7 @@ def assess_command(
             "--search-budget",
             metavar="N",
             help="Plans --fix re-assesses exhaustively before switching to a greedy heuristic "
-            "[default: 3000].",
+            f"[default: {DEFAULT_FIX_BUDGET}].",
         ),
     ] = None,
     shown_as: OutputFlags = AS_GIVEN,
@@ -130,86 +168,47 @@ def assess_command(
     Example: distgate assess soldiers.csv -x age -y location --bins age=18,20,25
     --metric kld,cst --alpha 0.05
     """
+    from distgate.api import assess
     from distgate.data.atomic import check_outputs
-    from distgate.data.config import DEFAULT_ALPHA, DEFAULT_CRITICAL, metric_setting, setting
-    from distgate.release.assess import assess_release, classic_settings, parse_thresholds
-    from distgate.stats.critical import check_alpha
-    from distgate.stats.metrics.registry import parse_metrics
 
     chosen = shown_as.chosen()
-    check_outputs([table.table, table.baseline], shown_as.files)
-    settings = table.settings()
-    metrics = parse_metrics(metric_setting(metric, settings), offline=True)
-    given = Given(
-        metrics, threshold, ground, hierarchy, diversity, fix, fix_by, max_suppressed, priority,
-        budget, output,
-    )  # fmt: skip
-    check_given(given)
-    if output:
-        from distgate.release.fix import check_output_folder
-
-        check_output_folder(output, [table.table, table.baseline])
-    level = check_alpha(setting(alpha, settings, "alpha", DEFAULT_ALPHA))
-    # a repaired release (-o) is written record by record
-    inputs = table.read(settings, counts_only=not output, quiet=shown_as.silent)
-    values = inputs.critical_values(
-        setting(critical, settings, "critical", DEFAULT_CRITICAL),
-        seed=setting(seed, settings, "seed", 0),
+    check_outputs(table.files, shown_as.files)
+    result = assess(
+        table,
+        metric=metric,
+        alpha=alpha,
+        critical=critical,
+        seed=seed,
         draws=draws,
-    )
-    settings_of_metrics = classic_settings(
-        inputs,
-        ground=ground.value if ground else None,
+        threshold=threshold,
+        ground=ground,
         hierarchy=hierarchy or (),
-        diversity=(diversity or Diversity.distinct).value,
+        diversity=diversity,
+        fix=fix,
+        fix_by=fix_by,
+        max_suppressed=max_suppressed,
+        priority=priority,
+        search_budget=budget,
+        output=output,
     )
-    assessment = assess_release(
-        inputs.counts,
-        inputs.table.target_labels,
-        metrics,
-        level,
-        values,
-        parse_thresholds(threshold or [], metrics),
-        settings_of_metrics,
-    )
-    from distgate.report.assess import assessment_report
+    print_notes(result.reading, quiet=shown_as.quiet, silent=shown_as.silent)
+    if result.repair is None:
+        from distgate.report.assess import assessment_report
 
-    code = EXIT_OK if assessment.safe else EXIT_UNSAFE
-    shown = assessment_report(assessment)
-    repair = None
-    if fix:
-        from distgate.cli.fixing import run_fix
+        code = EXIT_OK if result.safe else EXIT_UNSAFE
+        shown = assessment_report(result)
+    else:
         from distgate.report.fix import repair_report
 
-        repair, written, verified = run_fix(
-            inputs,
-            metrics,
-            level,
-            given,
-            critical=setting(critical, settings, "critical", DEFAULT_CRITICAL),
-            seed=setting(seed, settings, "seed", 0),
-            draws=draws,
-            threshold=parse_thresholds(threshold or [], metrics),
-            settings=settings_of_metrics,
-        )
-        code = EXIT_OK if repair.found else EXIT_UNSAFE
-        shown = repair_report(assessment, repair, written, verified)
-    describe(shown, context, [table.table, table.baseline], settings, code)
-    show(
-        shown,
-        chosen,
-        lambda: {
-            **assessment.to_dict(),
-            "dropped_missing": inputs.table.dropped,
-            "engine": inputs.engine,
-            **({} if repair is None else {"fix": {**repair.to_dict(), "after": _after(repair)}}),
-        },
-        outputs=shown_as,
-    )
+        code = EXIT_OK if result.repair.found else EXIT_UNSAFE
+        shown = repair_report(result, result.repair)
+    describe(shown, context, table.files, result.reading.settings, code)
+    show(shown, chosen, lambda: _document(result), outputs=shown_as)
     raise typer.Exit(code)
 
 
-def _after(repair) -> dict | None:
-    """The assessment of the repaired release the report shows."""
-    assessment = repair.shown.assessment
-    return None if assessment is None else assessment.to_dict()
+def _document(result) -> dict:
+    """The JSON document: the assessment, how the table was read, then the repair."""
+    document = result.to_dict()
+    fix = document.pop("fix", None)
+    return {**document, **result.reading.to_dict(), **({} if fix is None else {"fix": fix})}

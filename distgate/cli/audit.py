@@ -1,4 +1,5 @@
-"""``distgate audit``: what a snooper can bound in a published contingency table."""
+"""``distgate audit``: what a snooper can bound in a published contingency table
+(:func:`distgate.audit`)."""
 
 from __future__ import annotations
 
@@ -11,53 +12,35 @@ from distgate.cli.common import (
     EXIT_UNSAFE,
     handles_bad_input,
 )
-from distgate.cli.options import (
-    AS_GIVEN,
-    BinsOption,
-    ConfigOption,
-    DelimiterOption,
-    EncodingOption,
-    EngineOption,
-    MissingOption,
-    OrderOption,
-    OutputFlags,
-    SchedulerOption,
-    WeightOption,
-    bundled,
-)
-from distgate.cli.output import describe, show
-from distgate.errors import InputError
+from distgate.cli.options import AS_GIVEN, OutputFlags, bundled
+from distgate.cli.output import describe, print_notes, show
+from distgate.data.spec import TableSpec
+from distgate.defaults import DEFAULT_AUDIT_BUDGET, DEFAULT_MERGE, DEFAULT_TAU
 
-TYPE_NAMES = ("existence", "upward", "downward", "approximation")
-
-
-def _parse_types(text: str | None) -> tuple[str, ...]:
-    if text is None:
-        return TYPE_NAMES
-    types = [t.strip().lower() for t in text.split(",") if t.strip()]
-    unknown = [t for t in types if t not in TYPE_NAMES]
-    if unknown or not types:
-        raise InputError(
-            f"Unknown disclosure type '{unknown[0] if unknown else text}' in --types "
-            f"(choose among: {', '.join(TYPE_NAMES)})."
-        )
-    return tuple(dict.fromkeys(types))
+# the table is a table of counts, or one of records counted by -x and -y: the table
+# options say so in audit's words, and a key column or a baseline has no use here
+WORDED = {
+    "table": {
+        "parameter": "counts",
+        "metavar": "COUNTS",
+        "help": "Counts table: wide (row labels first, one column per target) or long "
+        "(x,y,count); with -x/-y (or distgate.toml's attributes and targets, when the file "
+        "has those columns) a table of records to count first. CSV, TSV, Parquet or Excel; "
+        "'-' reads stdin.",
+    },
+    "attributes": {
+        "help": "COUNTS is a table of records: count it by these attribute columns "
+        "(the audit's rows)."
+    },
+    "targets": {"help": "Target columns of the records (the audit's columns)."},
+}
 
 
 @handles_bad_input
-@bundled()
+@bundled(without=("id", "baseline"), worded=WORDED)
 def audit_command(
     context: typer.Context,
-    counts: Annotated[
-        str,
-        typer.Argument(
-            metavar="COUNTS",
-            help="Counts table: wide (row labels first, one column per target) or long "
-            "(x,y,count); with -x/-y (or distgate.toml's attributes and targets, when the file "
-            "has those columns) a table of records to count first. CSV, TSV, Parquet or Excel; "
-            "'-' reads stdin.",
-        ),
-    ],
+    table: TableSpec,
     released: Annotated[
         str | None,
         typer.Option(
@@ -70,7 +53,7 @@ def audit_command(
     ] = None,
     tau: Annotated[
         float, typer.Option("--tau", "-t", metavar="T", help="Disclosure threshold tau (> 0).")
-    ] = 3,
+    ] = DEFAULT_TAU,
     types: Annotated[
         str | None,
         typer.Option(
@@ -107,34 +90,7 @@ def audit_command(
         typer.Option(
             "--merge", metavar="WHAT", help="What --fix may merge: both, rows or columns."
         ),
-    ] = "both",
-    attributes: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--attr",
-            "-x",
-            metavar="COLUMN",
-            help="COUNTS is a table of records: count it by these attribute columns "
-            "(the audit's rows).",
-        ),
-    ] = None,
-    targets: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--target",
-            "-y",
-            metavar="COLUMN",
-            help="Target columns of the records (the audit's columns).",
-        ),
-    ] = None,
-    bins: BinsOption = None,
-    engine: EngineOption = None,
-    scheduler: SchedulerOption = None,
-    missing: MissingOption = None,
-    weight: WeightOption = None,
-    order: OrderOption = None,
-    delimiter: DelimiterOption = None,
-    encoding: EncodingOption = None,
+    ] = DEFAULT_MERGE,
     budget: Annotated[
         int,
         typer.Option(
@@ -142,8 +98,7 @@ def audit_command(
             metavar="N",
             help="Merge plans --fix checks exhaustively before switching to a greedy heuristic.",
         ),
-    ] = 3000,
-    config: ConfigOption = None,
+    ] = DEFAULT_AUDIT_BUDGET,
     shown_as: OutputFlags = AS_GIVEN,
 ) -> None:
     """Bound every unpublished cell of a published contingency table and flag disclosures.
@@ -157,85 +112,27 @@ def audit_command(
 
     Exit code: 0 no disclosure of the chosen types, 1 a disclosure remains, 2 bad input.
     """
+    from distgate.api import audit
     from distgate.data.atomic import check_outputs
-    from distgate.data.config import load_config, table_options, text_format
-    from distgate.data.counts import read_counts, read_mask
-    from distgate.data.inputs import record_counts
-    from distgate.data.tables import read_header
-    from distgate.data.values import parse_order
-    from distgate.release.audit import audit, merge_plan
 
-    chosen_format = shown_as.chosen()
-    check_outputs([counts, released], shown_as.files)
-    if not (tau > 0) or tau == float("inf"):
-        raise InputError(f"--tau must be a positive number; got {tau:g}.")
-    chosen = _parse_types(types)
-    if merge not in ("both", "rows", "columns"):
-        raise InputError(f"--merge must be both, rows or columns; got '{merge}'.")
-    if budget < 0:
-        raise InputError(f"--search-budget must be 0 or more; got {budget}.")
-    if bool(attributes) != bool(targets):
-        raise InputError("Counting a table of records needs both -x/--attr and -y/--target.")
-
-    settings = load_config(config)
-    records = bool(attributes or targets)
-    if not records and settings.get("attributes") and settings.get("targets"):
-        # distgate.toml describes the project's table of records: COUNTS is one when it
-        # has those columns, and a table of counts otherwise
-        wanted = {*settings["attributes"], *settings["targets"]}
-        header = read_header(counts, text_format(settings, delimiter, encoding))
-        records = wanted <= set(header)
-    if records:
-        options = table_options(
-            counts,
-            settings,
-            attributes=attributes,
-            targets=targets,
-            bins=bins,
-            missing=missing,
-            weight=weight,
-            order=order,
-            delimiter=delimiter,
-            encoding=encoding,
-            engine=engine,
-            scheduler=scheduler,
-        )
-        data, dropped = record_counts(options)
-        if dropped and not shown_as.quiet:
-            typer.echo(
-                f"note: left out {dropped} records with a missing value (--missing drop).",
-                err=True,
-            )
-        fmt = options.text_format
-    else:
-        for flag, given in (
-            ("--bins", bins),
-            ("--weight", weight),
-            ("--missing", missing),
-            ("--engine", engine),
-            ("--scheduler", scheduler),
-        ):
-            if given:
-                raise InputError(f"{flag} applies to a table of records, given with -x and -y.")
-        fmt = text_format(settings, delimiter, encoding)
-        orders = parse_order(settings.get("order") or {})
-        orders.update(parse_order(order or []))
-        data = read_counts(counts, fmt=fmt, order=orders)
-    mask = read_mask(released, data, fmt=fmt) if released is not None else None
-
-    result = audit(data.counts, mask, tau=tau, types=chosen, rows=data.rows, columns=data.columns)
-    if fix:
-        result.plan = merge_plan(
-            result,
-            ordered_rows=ordered_rows,
-            ordered_columns=ordered_columns,
-            merge_rows=merge in ("both", "rows"),
-            merge_columns=merge in ("both", "columns"),
-            budget=budget,
-        )
+    chosen = shown_as.chosen()
+    check_outputs([table.table, released], shown_as.files)
+    result = audit(
+        table,
+        released=released,
+        tau=tau,
+        types=types,
+        fix=fix,
+        ordered_rows=ordered_rows,
+        ordered_columns=ordered_columns,
+        merge=merge,
+        search_budget=budget,
+    )
+    print_notes(result.reading, quiet=shown_as.quiet, silent=shown_as.silent)
     from distgate.report.audit import audit_report
 
     shown = audit_report(result)
-    describe(shown, context, [counts, released], settings, EXIT_OK if result.safe else EXIT_UNSAFE)
-    show(shown, chosen_format, result.to_dict, outputs=shown_as)
+    code = EXIT_OK if result.safe else EXIT_UNSAFE
+    describe(shown, context, [table.table, released], result.reading.settings, code)
+    show(shown, chosen, result.to_dict, outputs=shown_as)
     raise typer.Exit(shown.exit_code)

@@ -1,4 +1,5 @@
-"""``distgate baseline``: the baseline distribution and what the full table shows per target."""
+"""``distgate baseline``: the baseline distribution and what the full table shows per target
+(:func:`distgate.baseline`)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,16 @@ from typing import Annotated
 import typer
 
 from distgate.cli.common import handles_bad_input
-from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
-from distgate.cli.output import describe, show
-from distgate.data.atomic import check_outputs
+from distgate.cli.options import AS_GIVEN, OutputFlags, bundled
+from distgate.cli.output import describe, print_notes, show
+from distgate.data.spec import TableSpec
 
 
 @handles_bad_input
 @bundled(without=("junit",))
 def baseline_command(
     context: typer.Context,
-    table: TableFlags,
+    table: TableSpec,
     output: Annotated[
         str | None,
         typer.Option(
@@ -31,28 +32,21 @@ def baseline_command(
 
     Example: distgate baseline soldiers.csv -x age -y location --bins age=18,20,25 -o baseline.csv
     """
-    from distgate.data.baseline import write_baseline
-    from distgate.release.baseline import profile_table
+    from distgate.api import baseline
+    from distgate.data.atomic import check_outputs
 
     chosen = shown_as.chosen(stdout_taken=output == "-", judges=False)
-    check_outputs([table.table, table.baseline], [output, *shown_as.files])
-    settings = table.settings()
-    inputs = table.read(settings, counts_only=True, quiet=shown_as.silent)
-    profile = profile_table(inputs.counts, inputs.baseline, inputs.table.target_labels)
-    if output:
-        write_baseline(output, inputs.baseline)
-    from distgate.report.baseline import baseline_dict, baseline_report
+    check_outputs(table.files, shown_as.files)
+    profile = baseline(table, output=output)
+    print_notes(profile.reading, quiet=shown_as.quiet, silent=shown_as.silent)
+    from distgate.report.baseline import baseline_report
 
-    shown = baseline_report(inputs.baseline, profile, output)
-    describe(shown, context, [table.table, table.baseline], settings)
+    shown = baseline_report(profile, output)
+    describe(shown, context, table.files, profile.reading.settings)
     show(
         shown,
         chosen,
-        lambda: {
-            **baseline_dict(inputs.baseline, profile),
-            "dropped_missing": inputs.table.dropped,
-            "engine": inputs.engine,
-        },
+        lambda: {**profile.to_dict(), **profile.reading.to_dict()},
         stderr=output == "-",
         outputs=shown_as,
     )

@@ -1,4 +1,5 @@
-"""``distgate calibrate``: does every test keep its stated level at every sample size?"""
+"""``distgate calibrate``: does every test keep its stated level at every sample size?
+(:func:`distgate.calibrate`)"""
 
 from __future__ import annotations
 
@@ -12,27 +13,30 @@ from distgate.cli.common import (
     CriticalOption,
     DrawsOption,
     SeedOption,
-    alpha_list,
     alphas_option,
     handles_bad_input,
     metrics_option,
-    number_list,
 )
-from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
-from distgate.cli.output import describe, show
+from distgate.cli.options import AS_GIVEN, OutputFlags, bundled
+from distgate.cli.output import describe, print_notes, show
+from distgate.data.spec import TableSpec
+from distgate.defaults import (
+    DEFAULT_CALIBRATION_ALPHAS,
+    DEFAULT_CALIBRATION_SIZES,
+    DEFAULT_DRAWS,
+    DEFAULT_RELEASES,
+)
 from distgate.extras import require_plots
 
-DEFAULT_ALPHAS = "0.05,0.2"
-DEFAULT_SIZES = "20,40,100,400,2000"
 Metrics = metrics_option("every metric whose critical value is set by alpha")
-Alphas = alphas_option(DEFAULT_ALPHAS)
+Alphas = alphas_option(",".join(map(str, DEFAULT_CALIBRATION_ALPHAS)))
 
 
 @handles_bad_input
 @bundled()
 def calibrate_command(
     context: typer.Context,
-    table: TableFlags,
+    table: TableSpec,
     metric: Metrics = None,
     alpha: Alphas = None,
     sizes: Annotated[
@@ -42,7 +46,7 @@ def calibrate_command(
             metavar="N[,N...]",
             help="Sample sizes: tuples per target (kld, cst, leakage) or per release (mis, dqt).",
         ),
-    ] = DEFAULT_SIZES,
+    ] = ",".join(map(str, DEFAULT_CALIBRATION_SIZES)),
     releases: Annotated[
         int,
         typer.Option(
@@ -51,10 +55,10 @@ def calibrate_command(
             help="Null releases (targets) drawn per size; the standard error of a level is "
             "sqrt(alpha (1 - alpha) / K).",
         ),
-    ] = 4000,
+    ] = DEFAULT_RELEASES,
     critical: CriticalOption = None,
     seed: SeedOption = None,
-    draws: DrawsOption = 10_000,
+    draws: DrawsOption = DEFAULT_DRAWS,
     plot: Annotated[
         str | None,
         typer.Option(
@@ -75,37 +79,30 @@ def calibrate_command(
     Example: distgate calibrate soldiers.csv -x age -y location --bins age=18,20,25
     --metric kld,cst,mis --sizes 20,100,1000
     """
+    from distgate.api import calibrate
     from distgate.data.atomic import check_outputs
-    from distgate.data.config import joined, setting
-    from distgate.stats.calibration import measure_levels
-    from distgate.stats.metrics.registry import parse_metrics
 
     chosen = shown_as.chosen()
-    check_outputs([table.table, table.baseline], [shown_as.report, plot])
+    check_outputs(table.files, [shown_as.report, plot])
     if plot:
         require_plots("calibrate --plot")
-    settings = table.settings()
-    metrics = parse_metrics(joined(metric, ""), offline=True) if metric else None
-    alphas = alpha_list(alpha, DEFAULT_ALPHAS)
-    inputs = table.read(settings, counts_only=True, quiet=shown_as.silent)
-    seed_value = setting(seed, settings, "seed", 0)
-    values = inputs.critical_values(
-        setting(critical, settings, "critical", "auto"), seed=seed_value, draws=draws
-    )
-    calibration = measure_levels(
-        values,
-        metrics,
-        alphas,
-        number_list(sizes, "--sizes", int),
+    calibration = calibrate(
+        table,
+        metric=metric,
+        alpha=alpha,
+        sizes=sizes,
         releases=releases,
-        seed=seed_value,
+        critical=critical,
+        seed=seed,
+        draws=draws,
     )
+    print_notes(calibration.reading, quiet=shown_as.quiet, silent=shown_as.silent)
     from distgate.report.calibrate import calibration_report, write_levels_plot
 
     if plot:
         write_levels_plot(calibration, plot)
     code = EXIT_OK if calibration.within else EXIT_UNSAFE
     shown = calibration_report(calibration, plot)
-    describe(shown, context, [table.table, table.baseline], settings, code)
+    describe(shown, context, table.files, calibration.reading.settings, code)
     show(shown, chosen, calibration.to_dict, outputs=shown_as)
     raise typer.Exit(code)

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from distgate.defaults import DEFAULT_ALPHA, DEFAULT_CRITICAL, DEFAULT_METRIC, DEFAULT_SEED
 from distgate.errors import InputError
 from distgate.report.labels import shown
 from distgate.stats.metrics.registry import names
@@ -93,7 +94,8 @@ MetricOption = list_option(
     "--metric",
     "-m",
     metavar="M[,M...]",
-    help=f"Metric(s), comma-separated or repeated: {', '.join(names(online=True))} [default: kld].",
+    help=f"Metric(s), comma-separated or repeated: {', '.join(names(online=True))} "
+    f"[default: {DEFAULT_METRIC}].",
 )
 AlphaOption = Annotated[
     float | None,
@@ -101,7 +103,7 @@ AlphaOption = Annotated[
         "--alpha",
         "-a",
         metavar="A",
-        help="Significance level; higher is more protective [default: 0.2].",
+        help=f"Significance level; higher is more protective [default: {DEFAULT_ALPHA}].",
     ),
 ]
 
@@ -127,27 +129,6 @@ def alphas_option(default: str) -> Any:
     )
 
 
-def alpha_list(alpha: list[str] | None, default: str) -> list[float]:
-    """The levels given to an :func:`alphas_option` (``default`` when none), each one
-    checked."""
-    from distgate.data.config import joined
-    from distgate.stats.critical import check_alpha
-
-    return [check_alpha(level) for level in number_list(joined(alpha, default), "--alpha", float)]
-
-
-def number_list(text: str, option: str, kind: type) -> list:
-    """The comma-separated numbers of ``option`` (``kind``: int or float), or InputError
-    quoting them."""
-    try:
-        return [kind(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        whole = "whole " if kind is int else ""
-        raise InputError(
-            f"{option} must be {whole}numbers separated by commas, not '{text}'."
-        ) from None
-
-
 CriticalOption = Annotated[
     str | None,
     typer.Option(
@@ -155,12 +136,14 @@ CriticalOption = Annotated[
         metavar="MODE",
         help="Critical values: auto (Monte Carlo below each test's measured hand-over size, "
         "corrected asymptotic above), auto-paper (the published rule), asymptotic or mc "
-        "[default: auto].",
+        f"[default: {DEFAULT_CRITICAL}].",
     ),
 ]
 SeedOption = Annotated[
     int | None,
-    typer.Option("--seed", metavar="S", help="Seed of the Monte Carlo draws [default: 0]."),
+    typer.Option(
+        "--seed", metavar="S", help=f"Seed of the Monte Carlo draws [default: {DEFAULT_SEED}]."
+    ),
 ]
 DrawsOption = Annotated[
     int, typer.Option("--draws", metavar="N", help="Monte Carlo draws per sample size.")

@@ -1,11 +1,14 @@
 """Options that several commands share, declared once as bundles.
 
 A command asks for a bundle by one parameter annotated with its class
-(``table: TableFlags``) and decorates itself with :func:`bundled`; the decorator puts the
+(``table: TableSpec``) and decorates itself with :func:`bundled`; the decorator puts the
 bundle's options in the command's signature, where Typer reads them, and hands the
-command one :class:`TableFlags` (or :class:`OutputFlags`) built from what was given. So
-``--attr``, ``--bins``, ``--format``... are declared here and nowhere else, and every
-command that reads a table reads it the same way (:meth:`TableFlags.read`).
+command one :class:`~distgate.data.spec.TableSpec` (or :class:`OutputFlags`) built from
+what was given. The table options are those the library declares with the spec's fields
+(their flags, metavar and help are the fields' metadata); the output options are declared
+here. So ``--attr``, ``--bins``, ``--format``... are declared once, and every command that
+reads a table reads it the same way (:meth:`TableSpec.read
+<distgate.data.spec.TableSpec.read>`).
 """
 
 from __future__ import annotations
@@ -15,194 +18,30 @@ import dataclasses
 import functools
 import inspect
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
 
 from distgate.cli.output import Format
+from distgate.data.spec import FLAGS, Flag, TableSpec
 
 
 def _option(*names: str, metavar: str | None = None, help: str) -> Any:
     return typer.Option(*names, metavar=metavar, help=help)
 
 
-@dataclass(frozen=True)
-class TableFlags:
-    """The options that name a table's file, columns, values and settings (baseline,
-    assess, replay, simulate). ``config`` is the settings file (``distgate.toml``)."""
-
-    table: Annotated[
-        str,
-        typer.Argument(
-            metavar="TABLE",
-            help="Table with a header: CSV/TSV (compressed or not), Parquet file or folder, or "
-            "Excel .xlsx ('-' = stdin).",
-        ),
-    ]
-    attr: Annotated[
-        list[str] | None,
-        _option(
-            "--attr",
-            "-x",
-            metavar="COLUMN",
-            help="Attribute column(s) X; repeat or comma-separate.",
-        ),
-    ] = None
-    target: Annotated[
-        list[str] | None,
-        _option(
-            "--target", "-y", metavar="COLUMN", help="Target column(s) Y; repeat or comma-separate."
-        ),
-    ] = None
-    id: Annotated[
-        str | None,
-        _option(
-            "--id", metavar="COLUMN", help="Record key column (default: the row number from 0)."
-        ),
-    ] = None
-    bins: Annotated[
-        list[str] | None,
-        _option(
-            "--bins",
-            metavar="COLUMN=EDGES",
-            help="Cut a numeric attribute into ranges, e.g. age=18,20,25,30.",
-        ),
-    ] = None
-    missing: Annotated[
-        str | None,
-        _option(
-            "--missing",
-            metavar="MODE",
-            help="A record with a missing attribute or target "
-            "value: error (the default), drop it, or keep 'missing' as a value of its own.",
-        ),
-    ] = None
-    engine: Annotated[
-        str | None,
-        _option(
-            "--engine",
-            metavar="ENGINE",
-            help="Who counts the table: auto (arrow for a "
-            "file that fits in memory, duckdb otherwise), arrow, duckdb (out of core; CSV, "
-            "Parquet, folders, globs) or dask (a cluster) [default: auto].",
-        ),
-    ] = None
-    scheduler: Annotated[
-        str | None,
-        _option(
-            "--scheduler",
-            metavar="ADDRESS",
-            help="Dask scheduler for --engine dask, e.g. "
-            "tcp://host:8786 (default: DASK_SCHEDULER_ADDRESS, else a local cluster on this "
-            "machine's cores).",
-        ),
-    ] = None
-    weight: Annotated[
-        str | None,
-        _option(
-            "--weight",
-            "-w",
-            metavar="COLUMN",
-            help="Column of whole-number counts: each "
-            "line stands for that many identical records (a frequency table).",
-        ),
-    ] = None
-    order: Annotated[
-        list[str] | None,
-        _option(
-            "--order",
-            metavar="COLUMN=VALUES",
-            help="Order of a column's values, e.g. "
-            "educ=Low,Middle,High (default: numbers and ranges like 18-19 by number, text "
-            "alphabetically; a baseline file's order wins).",
-        ),
-    ] = None
-    delimiter: Annotated[
-        str | None,
-        _option(
-            "--delimiter",
-            "-d",
-            metavar="CHAR",
-            help="Field delimiter of text input: one "
-            "character, or tab (default: tab for .tsv names, else a comma).",
-        ),
-    ] = None
-    encoding: Annotated[
-        str | None,
-        _option(
-            "--encoding",
-            metavar="NAME",
-            help="Text encoding of the input, e.g. latin-1, cp1252, utf-16 (default: utf-8).",
-        ),
-    ] = None
-    baseline: Annotated[
-        str | None,
-        _option(
-            "--baseline",
-            "-b",
-            metavar="FILE",
-            help="Baseline file (default: the table's own X distribution).",
-        ),
-    ] = None
-    config: Annotated[
-        str | None,
-        _option(
-            "--config", metavar="FILE", help="Settings file (default: ./distgate.toml if present)."
-        ),
-    ] = None
-
-    def settings(self) -> dict:
-        """The settings file's values (empty when there is none)."""
-        from distgate.data.config import load_config
-
-        return load_config(self.config)
-
-    def read(
-        self,
-        settings: dict,
-        *,
-        need_keys: bool = False,
-        counts_only: bool = False,
-        quiet: bool = False,
-    ):
-        """Read the table (flags over ``settings``); ``counts_only`` for a command that
-        needs the counts, not per-record codes. Notes on what was left out or which engine
-        counted go to stderr unless ``quiet``."""
-        from distgate.data.config import table_options
-        from distgate.data.inputs import load_inputs
-
-        options = table_options(
-            self.table,
-            settings,
-            attributes=self.attr,
-            targets=self.target,
-            id_column=self.id,
-            bins=self.bins,
-            baseline=self.baseline,
-            missing=self.missing,
-            engine=self.engine,
-            scheduler=self.scheduler,
-            weight=self.weight,
-            order=self.order,
-            delimiter=self.delimiter,
-            encoding=self.encoding,
-        )
-        inputs = load_inputs(options, need_keys=need_keys, counts_only=counts_only)
-        if inputs.engine != options.engine and inputs.engine != "arrow" and not quiet:
-            # auto chose an out-of-core engine: say so (an explicit --engine needs no note)
-            typer.echo(
-                f"note: counted with the {inputs.engine} engine ({inputs.engine_reason}).",
-                err=True,
-            )
-        if inputs.table.dropped:
-            typer.echo(
-                f"note: left out {inputs.table.dropped} records with a missing value "
-                "(--missing drop).",
-                err=True,
-            )
-        return inputs
+def table_option(name: str, *, hidden: bool = False, flag: Flag | None = None) -> Any:
+    """The Typer parameter type of the table option ``name`` (a field of
+    :class:`~distgate.data.spec.TableSpec`), made from the field's flag (or ``flag``, the
+    one a command words its own way)."""
+    flag = flag or FLAGS[name]
+    if not flag.names:
+        return Annotated[str, typer.Argument(metavar=flag.metavar, help=flag.help, hidden=hidden)]
+    kind = list[str] | None if flag.repeat else str | None
+    option = typer.Option(*flag.names, metavar=flag.metavar, help=flag.help, hidden=hidden)
+    return Annotated[kind, option]
 
 
 @dataclass(frozen=True)
@@ -323,72 +162,67 @@ class OutputFlags:
 
 
 SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"
-BUNDLES = (TableFlags, OutputFlags)
+BUNDLES = (TableSpec, OutputFlags)
 
-# One option of a bundle, for a command that takes it alone (audit counts a table of
-# records with a few of the table options; randomize reads a table its own way).
-_TABLE = inspect.get_annotations(TableFlags, eval_str=True)
-TableArgument = _TABLE["table"]
-BinsOption = _TABLE["bins"]
-MissingOption = _TABLE["missing"]
-EngineOption = _TABLE["engine"]
-SchedulerOption = _TABLE["scheduler"]
-WeightOption = _TABLE["weight"]
-OrderOption = _TABLE["order"]
-DelimiterOption = _TABLE["delimiter"]
-EncodingOption = _TABLE["encoding"]
-ConfigOption = _TABLE["config"]
-BaselineOption = _TABLE["baseline"]
+# One table option, for a command that takes it alone (audit counts a table of records
+# with a few of the table options; randomize reads a table its own way).
+TableArgument = table_option("table")
+BinsOption = table_option("bins")
+MissingOption = table_option("missing")
+EngineOption = table_option("engine")
+SchedulerOption = table_option("scheduler")
+WeightOption = table_option("weight")
+OrderOption = table_option("order")
+DelimiterOption = table_option("delimiter")
+EncodingOption = table_option("encoding")
+ConfigOption = table_option("config")
+BaselineOption = table_option("baseline")
 # The default of an OutputFlags parameter (a placeholder: @bundled replaces it by the flags
 # given); the bundle is written last so that its options come last in --help.
 AS_GIVEN = OutputFlags()
 
 
-def bundled(*, hidden: tuple[str, ...] = (), without: tuple[str, ...] = ()) -> Callable:
+def bundled(
+    *,
+    hidden: tuple[str, ...] = (),
+    without: tuple[str, ...] = (),
+    worded: Mapping[str, Mapping[str, str]] | None = None,
+) -> Callable:
     """Decorate a command whose parameters include bundles (a parameter annotated with
-    :class:`TableFlags` or :class:`OutputFlags`): Typer sees the bundle's options in its
-    place, the command receives the bundle. ``hidden`` options are accepted but left out of
-    ``--help``; ``without`` options are not offered at all (their default is used)."""
+    :class:`~distgate.data.spec.TableSpec` or :class:`OutputFlags`): Typer sees the
+    bundle's options in its place, the command receives the bundle. ``hidden`` options
+    are accepted but left out of ``--help``; ``without`` options are not offered at all
+    (their default is used); ``worded`` gives, by table option, the fields of its
+    :class:`~distgate.data.spec.Flag` that the command words its own way (its argument's
+    metavar, name and help; never the flags themselves). A table spec made here reads
+    ./distgate.toml when --config names no settings file."""
 
     def decorate(command: Callable) -> Callable:
         signature = inspect.signature(command, eval_str=True)
         parameters: list[inspect.Parameter] = []
-        expanded: dict[str, tuple[type, list[str]]] = {}
+        expanded: dict[str, tuple[type, dict[str, str]]] = {}
         for parameter in signature.parameters.values():
             bundle = parameter.annotation
             if bundle not in BUNDLES:
                 parameters.append(parameter)
                 continue
-            names = []
-            hints = {f.name: f for f in dataclasses.fields(bundle)}
-            annotations = inspect.get_annotations(bundle, eval_str=True)
-            for name, field in hints.items():
+            fields = {}  # the command's parameter name of each field offered
+            for name, annotation, default, option in _members(bundle, hidden, worded or {}):
                 if name in without:
                     continue
-                annotation = annotations[name]
-                if name in hidden:
-                    info = copy.copy(annotation.__metadata__[0])
-                    info.hidden = True
-                    annotation = Annotated[annotation.__origin__, info]
-                default = field.default
                 kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
                 parameters.append(
-                    inspect.Parameter(
-                        name,
-                        kind,
-                        default=inspect.Parameter.empty
-                        if default is dataclasses.MISSING
-                        else default,
-                        annotation=annotation,
-                    )
+                    inspect.Parameter(option, kind, default=default, annotation=annotation)
                 )
-                names.append(name)
-            expanded[parameter.name] = (bundle, names)
+                fields[name] = option
+            expanded[parameter.name] = (bundle, fields)
 
         @functools.wraps(command)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            for parameter_name, (bundle, names) in expanded.items():
-                given = {name: kwargs.pop(name) for name in names if name in kwargs}
+            for parameter_name, (bundle, fields) in expanded.items():
+                given = {name: kwargs.pop(p) for name, p in fields.items() if p in kwargs}
+                if bundle is TableSpec:
+                    given["local_config"] = True
                 kwargs[parameter_name] = bundle(**given)
             return command(*args, **kwargs)
 
@@ -401,6 +235,30 @@ def bundled(*, hidden: tuple[str, ...] = (), without: tuple[str, ...] = ()) -> C
         return wrapper
 
     return decorate
+
+
+def _members(bundle: type, hidden: tuple[str, ...], worded: Mapping[str, Mapping[str, str]]):
+    """(field, Typer annotation, default, the command's parameter name) of each option of
+    a bundle, in order."""
+    empty = inspect.Parameter.empty
+    if bundle is TableSpec:
+        members = []
+        for name, flag in FLAGS.items():
+            flag = dataclasses.replace(flag, **worded.get(name, {}))
+            annotation = table_option(name, hidden=name in hidden, flag=flag)
+            default = None if flag.names else empty
+            members.append((name, annotation, default, flag.parameter or name))
+        return members
+    annotations = inspect.get_annotations(bundle, eval_str=True)
+    members = []
+    for field in dataclasses.fields(bundle):
+        annotation = annotations[field.name]
+        if field.name in hidden:
+            info = copy.copy(annotation.__metadata__[0])
+            info.hidden = True
+            annotation = Annotated[annotation.__origin__, info]
+        members.append((field.name, annotation, field.default, field.name))
+    return members
 
 
 def _ordered(parameters: list[inspect.Parameter]) -> list[inspect.Parameter]:

@@ -6,11 +6,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from distgate.errors import InputError
+
+if TYPE_CHECKING:
+    from distgate.data.spec import TableReading
 
 
 class Format(StrEnum):
@@ -33,6 +36,15 @@ def output_format(format: Format | None, json: bool, *, stdout_taken: bool = Fal
             f"-o - and --format {chosen.value} would both write to standard output: choose one."
         )
     return chosen
+
+
+def print_notes(reading: TableReading, *, quiet: bool = False, silent: bool = False) -> None:
+    """The notes on how the table was read, one line each on stderr: the engine chosen,
+    unless ``silent`` (--quiet, or JSON on stdout); the records left out, unless
+    ``quiet`` (even beside a JSON document: leaving records out changes every figure)."""
+    for note, hidden in ((reading.engine_note, silent), (reading.dropped_note, quiet)):
+        if note and not hidden:
+            typer.echo(f"note: {note}", err=True)
 
 
 def describe(

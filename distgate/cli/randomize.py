@@ -1,4 +1,5 @@
-"""``distgate randomize``: randomized response with calibrated distortion."""
+"""``distgate randomize``: randomized response with calibrated distortion
+(:func:`distgate.randomize`)."""
 
 from __future__ import annotations
 
@@ -21,12 +22,8 @@ from distgate.cli.options import (
     TableArgument,
     bundled,
 )
-from distgate.cli.output import (
-    Format,
-    describe,
-    show,
-)
-from distgate.data.atomic import check_outputs
+from distgate.cli.output import Format, describe, show
+from distgate.defaults import DEFAULT_SEED, DEFAULT_SIDE
 from distgate.errors import InputError
 
 
@@ -34,10 +31,6 @@ class Side(StrEnum):
     qi = "qi"
     sensitive = "sensitive"
     both = "both"
-
-
-def _columns(values: list[str]) -> list[str]:
-    return [c.strip() for value in values for c in value.split(",") if c.strip()]
 
 
 @handles_bad_input
@@ -80,7 +73,7 @@ def randomize_command(
         typer.Option(
             "--randomize",
             help="Which attributes to randomize: the quasi-identifiers, the sensitive one, "
-            "or both [default: both].",
+            f"or both [default: {DEFAULT_SIDE}].",
         ),
     ] = None,
     bins: BinsOption = None,
@@ -115,7 +108,7 @@ def randomize_command(
     ] = None,
     seed: Annotated[
         int, typer.Option("--seed", metavar="S", help="Seed of the random generator.")
-    ] = 0,
+    ] = DEFAULT_SEED,
     reconstruct: Annotated[
         bool,
         typer.Option(
@@ -139,107 +132,54 @@ def randomize_command(
     change (and the --bins columns hold their ranges). Exit code 1 when tau is out of
     reach (nothing is written).
     """
-    from distgate.data.config import text_format
-    from distgate.data.values import parse_bins
-    from distgate.randomize import parse_p, randomize_table, reconstruct_table, write_table
-    from distgate.report.randomize import randomize_report, reconstruct_report
+    from distgate.api import randomize
+    from distgate.data.atomic import check_outputs
 
     # with a tau (or l) to meet, each risk row is a check of a JUnit report
     chosen = shown_as.chosen(judges=not reconstruct and (tau, l_diversity) != (None, None))
     check_outputs([table, matrix], [output, *shown_as.files])
-    fmt = text_format({}, delimiter, encoding)
-    columns = _columns(qi)
-    fixed = parse_p(p or [])
     if top < 0:
         raise InputError(f"--top must be 0 or more, not {top}.")
-    if l_diversity is not None and tau is not None:
-        raise InputError("Give either --l-diversity or --tau, not both.")
-    if l_diversity is not None:
-        if not l_diversity >= 1:
-            raise InputError(f"--l-diversity must be at least 1, not {l_diversity:g}.")
-        tau = 1.0 / l_diversity
-    if tau is None and not fixed and matrix is None:
-        raise InputError("Give --tau, --l-diversity or --p ATTR=P for the attributes to randomize.")
-    if bins and matrix is not None:
-        raise InputError(
-            "--bins bands a column for randomized response; a --matrix names its "
-            "attributes' categories itself, so give the table with the banded column."
-        )
     to_stdout = output is None or output == "-"
     # the data goes to stdout unless the report in a machine format takes its place
     data_out = not (to_stdout and chosen != Format.table)
     where = None if to_stdout else output
-    matrices = _matrices(matrix, mix or [], fixed, side)
-
+    result = randomize(
+        table,
+        qi,
+        sensitive,
+        tau=tau,
+        l_diversity=l_diversity,
+        p=p,
+        side=side,
+        matrix=matrix,
+        mix=mix,
+        seed=seed,
+        reconstruct=reconstruct,
+        output=(where or "-") if data_out else None,
+        bins=bins,
+        delimiter=delimiter,
+        encoding=encoding,
+    )
     if reconstruct:
-        if tau is not None:
-            how = "mixing weights with --mix" if matrices else "retention probabilities with --p"
-            raise InputError(f"--reconstruct takes the {how}, not --tau or --l-diversity.")
-        if bins:
-            raise InputError(
-                "--reconstruct reads the randomized file as it is: its banded columns "
-                "already hold ranges, so --bins does not apply."
-            )
-        if matrices:
-            from distgate.randomize.pram import reconstruct_with_matrices
+        from distgate.report.randomize import reconstruct_report
 
-            estimate = reconstruct_with_matrices(table, columns, sensitive, *matrices)
-        else:
-            estimate = reconstruct_table(table, columns, sensitive, fixed, fmt=fmt)
-        if data_out:
-            write_table(estimate.cells(), where)
-        shown = reconstruct_report(estimate, top, where)
-        document = lambda: estimate.to_dict(top)  # noqa: E731
+        shown = reconstruct_report(result, top, where)
         code = EXIT_OK
     else:
-        if matrices:
-            from distgate.randomize.pram import randomize_with_matrices
+        from distgate.report.randomize import randomize_report
 
-            retention, weights = matrices
-            result = randomize_with_matrices(
-                table, columns, sensitive, retention, weights=weights, tau=tau, seed=seed
-            )
-        else:
-            result = randomize_table(
-                table,
-                columns,
-                sensitive,
-                randomize=(side or Side.both).value,
-                p=fixed,
-                tau=tau,
-                seed=seed,
-                bins=parse_bins(bins),
-                fmt=fmt,
-            )
-        if result.table is not None and data_out:
-            write_table(result.table, where)
         shown = randomize_report(result, top, where)
-        document = lambda: result.to_dict(top)  # noqa: E731
         code = EXIT_UNSAFE if result.feasible is False else EXIT_OK
     describe(shown, context, [table, matrix], None, code)
     # --quiet with the data on stdout: no tables on stderr, unless tau is out of reach
     silent = chosen == Format.table and to_stdout and shown_as.quiet and code == EXIT_OK
-    show(shown, chosen, document, stderr=to_stdout, outputs=shown_as, silent=silent)
+    show(
+        shown,
+        chosen,
+        lambda: result.to_dict(top),
+        stderr=to_stdout,
+        outputs=shown_as,
+        silent=silent,
+    )
     raise typer.Exit(code)
-
-
-def _matrices(matrix: str | None, weight: list[str], fixed: dict, side: Side | None):
-    """The retention matrices of --matrix and the --mix values (None without --matrix),
-    refusing the options of randomized response next to them."""
-    if matrix is None:
-        if weight:
-            raise InputError("--mix is the mixing weight of a --matrix: give the matrix file.")
-        return None
-    if fixed:
-        raise InputError(
-            "--p sets retention probabilities of randomized response; with --matrix fix "
-            "mixing weights with --mix ATTR=W."
-        )
-    if side is not None:
-        raise InputError(
-            "With --matrix the attributes randomized are those the file names; "
-            "leave out --randomize."
-        )
-    from distgate.randomize.pram import parse_weights, read_matrices
-
-    return read_matrices(matrix), parse_weights(weight)

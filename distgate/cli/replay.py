@@ -19,9 +19,11 @@ from distgate.cli.common import (
     ThresholdOption,
     handles_bad_input,
 )
-from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
-from distgate.cli.output import describe, show
+from distgate.cli.options import AS_GIVEN, OutputFlags, bundled
+from distgate.cli.output import describe, print_notes, show
 from distgate.data.atomic import check_outputs
+from distgate.data.spec import TableSpec
+from distgate.defaults import DEFAULT_DRAWS
 from distgate.errors import InputError
 from distgate.extras import require_plots
 
@@ -30,7 +32,7 @@ from distgate.extras import require_plots
 @bundled(hidden=("weight",))
 def replay_command(
     context: typer.Context,
-    table: TableFlags,
+    table: TableSpec,
     requests: Annotated[
         str,
         typer.Argument(
@@ -77,7 +79,7 @@ def replay_command(
     alpha: AlphaOption = None,
     critical: CriticalOption = None,
     seed: SeedOption = None,
-    draws: DrawsOption = 10_000,
+    draws: DrawsOption = DEFAULT_DRAWS,
     threshold: ThresholdOption = None,
     shown_as: OutputFlags = AS_GIVEN,
 ) -> None:
@@ -117,7 +119,8 @@ def replay_command(
         indistinguishable=indistinguishable,
         share=share,
     )
-    inputs = table.read(settings, need_keys=True, quiet=shown_as.silent)
+    inputs, reading = table.read(settings, need_keys=True)
+    print_notes(reading, quiet=shown_as.quiet, silent=shown_as.silent)
     with progress(shown_as.quiet or chosen != "table") as bar:
         task = bar.add_task("replay", total=None)
         try:

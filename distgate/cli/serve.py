@@ -19,14 +19,17 @@ from distgate.cli.common import (
     ThresholdOption,
     handles_bad_input,
 )
-from distgate.cli.options import TableFlags, bundled
+from distgate.cli.options import bundled
+from distgate.cli.output import print_notes
+from distgate.data.spec import TableSpec
+from distgate.defaults import DEFAULT_DRAWS
 from distgate.errors import InputError
 
 
 @handles_bad_input
 @bundled(hidden=("weight",))
 def serve_command(
-    table: TableFlags,
+    table: TableSpec,
     state: Annotated[
         str,
         typer.Option(
@@ -93,7 +96,7 @@ def serve_command(
     alpha: AlphaOption = None,
     critical: CriticalOption = None,
     seed: SeedOption = None,
-    draws: DrawsOption = 10_000,
+    draws: DrawsOption = DEFAULT_DRAWS,
     threshold: ThresholdOption = None,
 ) -> None:
     """Serve the release gate over TABLE: requesters POST keys and get each decision once
@@ -155,7 +158,8 @@ def serve_command(
     def load():
         from distgate.gate.durable_session import DurableSession
 
-        inputs = table.read(settings, need_keys=True)
+        inputs, reading = table.read(settings, need_keys=True)
+        print_notes(reading)
         return DurableSession(inputs, chosen, state, columns=shown)
 
     limits = Limits(

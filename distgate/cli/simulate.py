@@ -14,14 +14,15 @@ from distgate.cli.common import (
     IndistinguishableOption,
     NoQueueOption,
     ShareOption,
-    alpha_list,
     alphas_option,
     handles_bad_input,
     list_option,
     metrics_option,
 )
-from distgate.cli.options import AS_GIVEN, OutputFlags, TableFlags, bundled
-from distgate.cli.output import describe, show
+from distgate.cli.options import AS_GIVEN, OutputFlags, bundled
+from distgate.cli.output import describe, print_notes, show
+from distgate.data.spec import TableSpec
+from distgate.defaults import DEFAULT_CRITICAL, DEFAULT_DRAWS, DEFAULT_SEED
 from distgate.extras import require_plots
 
 DEFAULT_METRICS = "mis,kld,cst,dqt"
@@ -40,7 +41,7 @@ Deviating = list_option(
 @bundled(without=("junit",))
 def simulate_command(
     context: typer.Context,
-    table: TableFlags,
+    table: TableSpec,
     metric: Metrics = None,
     alpha: Alphas = None,
     sequences: Annotated[
@@ -59,11 +60,12 @@ def simulate_command(
         typer.Option(
             "--seed",
             metavar="S",
-            help="Seed of the request orders and of the Monte Carlo draws [default: 0].",
+            help="Seed of the request orders and of the Monte Carlo draws "
+            f"[default: {DEFAULT_SEED}].",
         ),
     ] = None,
     critical: CriticalOption = None,
-    draws: DrawsOption = 10_000,
+    draws: DrawsOption = DEFAULT_DRAWS,
     grace: GraceOption = "none",
     no_queue: NoQueueOption = False,
     indistinguishable: IndistinguishableOption = False,
@@ -110,7 +112,7 @@ def simulate_command(
     Example: distgate simulate soldiers.csv --metric mis,kld,cst,dqt --alpha 0.2,0.05
     """
     from distgate.data.atomic import check_outputs
-    from distgate.data.config import joined, setting
+    from distgate.data.config import alpha_list, joined, setting
     from distgate.errors import InputError
     from distgate.gate.simulate import chi_square_fit_sample, simulate
     from distgate.report.common import progress
@@ -118,7 +120,7 @@ def simulate_command(
 
     chosen = shown_as.chosen(judges=False)
     report = shown_as.report
-    check_outputs([table.table, table.baseline], shown_as.files)
+    check_outputs(table.files, shown_as.files)
     if plots is not None:
         require_plots("simulate --plot")
     if plots is not None and os.path.exists(plots) and not os.path.isdir(plots):
@@ -126,10 +128,11 @@ def simulate_command(
     settings = table.settings()
     metrics = parse_metrics(joined(metric, DEFAULT_METRICS))
     alphas = alpha_list(alpha, DEFAULT_ALPHAS)
-    inputs = table.read(settings, quiet=shown_as.silent)
-    seed_value = setting(seed, settings, "seed", 0)
+    inputs, reading = table.read(settings)
+    print_notes(reading, quiet=shown_as.quiet, silent=shown_as.silent)
+    seed_value = setting(seed, settings, "seed", DEFAULT_SEED)
     values = inputs.critical_values(
-        setting(critical, settings, "critical", "auto"), seed=seed_value, draws=draws
+        setting(critical, settings, "critical", DEFAULT_CRITICAL), seed=seed_value, draws=draws
     )
     with progress(shown_as.quiet) as bar:
         task = bar.add_task("simulate", total=len(metrics) * len(alphas) * sequences)

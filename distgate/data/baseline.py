@@ -49,6 +49,21 @@ class Baseline:
             digest.update(f"{label}\x1f{prob:.12g}\x1e".encode())
         return digest.hexdigest()[:16]
 
+    def as_source(self):
+        """The baseline as a table in memory, as a baseline file holds it (one column per
+        attribute and ``probability``), for the readers that take a baseline file."""
+        import pyarrow as pa
+
+        from distgate.data.frames import FrameSource
+
+        parts = [label.split(JOINT_SEPARATOR) for label in self.labels]
+        columns = {
+            attribute: pa.array([p[i] for p in parts], pa.string())
+            for i, attribute in enumerate(self.attributes)
+        }
+        columns["probability"] = pa.array(self.probabilities, pa.float64())
+        return FrameSource(pa.table(columns), "a Baseline")
+
     @classmethod
     def from_counts(
         cls, counts: np.ndarray, labels: Sequence[str], attributes: Sequence[str]

@@ -16,27 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from distgate.defaults import DEFAULT_ALPHA, DEFAULT_CRITICAL, DEFAULT_METRIC, DEFAULT_SEED
 from distgate.errors import InputError
 
 CONFIG_NAME = "distgate.toml"
-KNOWN_KEYS = {
-    "id",
-    "attributes",
-    "targets",
-    "bins",
-    "baseline",
-    "metric",
-    "alpha",
-    "critical",
-    "seed",
-    "missing",
-    "engine",
-    "scheduler",
-    "weight",
-    "order",
-    "delimiter",
-    "encoding",
-}
 
 
 def _is_text(value: Any) -> bool:
@@ -116,6 +99,7 @@ VALIDATORS: dict[str, tuple[Any, str]] = {
         "a whole number >= 0",
     ),
 }
+KNOWN_KEYS = frozenset(VALIDATORS)
 
 
 def _line_of(text: str, key: str) -> int | None:
@@ -211,55 +195,45 @@ class TableOptions:
         return TextFormat(self.delimiter, self.encoding)
 
 
-def table_options(
-    source: str,
-    config: dict[str, Any],
-    *,
-    attributes: list[str] | None = None,
-    targets: list[str] | None = None,
-    id_column: str | None = None,
-    bins: list[str] | None = None,
-    baseline: str | None = None,
-    missing: str | None = None,
-    engine: str | None = None,
-    scheduler: str | None = None,
-    weight: str | None = None,
-    order: list[str] | None = None,
-    delimiter: str | None = None,
-    encoding: str | None = None,
-) -> TableOptions:
-    """Merge command-line flags (when given) over the config file's settings."""
+def table_options(source: Any, config: dict[str, Any], **given: Any) -> TableOptions:
+    """The options to read ``source`` with: each table option ``given`` (by its keyword,
+    :data:`distgate.data.spec.TABLE_KEYWORDS`, in the command line's forms; None or left
+    out: not given) over the settings file's ``config`` over the default. The columns are
+    checked where they are named (:meth:`distgate.data.spec.TableSpec.options`)."""
     from distgate.data.values import parse_bins, parse_order
 
-    attrs = split_names(attributes) or list(config.get("attributes") or [])
-    targs = split_names(targets) or list(config.get("targets") or [])
+    attrs = split_names(given.get("attributes")) or list(config.get("attributes") or [])
+    targs = split_names(given.get("targets")) or list(config.get("targets") or [])
     # the file's bins and orders serve the columns in use (flags may name other columns);
     # a flag's bins or order for a column that is not in use is still an error
-    merged_bins = {c: e for c, e in parse_bins(config.get("bins") or {}).items() if c in attrs}
-    merged_bins.update(parse_bins(bins or []))
-    merged_order = {
-        c: v for c, v in parse_order(config.get("order") or {}).items() if c in attrs + targs
-    }
-    merged_order.update(parse_order(order or []))
-    fmt = text_format(config, delimiter, encoding)
-    if not attrs:
-        raise InputError("No attribute column given: name one with -x/--attr or in distgate.toml.")
-    if not targs:
-        raise InputError("No target column given: name one with -y/--target or in distgate.toml.")
+    merged_bins = {c: e for c, e in parse_bins(config.get("bins")).items() if c in attrs}
+    merged_bins.update(parse_bins(given.get("bins")))
+    used = attrs + targs
+    merged_order = {c: v for c, v in parse_order(config.get("order")).items() if c in used}
+    merged_order.update(parse_order(given.get("order")))
+    fmt = text_format(config, given.get("delimiter"), given.get("encoding"))
+    chosen = {
+        name: value
+        for name, value in (
+            ("id_column", given.get("id") or config.get("id")),
+            ("baseline", given.get("baseline") or config.get("baseline")),
+            ("missing", given.get("missing") or config.get("missing")),
+            ("engine", given.get("engine") or config.get("engine")),
+            ("weight", given.get("weight") or config.get("weight")),
+        )
+        if value is not None
+    }  # those left out take TableOptions' defaults
+    scheduler = given.get("scheduler") or config.get("scheduler")
     return TableOptions(
         source=source,
         attributes=tuple(attrs),
         targets=tuple(targs),
-        id_column=id_column or config.get("id"),
         bins=tuple((c, tuple(e)) for c, e in merged_bins.items()),
-        baseline=baseline or config.get("baseline"),
-        missing=missing or config.get("missing", "error"),
-        engine=engine or config.get("engine", "auto"),
-        scheduler=scheduler or config.get("scheduler") or os.environ.get("DASK_SCHEDULER_ADDRESS"),
-        weight=weight or config.get("weight"),
+        scheduler=scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS"),
         order=tuple((c, tuple(v)) for c, v in merged_order.items()),
         delimiter=fmt.delimiter,
         encoding=fmt.encoding,
+        **chosen,
     )
 
 
@@ -290,12 +264,6 @@ def setting(flag: Any, config: dict[str, Any], key: str, default: Any) -> Any:
     return config.get(key, default)
 
 
-# the defaults of the choices that a flag, then the settings file, may change
-DEFAULT_METRIC = "kld"
-DEFAULT_ALPHA = 0.2
-DEFAULT_CRITICAL = "auto"
-
-
 def joined(items: Sequence[str] | str | None, default: str) -> str:
     """A list option as one comma-separated text: every item given (a repeated option
     adds to the list; keeping only the last would silently drop a metric or a level),
@@ -303,6 +271,29 @@ def joined(items: Sequence[str] | str | None, default: str) -> str:
     if not items:
         return default
     return items if isinstance(items, str) else ",".join(items)
+
+
+def number_list(value: str | Sequence[Any] | float, option: str, kind: type) -> list:
+    """The numbers of ``option`` (``kind``: int or float): comma-separated text, numbers,
+    or a list of either; InputError quoting them when one is not a number."""
+    if isinstance(value, (int, float)):
+        value = [value]
+    text = value if isinstance(value, str) else ",".join(str(v) for v in value)
+    try:
+        return [kind(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        whole = "whole " if kind is int else ""
+        raise InputError(
+            f"{option} must be {whole}numbers separated by commas, not '{text}'."
+        ) from None
+
+
+def alpha_list(value: str | Sequence[Any] | float | None, default: str | Sequence[float]):
+    """The significance levels given (``default`` when none), each one checked."""
+    from distgate.stats.critical import check_alpha
+
+    levels = number_list(default if value is None or value == [] else value, "--alpha", float)
+    return [check_alpha(level) for level in levels]
 
 
 def metric_setting(flag: Sequence[str] | str | None, config: dict[str, Any]) -> str:
@@ -325,5 +316,5 @@ def gate_choices(
         "metrics": metric_setting(metric, config).split(","),
         "alpha": setting(alpha, config, "alpha", DEFAULT_ALPHA),
         "critical": setting(critical, config, "critical", DEFAULT_CRITICAL),
-        "seed": setting(seed, config, "seed", 0),
+        "seed": setting(seed, config, "seed", DEFAULT_SEED),
     }

@@ -14,7 +14,8 @@ from distgate.data.counts import Counts
 from distgate.data.domain import EncodedTable, encode_table
 from distgate.data.records import check_roles
 from distgate.data.values import JOINT_SEPARATOR, interval_key
-from distgate.stats.critical import DEFAULT_DRAWS, CriticalValues
+from distgate.defaults import DEFAULT_CRITICAL, DEFAULT_DRAWS, DEFAULT_SEED
+from distgate.stats.critical import CriticalValues
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class Inputs:
     engine_reason: str = ""
 
     def critical_values(
-        self, mode: str = "auto", seed: int = 0, draws: int = DEFAULT_DRAWS
+        self, mode: str = DEFAULT_CRITICAL, seed: int = DEFAULT_SEED, draws: int = DEFAULT_DRAWS
     ) -> CriticalValues:
         """Critical values for releases drawn from this table: Y's Monte Carlo frequencies
         and |Y| are the full table's."""
@@ -133,13 +134,12 @@ def _load_with_engine(options, baseline, engine: str, reason: str, need_keys: bo
     return Inputs(table, baseline, options, counts, engine, reason)
 
 
-def record_counts(options: TableOptions) -> tuple[Counts, int]:
+def record_counts(options: TableOptions, engine: str) -> tuple[Counts, int]:
     """The contingency table of a table of records, as ``distgate audit`` reads it (one
-    row per value of X, in domain order, and one column per target), and the number of
+    row per value of X, in domain order, and one column per target), counted by
+    ``engine`` (:func:`~distgate.data.engines.choose_engine`'s choice), and the number of
     records left out for a missing value (--missing drop)."""
-    from distgate.data.engines import choose_engine
-
-    if choose_engine(options.source, options.engine)[0] != "arrow":
+    if engine != "arrow":
         inputs = load_inputs(options, counts_only=True)
         table = inputs.table
         grid = Counts(inputs.counts.T.copy(), list(table.value_labels), list(table.target_labels))

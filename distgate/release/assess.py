@@ -4,10 +4,12 @@ level, safe only if every metric says so."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from distgate.defaults import DEFAULT_DIVERSITY
 from distgate.errors import InputError
 from distgate.stats.critical import CriticalValues, check_alpha
 from distgate.stats.metrics.registry import (
@@ -17,6 +19,22 @@ from distgate.stats.metrics.registry import (
     evaluate,
     parse_metrics,
 )
+
+if TYPE_CHECKING:
+    from distgate.data.spec import TableReading
+
+
+def threshold_texts(value: Any) -> list[str]:
+    """``threshold`` in any of its forms as the flag's texts (:func:`parse_thresholds`):
+    one number for every chosen metric that takes one, a mapping from metric names to
+    bounds (``{"kanon": 5}``), or the texts themselves (``"kanon=5"`` or a list)."""
+    if value is None:
+        return []
+    if isinstance(value, Mapping):
+        return [f"{name}={bound!r}" for name, bound in value.items()]
+    if isinstance(value, (str, int, float)):
+        return [str(value)]
+    return [str(v) for v in value]
 
 
 def parse_thresholds(items: Sequence[str], metrics: Sequence[str]) -> dict[str, float]:
@@ -63,7 +81,7 @@ def classic_settings(
     *,
     ground: str | None = None,
     hierarchy: Sequence[str] = (),
-    diversity: str = "distinct",
+    diversity: str | None = None,
 ) -> Settings:
     """The settings of tclose and ldiv for a table read by :func:`distgate.data.inputs.load_inputs`.
 
@@ -84,7 +102,7 @@ def classic_settings(
                 "ranges, COLUMN=EDGES per level (such as age=20,40)."
             )
         chosen = default_ground(inputs.ordered) if ground is None else GroundDistance(ground)
-        return Settings(ground=chosen, diversity=diversity)
+        return Settings(ground=chosen, diversity=diversity or DEFAULT_DIVERSITY)
     levels = [next(iter(parse_bins([item]).items())) for item in hierarchy]
     columns = {column for column, _ in levels}
     attributes = inputs.options.attributes
@@ -101,7 +119,7 @@ def classic_settings(
         column=column,
         missing_label=MISSING_LABEL if inputs.options.missing == "keep" else None,
     )
-    return Settings(ground=tree, diversity=diversity)
+    return Settings(ground=tree, diversity=diversity or DEFAULT_DIVERSITY)
 
 
 def assess_counts(
@@ -127,11 +145,16 @@ def assess_counts(
 @dataclass
 class Assessment:
     """The verdict on one release: per metric, per target statistic, critical value and
-    decision. ``safe`` is true only if every metric says safe."""
+    decision. ``safe`` is true only if every metric says safe. An assessment of a table
+    (:func:`distgate.assess`) says how the table was read (``reading``) and, with ``fix``,
+    holds the repair (``repair``, a :class:`distgate.release.repair.Repair`: that module
+    builds on this one)."""
 
     target_labels: list[str]
     sizes: np.ndarray
     results: list[MetricResult]
+    reading: TableReading | None = field(default=None, repr=False, compare=False)
+    repair: Any = field(default=None, repr=False, compare=False)
 
     @property
     def safe(self) -> bool:
@@ -142,11 +165,16 @@ class Assessment:
         return int(self.sizes.sum())
 
     def to_dict(self) -> dict:
-        return {
+        """The document of ``assess --json`` (without the notes on how the table was
+        read); with a repair, its ``fix`` object."""
+        document = {
             "safe": self.safe,
             "released": self.released,
             "metrics": [self._metric_dict(r) for r in self.results],
         }
+        if self.repair is not None:
+            document["fix"] = self.repair.report_dict()
+        return document
 
     def to_arrow(self):
         """One row per metric and target (``metric``, ``alpha``, ``method``, ``target``,

@@ -25,17 +25,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from distgate.defaults import DEFAULT_AUDIT_BUDGET, DEFAULT_TAU
+from distgate.errors import InputError
 from distgate.release.bounds import cell_bounds, frechet_bounds, table_and_mask
 from distgate.release.merge_search import group_of, search_merges
 
+if TYPE_CHECKING:
+    from distgate.data.spec import TableReading
+
 DISCLOSURE_TYPES: tuple[str, ...] = ("existence", "upward", "downward", "approximation")
-DEFAULT_TAU = 3
-# Candidate merge plans evaluated by the exhaustive search before it gives way to the
-# greedy heuristic (each evaluation recomputes all bounds of a merged table).
-DEFAULT_SEARCH_BUDGET = 3000
+MERGES = ("both", "rows", "columns")  # what --fix may merge
 
 
 def disclosure_flags(
@@ -79,6 +82,8 @@ class AuditResult:
     types: tuple[str, ...]
     flags: np.ndarray  # (rows, columns, len(types))
     plan: MergePlan | None = None
+    # how the table was read (by distgate.audit), for the command's notes
+    reading: TableReading | None = field(default=None, repr=False, compare=False)
 
     @property
     def disclosed(self) -> np.ndarray:
@@ -175,6 +180,38 @@ class MergePlan:
 
 
 # --------------------------------------------------------------------------- audit
+
+
+def checked_options(
+    tau: float, types: str | Sequence[str] | None, merge: str, budget: int
+) -> tuple[str, ...]:
+    """The disclosure types to check (:func:`chosen_types`), after InputError for a
+    threshold that is not a positive number; then InputError for a --merge that names
+    neither rows nor columns (nor both), or a negative --search-budget."""
+    if not (tau > 0) or tau == float("inf"):
+        raise InputError(f"--tau must be a positive number; got {tau:g}.")
+    chosen = chosen_types(types)
+    if merge not in MERGES:
+        raise InputError(f"--merge must be both, rows or columns; got '{merge}'.")
+    if budget < 0:
+        raise InputError(f"--search-budget must be 0 or more; got {budget}.")
+    return chosen
+
+
+def chosen_types(types: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The disclosure types of ``--types``: all four when None, else those named
+    (``"upward,downward"`` or a list), each once; InputError for an unknown name."""
+    if types is None:
+        return DISCLOSURE_TYPES
+    text = types if isinstance(types, str) else ",".join(types)
+    chosen = [t.strip().lower() for t in text.split(",") if t.strip()]
+    unknown = [t for t in chosen if t not in DISCLOSURE_TYPES]
+    if unknown or not chosen:
+        raise InputError(
+            f"Unknown disclosure type '{unknown[0] if unknown else text}' in --types "
+            f"(choose among: {', '.join(DISCLOSURE_TYPES)})."
+        )
+    return tuple(dict.fromkeys(chosen))
 
 
 def _check_inputs(counts, released, tau, types):
@@ -335,7 +372,7 @@ def merge_plan(
     ordered_columns: bool = False,
     merge_rows: bool = True,
     merge_columns: bool = True,
-    budget: int = DEFAULT_SEARCH_BUDGET,
+    budget: int = DEFAULT_AUDIT_BUDGET,
 ) -> MergePlan:
     """The fewest merges of rows and columns after which no original unpublished cell
     suffers a disclosure of ``base.types`` (judged by Lemma 6.1, see the module docstring).

@@ -4,11 +4,15 @@ baseline (conditional distributions, D(y), E(y), the X-outliers)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from distgate.data.baseline import Baseline
+
+if TYPE_CHECKING:
+    from distgate.data.spec import TableReading
 
 
 @dataclass(frozen=True)
@@ -16,7 +20,8 @@ class TableProfile:
     """What the full table reveals per target (SPEC 3.4): the conditional distributions
     q(x|y), the KL distances D(y), exposures E(y), the mutual information I and the
     X-outliers, the targets with D(y) > I + sigma_D. ``baseline`` is the baseline they
-    were measured against."""
+    were measured against; ``reading`` says how the table was read (by
+    :func:`distgate.baseline`)."""
 
     target_labels: list[str]
     counts: np.ndarray
@@ -27,6 +32,7 @@ class TableProfile:
     kl_std: float
     outliers: list[str]
     baseline: Baseline
+    reading: TableReading | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
         """The JSON document of ``distgate baseline --json`` (without the reading notes)."""

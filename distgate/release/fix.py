@@ -44,17 +44,12 @@ import numpy as np
 from distgate.data.baseline import Baseline
 from distgate.data.cache import cached_critical_values
 from distgate.data.values import MISSING_LABEL, interval_key
+from distgate.defaults import DEFAULT_DRAWS, DEFAULT_FIX_BUDGET
 from distgate.errors import InputError
 from distgate.release.assess import Assessment, assess_release
 from distgate.release.merge_search import Groups, identity, search_merges
-from distgate.stats.critical import DEFAULT_DRAWS, CriticalValues
+from distgate.stats.critical import CriticalValues
 from distgate.stats.metrics.registry import Settings
-
-# Candidate plans re-assessed by the exhaustive search before the greedy heuristic takes
-# over (a plan costs one assessment of the merged counts: well under a millisecond with
-# chi-square critical values, more with Monte Carlo ones).
-DEFAULT_FIX_BUDGET = 3000
-
 
 # Candidates that pass under the table's hand-overs but fail under their own before the
 # search takes every further such candidate as failing (each verification measures the

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from distgate.data.cache import cached_critical_values
+from distgate.defaults import DEFAULT_DRAWS
 from distgate.errors import InputError
 from distgate.gate.session import GateSession
-from distgate.stats.critical import DEFAULT_DRAWS, CriticalValues
+from distgate.stats.critical import CriticalValues
 from distgate.stats.metrics.registry import REGISTRY, names, threshold_for
 
 

@@ -28,14 +28,21 @@ import numpy as np
 from distgate.data.baseline import written_probabilities
 from distgate.data.cache import cached_critical_values
 from distgate.data.values import MISSING_LABEL
+from distgate.defaults import (
+    DEFAULT_CRITICAL,
+    DEFAULT_DRAWS,
+    DEFAULT_FIX_BUDGET,
+    DEFAULT_FIX_BY,
+    DEFAULT_SEED,
+)
 from distgate.errors import InputError
 from distgate.release.assess import Assessment
-from distgate.release.fix import DEFAULT_FIX_BUDGET, FixPlan, fix_counts, merged_value_labels
+from distgate.release.fix import FixPlan, fix_counts, merged_value_labels
 from distgate.release.merge_search import Groups, identity, join
 from distgate.release.online import OnlineRelease, online_release
 from distgate.release.suppress import SuppressionPlan, judge_release, suppress_counts
 from distgate.release.utility import Information, information
-from distgate.stats.critical import DEFAULT_DRAWS, CriticalValues
+from distgate.stats.critical import CriticalValues
 from distgate.stats.metrics.registry import Settings
 
 STRATEGIES = ("merge", "suppress", "both")
@@ -98,7 +105,9 @@ class Plan:
 class Repair:
     """The repair of one release: the plan chosen (None when no passing plan is within
     the budget), the passing plan with the least loss whatever the budget, every plan
-    considered, and the online gate's release of the same table."""
+    considered, and the online gate's release of the same table; once the chosen plan's
+    release is written (:func:`distgate.release.fixing.run_fix`), the paths written and
+    whether the files passed when read back."""
 
     fix_by: str
     original: Assessment
@@ -108,6 +117,8 @@ class Repair:
     max_suppressed: float | None
     online: OnlineRelease | None = None
     fallback: Plan | None = field(default=None, repr=False)  # shown when nothing passes
+    written: list[str] = field(default_factory=list)
+    verified: bool = False
 
     @property
     def was_safe(self) -> bool:
@@ -151,6 +162,12 @@ class Repair:
         if self.least_loss is not None and self.least_loss is not self.chosen:
             out["least_loss"] = self.least_loss.summary()
         return out
+
+    def report_dict(self) -> dict:
+        """The ``fix`` object of ``assess --fix --json``: :meth:`to_dict` (plan.json's
+        document) and ``after``, the assessment of the repaired release shown."""
+        after = self.shown.assessment
+        return {**self.to_dict(), "after": None if after is None else after.to_dict()}
 
 
 def _merge_counts(counts: np.ndarray, value_groups: Groups, target_groups: Groups) -> np.ndarray:
@@ -270,11 +287,11 @@ def repair_counts(
     metrics: Sequence[str],
     alpha: float,
     *,
-    fix_by: str = "both",
+    fix_by: str = DEFAULT_FIX_BY,
     max_suppressed: float | None = None,
     ordered: bool = True,
-    critical: str = "auto",
-    seed: int = 0,
+    critical: str = DEFAULT_CRITICAL,
+    seed: int = DEFAULT_SEED,
     draws: int = DEFAULT_DRAWS,
     threshold: float | Mapping[str, float] | None = None,
     settings: Settings | None = None,
@@ -493,8 +510,8 @@ def reassess_written(
     )
     again = load_inputs(written, counts_only=True)
     values = again.critical_values(
-        options.get("critical", "auto"),
-        seed=options.get("seed", 0),
+        options.get("critical", DEFAULT_CRITICAL),
+        seed=options.get("seed", DEFAULT_SEED),
         draws=options.get("draws", DEFAULT_DRAWS),
     )
     assessment = assess_release(

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from distgate.data.cache import cached_critical_values
+from distgate.defaults import DEFAULT_DRAWS
 from distgate.release.allocation import Closest
 from distgate.release.assess import Assessment, assess_release
 from distgate.release.coupling import (
@@ -52,7 +53,6 @@ from distgate.release.feasibility import Judging, TargetSizes, regime_values, ta
 from distgate.release.relative import capped, raised
 from distgate.stats.critical import (
     AUTOMATIC,
-    DEFAULT_DRAWS,
     HANDOVER_RANGE,
     LN2,
     CriticalValues,

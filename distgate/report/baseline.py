@@ -4,18 +4,11 @@ of X."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from distgate.data.baseline import Baseline
 from distgate.release.baseline import TableProfile
 from distgate.report.model import BAR, BLOCKED, Cell, Column, Report, Table, count, num
 
 BAR_WIDTH = 40
-
-
-def baseline_dict(baseline: Baseline, profile: TableProfile) -> dict:
-    """The JSON document of ``distgate baseline`` (:meth:`TableProfile.to_dict`)."""
-    return dataclasses.replace(profile, baseline=baseline).to_dict()
 
 
 def _bar(value: float, scale: float) -> str:
@@ -55,8 +48,10 @@ def long_table(baseline: Baseline, profile: TableProfile) -> Table:
     return data
 
 
-def baseline_report(baseline: Baseline, profile: TableProfile, written: str | None) -> Report:
-    """p(x) with a bar chart, q(x|y) per target, D(y), E(y) and the X-outliers."""
+def baseline_report(profile: TableProfile, written: str | None) -> Report:
+    """p(x) with a bar chart, q(x|y) per target, D(y), E(y) and the X-outliers of the
+    profile (against its baseline); ``written``: where the baseline file went."""
+    baseline = profile.baseline
     report = Report("baseline")
     report.data = lambda: long_table(baseline, profile)
     top = float(baseline.probabilities.max())

@@ -197,18 +197,13 @@ def _checks(report: Report, repair: Repair, plan: Plan) -> None:
         report.defer_checks(lambda: add_checks(report, assessment, "repaired release: "))
 
 
-def repair_report(
-    original: Assessment,
-    repair: Repair,
-    written: list[str] | None = None,
-    verified: bool = False,
-) -> Report:
+def repair_report(original: Assessment, repair: Repair) -> Report:
     """The release as given, then (when it is unsafe) the plans, the chosen one and the
-    repaired release."""
+    repaired release, with the files written."""
     report = assessment_report(original)
     report.data = lambda: _long_table(original, repair)
     if repair.was_safe:
-        for path in written or []:
+        for path in repair.written:
             report.text(f"Wrote {path}")
         report.conclude(
             True, ("SAFE", SAFE), ": the release passes every metric as it is; nothing to repair."
@@ -235,9 +230,9 @@ def repair_report(
                 block.name = f"repaired-{block.name}"
             report.blocks.append(block)
     _checks(report, repair, plan)
-    for path in written or []:
+    for path in repair.written:
         report.text(f"Wrote {path}")
-    if verified:
+    if repair.verified:
         report.text("Re-read the written release and baseline: every metric passes.")
     _verdict(report, repair, plan)
     return report

@@ -68,7 +68,7 @@ def _risk_table(
 
 
 def randomize_report(result, top: int | None, output: str | None) -> Report:
-    """A :class:`~distgate.randomize.RandomizeResult` as tables and sentences."""
+    """A :class:`~distgate.randomization.RandomizeResult` as tables and sentences."""
     report = Report("randomize")
     matrix = result.randomize == "matrix"
     p_table = report.table(
@@ -127,7 +127,7 @@ def randomize_report(result, top: int | None, output: str | None) -> Report:
 
 
 def reconstruct_report(result, top: int | None, output: str | None) -> Report:
-    """A :class:`~distgate.randomize.ReconstructResult`."""
+    """A :class:`~distgate.randomization.ReconstructResult`."""
     report = Report("randomize --reconstruct")
     p_text = ", ".join(f"{a}={p:g}" for a, p in result.p.items())
     cells = int((result.distribution > 0).sum())

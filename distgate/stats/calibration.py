@@ -20,16 +20,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from distgate.defaults import (
+    DEFAULT_CALIBRATION_ALPHAS,
+    DEFAULT_CALIBRATION_SIZES,
+    DEFAULT_RELEASES,
+)
 from distgate.errors import InputError
 from distgate.stats.critical import CriticalValues, check_alpha
 from distgate.stats.handover import TOLERANCE, Handover, tolerance
 from distgate.stats.metrics.registry import REGISTRY, evaluate
 
-DEFAULT_SIZES = (20, 40, 100, 400, 2000)
-DEFAULT_RELEASES = 4000
 MAX_RELEASES = 200_000
 MAX_SIZE = 10_000_000
 NULL_STREAM = 99  # the null releases' random stream (the critical values have their own)
@@ -84,7 +88,9 @@ class Level:
 
 @dataclass
 class Calibration:
-    """The measured levels of the chosen tests, and (``auto``) where each hands over."""
+    """The measured levels of the chosen tests, and (``auto``) where each hands over.
+    ``reading``: how the table was read, when :func:`distgate.calibrate` read one (a
+    :class:`distgate.data.spec.TableReading`; statistics know no files, so not imported)."""
 
     mode: str
     draws: int
@@ -96,6 +102,7 @@ class Calibration:
     levels: list[Level] = field(default_factory=list)
     handovers: dict[tuple[str, float], Handover] = field(default_factory=dict)
     scopes: dict[str, str] = field(default_factory=dict)
+    reading: Any = field(default=None, repr=False, compare=False)
 
     @property
     def within(self) -> bool:
@@ -161,8 +168,8 @@ def _level(name: str, alpha: float, size: int, counts, values: CriticalValues) -
 def measure_levels(
     values: CriticalValues,
     metrics: Sequence[str] | None = None,
-    alphas: Sequence[float] = (0.05, 0.2),
-    sizes: Sequence[int] = DEFAULT_SIZES,
+    alphas: Sequence[float] = DEFAULT_CALIBRATION_ALPHAS,
+    sizes: Sequence[int] = DEFAULT_CALIBRATION_SIZES,
     *,
     releases: int = DEFAULT_RELEASES,
     seed: int = 0,

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from distgate.defaults import DEFAULT_DRAWS
 from distgate.errors import InputError
 from distgate.stats.cache_keys import stored_key
 from distgate.stats.handover import (
@@ -75,7 +76,6 @@ AUTOMATIC = ("auto", "auto-paper")  # modes that simulate below the floor
 MIN_DRAWS, MAX_DRAWS = 100, 1_000_000
 HANDOVER_RANGE = 100  # auto-paper: mis's correction applies below 100 x the switch size
 LIMIT, PROBE = 2**31 - 1, 2**31 - 2  # the draws of a limit law (dqt), of the ladder's rungs
-DEFAULT_DRAWS = 10_000
 LN2 = float(np.log(2.0))
 
 PROBES_KEPT = 128  # a test's (statistic, degrees) samples kept likewise (160 KB each)

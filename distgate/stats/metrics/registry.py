@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from distgate.defaults import DEFAULT_DIVERSITY
 from distgate.errors import InputError
 
 if TYPE_CHECKING:
@@ -386,7 +387,7 @@ class Settings:
     and the variant of ``ldiv`` (``distinct`` or ``entropy``)."""
 
     ground: Any = None
-    diversity: str = "distinct"
+    diversity: str = DEFAULT_DIVERSITY
 
 
 def parse_metrics(spec: str | Sequence[str], *, offline: bool = False) -> list[str]:

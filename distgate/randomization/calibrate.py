@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq, minimize
 
-from distgate.randomize.matrices import inverse_norm2
+from distgate.randomization.matrices import inverse_norm2
 
 RiskFunction = Callable[[Sequence[float]], float]
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from distgate.randomize.matrices import Factor, apply_factors, is_identity
+from distgate.randomization.matrices import Factor, apply_factors, is_identity
 
 
 def _safe_inverse(x: np.ndarray) -> np.ndarray:

@@ -87,7 +87,7 @@ def apply_factors(x: np.ndarray, ps: Sequence[Factor], kind: str = "forward") ->
     (``square``: the risk sums sum_v P[v, u]^2 x[v] run over the released value v; the
     transpose is the matrix itself for randomized response).
     A factor is a retention probability (randomized response), a dense column-stochastic
-    matrix ``P[v, u]`` (any retention matrix, :mod:`distgate.randomize.pram`), or None / 1
+    matrix ``P[v, u]`` (any retention matrix, :mod:`distgate.randomization.pram`), or None / 1
     for the identity.
 
     Equivalent to ``(kron(M_1, ..., M_s) @ x.ravel()).reshape(x.shape)``.

@@ -8,16 +8,18 @@ disclosure exceeds tau with the least expected reconstruction error.
 
 Python equivalents of the command::
 
-    from distgate.randomize import randomize_table, reconstruct_table
+    from distgate.randomization import randomize_table, reconstruct_table
     result = randomize_table("patients.csv", ["gender", "age"], "disease", tau=0.5, seed=0)
     result.p, result.max_risk, result.to_dict()
     write_table(result.table, "released.csv")
     estimate = reconstruct_table("released.csv", ["gender", "age"], "disease", result.p)
 
-The array-level building blocks live in :mod:`distgate.randomize.matrices` (retention
+The array-level building blocks live in :mod:`distgate.randomization.matrices` (retention
 matrices, factor-by-factor inverse, reconstruction, expected error),
-:mod:`distgate.randomize.risk` and :mod:`distgate.randomize.calibrate`; randomization with any
-retention matrix (PRAM, ``--matrix``) is :mod:`distgate.randomize.pram`.
+:mod:`distgate.randomization.risk` and :mod:`distgate.randomization.calibrate`;
+randomization with any retention matrix (PRAM, ``--matrix``) is
+:mod:`distgate.randomization.pram`; :func:`distgate.randomize` checks the options of one
+run together (:mod:`distgate.randomization.options`) and calls these.
 """
 
 from __future__ import annotations
@@ -43,16 +45,17 @@ from distgate.data.tables import (
     read_columns,
     require_values,
 )
+from distgate.defaults import DEFAULT_SEED, DEFAULT_SIDE
 from distgate.errors import InputError
-from distgate.randomize.calibrate import calibrate
-from distgate.randomize.matrices import (
+from distgate.randomization.calibrate import calibrate
+from distgate.randomization.matrices import (
     apply_factors,
     expected_error,
     inverse_norm2,
     randomize_codes,
     reconstruct,
 )
-from distgate.randomize.risk import RiskModel, max_risk, risk_array
+from distgate.randomization.risk import RiskModel, max_risk, risk_array
 
 __all__ = [
     "RandomizeResult",
@@ -280,10 +283,10 @@ def randomize_table(
     qi: Sequence[str],
     sensitive: str,
     *,
-    randomize: str = "both",
+    randomize: str = DEFAULT_SIDE,
     p: Mapping[str, float] | None = None,
     tau: float | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     bins: Mapping[str, Sequence[float]] | None = None,
     fmt: TextFormat = PLAIN,
 ) -> RandomizeResult:

@@ -12,9 +12,9 @@ applies the given matrix, w = 0 leaves the attribute as it is. With M = (11^T - 
 (every other category equally likely) the mixture is randomized response with p = 1 - w,
 and with the uniform matrix 11^T/d it is randomized response with p = 1 - w + w/d.
 Without tau the given (or fixed) weights are used; with tau the free weights are
-calibrated as the retention probabilities are (:func:`distgate.randomize.calibrate.
+calibrated as the retention probabilities are (:func:`distgate.randomization.calibrate.
 calibrate_scales` on t = 1 - w): the least expected reconstruction error (computed exactly
-for the table, :func:`~distgate.randomize.matrices.expected_error_of`) with every risk of
+for the table, :func:`~distgate.randomization.matrices.expected_error_of`) with every risk of
 attribute disclosure <= tau. The floor is the risk with the matrices as given (w = 1),
 which is reachable.
 
@@ -45,8 +45,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from distgate.data.tables import display_name, read_columns, require_values
+from distgate.defaults import DEFAULT_SEED
 from distgate.errors import InputError
-from distgate.randomize import (
+from distgate.randomization import (
     RandomizeResult,
     ReconstructResult,
     _check_domain,
@@ -57,13 +58,13 @@ from distgate.randomize import (
     _utility,
     parse_assignments,
 )
-from distgate.randomize.calibrate import calibrate_scales
-from distgate.randomize.matrices import (
+from distgate.randomization.calibrate import calibrate_scales
+from distgate.randomization.matrices import (
     expected_error_of,
     randomize_codes_matrix,
     reconstruct,
 )
-from distgate.randomize.risk import risk_array
+from distgate.randomization.risk import risk_array
 
 ROW_TOLERANCE = 1e-9  # a row may miss 1 by rounding of its decimal entries
 CONDITION_LIMIT = 1e12  # beyond it the inverse amplifies rounding into the estimate
@@ -251,7 +252,7 @@ def randomize_with_matrices(
     *,
     weights: Mapping[str, float] | None = None,
     tau: float | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
 ) -> RandomizeResult:
     """Randomize the attributes that ``matrices`` names, each with its matrix mixed with
     the identity by a weight: fixed in ``weights``, calibrated against ``tau`` for the
