@@ -164,13 +164,6 @@ def _names_gate(module: str) -> bool:
     )
 
 
-# Modules that still decide by a metric's name, outside the part this rule was applied to
-# so far: cli.fixing (--ground and --hierarchy go with tclose, --diversity with ldiv) and
-# report.assess (tclose's t is an upper bound shown to 6 decimals). Each is to become a
-# field of the metric's record; remove a module from here once it reads its records.
-DECIDES_BY_NAME_STILL = {"distgate.cli.fixing", "distgate.report.assess"}
-
-
 def metric_name_decisions(tree: ast.AST, names: set[str]) -> list[int]:
     """Lines where a metric's name, written as a string, is compared (``==``, ``!=``,
     ``in``, alone or in a literal tuple, list or set) or iterated over in a literal."""
@@ -217,7 +210,7 @@ def test_metrics_are_told_apart_by_their_records_not_their_names():
         if not name.startswith("distgate.stats.metrics")
         and metric_name_decisions(_parsed(path), set(METRICS))
     }
-    assert deciding <= DECIDES_BY_NAME_STILL, sorted(deciding - DECIDES_BY_NAME_STILL)
+    assert deciding == set()
 
 
 def calls(tree: ast.AST, function: str) -> list[ast.Call]:

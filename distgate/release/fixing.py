@@ -66,16 +66,17 @@ def check_given(
             f"--threshold does not apply to the chosen metrics ({chosen}): it is the fixed "
             f"bound of {takers}."
         )
-    if (ground or hierarchy) and "tclose" not in metrics:
-        option = "--ground" if ground else "--hierarchy"
-        raise InputError(
-            f"{option} does not apply to the chosen metrics ({chosen}): it sets tclose's ground "
-            "distance."
-        )
-    if diversity and "ldiv" not in metrics:
-        raise InputError(
-            f"--diversity does not apply to the chosen metrics ({chosen}): it sets ldiv's l."
-        )
+    for option, given, what in (
+        ("ground", ground, "{}'s ground distance"),
+        ("hierarchy", hierarchy, "{}'s ground distance"),
+        ("diversity", diversity, "{}'s l"),
+    ):
+        if given and not any(option in REGISTRY[m].options for m in metrics):
+            takers = ", ".join(m for m, r in REGISTRY.items() if option in r.options)
+            raise InputError(
+                f"--{option} does not apply to the chosen metrics ({chosen}): it sets "
+                f"{what.format(takers)}."
+            )
     _check_fix_options(fix, options)
 
 

@@ -59,7 +59,7 @@ class _Columns:
 
 def _whole(r: MetricResult) -> bool:
     """k and l are counts; every other table statistic is shown to 6 decimals."""
-    return r.record.lists_failing and r.metric != "tclose"
+    return r.record.at_least
 
 
 def _classic_summary(report: Report, assessment: Assessment, r: MetricResult) -> None:
@@ -71,7 +71,7 @@ def _classic_summary(report: Report, assessment: Assessment, r: MetricResult) ->
     bound = float(r.global_critical)
     method = ""
     if bound == bound:  # a fixed bound
-        relation = "<=" if r.metric == "tclose" else ">="
+        relation = ">=" if r.record.at_least else "<="
         line += f", required {symbol} {relation} {bound:g}"
     else:
         method = f"critical values: {r.method} at alpha {r.alpha:g}; "

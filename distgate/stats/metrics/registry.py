@@ -91,7 +91,12 @@ class Metric:
     release's mutual information (mis), a budget the targets' n_y D(y) share; ``caps``,
     what is capped per target to satisfy it (:data:`DISTANCE`, D(y), for dqt;
     :data:`EXPOSURE`, n_y D(y), for exposure); ``outlier_test``, it asks whether the
-    largest D(y) stands out from the next (dqt), so raising the runner-up helps too."""
+    largest D(y) stands out from the next (dqt), so raising the runner-up helps too.
+
+    For the classic models: ``at_least``, a target passes when its statistic reaches the
+    bound rather than stays below it (kanon's class size, ldiv's l: counts); ``options``,
+    the options that set how the metric is computed (tclose's ground distance and
+    hierarchy, ldiv's kind of diversity), which apply only when it is chosen."""
 
     name: str
     scope: str
@@ -113,6 +118,8 @@ class Metric:
     bounds_information: bool = False
     caps: str | None = None
     outlier_test: bool = False
+    at_least: bool = False
+    options: tuple[str, ...] = ()
 
     @property
     def is_global(self) -> bool:
@@ -262,6 +269,7 @@ _RECORDS = (
         threshold="k",
         needs_threshold=True,
         lists_failing=True,
+        at_least=True,
     ),
     Metric(
         "ldiv",
@@ -281,6 +289,8 @@ _RECORDS = (
         threshold="l",
         needs_threshold=True,
         lists_failing=True,
+        at_least=True,
+        options=("diversity",),
     ),
     Metric(
         "tclose",
@@ -294,6 +304,7 @@ _RECORDS = (
         summary="t",
         threshold="t",
         lists_failing=True,
+        options=("ground", "hierarchy"),
     ),
 )
 
