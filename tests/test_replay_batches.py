@@ -12,7 +12,7 @@ from distgate.data.inputs import load_inputs
 from distgate.gate import QUEUED
 from distgate.gate.decisions_file import write_decisions
 from distgate.gate.replay import ReplaySettings, replay
-from distgate.gate.store import StateStore
+from distgate.state.store import StateStore
 from tests.conftest import SAMPLE, SAMPLE_OPTIONS
 
 
@@ -41,7 +41,7 @@ def _stored(state: str, settings: dict, size: int, targets: int):
 
 @pytest.mark.parametrize("metrics", [["kld"], ["mis", "cst"]])
 def test_batches_of_1_7_and_20000_decide_alike(tmp_path, inputs, log, metrics):
-    from distgate.gate.settings import settings_record
+    from distgate.state.records import settings_record
 
     settings = ReplaySettings(metrics=metrics, alpha=0.2)
     one_go = tmp_path / "one_go.csv"
@@ -71,7 +71,7 @@ def test_the_stored_gate_state_lists_the_released_records_in_record_order(tmp_pa
     """The state read back is the gate's own form (Gate.state): released records sorted,
     each with the request that released it, as the decisions of a run without state
     have them."""
-    from distgate.gate.settings import settings_record
+    from distgate.state.records import settings_record
 
     settings = ReplaySettings(metrics=["kld"], alpha=0.2)
     rows = replay(inputs, log, settings).rows
@@ -147,7 +147,7 @@ def test_a_state_whose_batches_are_stored_uncompressed_reads_alike(tmp_path, inp
 
     import pyarrow as pa
 
-    from distgate.gate.settings import settings_record
+    from distgate.state.records import settings_record
 
     settings = ReplaySettings(metrics=["kld"], alpha=0.2)
     state, first, again = tmp_path / "s.db", tmp_path / "first.csv", tmp_path / "again.csv"
@@ -200,7 +200,7 @@ def test_progress_reports_each_batch_once_it_is_committed(tmp_path, inputs, log)
 def test_a_failed_commit_stops_the_replay_and_the_rerun_completes_it(
     tmp_path, inputs, log, monkeypatch
 ):
-    from distgate.gate.settings import settings_record
+    from distgate.state.records import settings_record
 
     settings = ReplaySettings(metrics=["mis", "cst"])
     whole, state, out = tmp_path / "whole.csv", tmp_path / "s.db", tmp_path / "out.csv"

@@ -2,7 +2,7 @@
 
 :class:`Gate` decides requests for records one at a time (:mod:`distgate.gate.core` says
 how it is put together); :mod:`~distgate.gate.replay` runs it over a request log with a
-durable SQLite state (:mod:`~distgate.gate.store`); :mod:`~distgate.gate.simulate`
+durable SQLite state (:mod:`~distgate.state.store`); :mod:`~distgate.gate.simulate`
 repeats it over random request orders.
 """
 

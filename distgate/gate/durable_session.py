@@ -13,7 +13,7 @@ the keywords of :func:`distgate.assess`::
         session.request(first[0].request)   # its status now (a queued one may leave)
         session.summary()            # per target, as replay's report
 
-The state file is replay's (:mod:`distgate.gate.store`): a state written here is
+The state file is replay's (:mod:`distgate.state.store`): a state written here is
 continued by ``replay --state`` and the other way round, and ``distgate state export``
 writes its arrival log in replay's decisions format. A batch's decisions are returned
 only once they are committed to the state (flushed to the disk with ``durable``); the
@@ -40,14 +40,15 @@ import pyarrow as pa
 from distgate.data.inputs import Inputs
 from distgate.data.values import JOINT_SEPARATOR
 from distgate.errors import InputError
-from distgate.gate.archive import Tail, encoding_of, keep_encoding, merge_rows, read_requesters
 from distgate.gate.decided import Columns, Decided, Decision, parts_of
 from distgate.gate.decisions import DECISION_NAMES, GateStatus
-from distgate.gate.ledger import Ledger
 from distgate.gate.replay import TargetSummary, _summary
 from distgate.gate.session import GateSession
-from distgate.gate.settings import ReplaySettings, settings_record
-from distgate.gate.store import StateStore, read_history, state_of_history, table_record
+from distgate.gate.settings import ReplaySettings
+from distgate.state.archive import Tail, encoding_of, keep_encoding, merge_rows, read_requesters
+from distgate.state.ledger import Ledger
+from distgate.state.records import settings_record, table_record
+from distgate.state.store import StateStore, read_history, state_of_history
 
 RETRY_AFTER = 1.0  # seconds without trying to write after a failed commit
 OVERLAP_FROM = 1000  # keys of a batch from which its answers are made while it is flushed
@@ -278,7 +279,7 @@ class DurableSession(GateSession):
 
     def _commit(self, first: int, text: pa.Array, run, names: pa.Array | None) -> None:
         """Commit a run: one transaction, which also merges the small batches at the end
-        of the state when they call for it (:class:`~distgate.gate.archive.Tail`). A
+        of the state when they call for it (:class:`~distgate.state.archive.Tail`). A
         merge that fails (it rewrites up to 65,536 requests) is left for a later commit:
         the batch is committed alone."""
         commit = partial(
@@ -485,9 +486,9 @@ def export_decisions(state: str, output: str) -> int:
     decisions format (:func:`distgate.gate.decisions_file.write_decisions`), to
     ``output``; returns how many. Reads the state without locking it: a running service
     or replay may go on."""
-    from distgate.gate.archive import read_state
     from distgate.gate.decisions_file import write_decisions
     from distgate.gate.replay import ReplayResult
+    from distgate.state.archive import read_state
 
     read = read_state(state)
     rows = dict(read.rows)

@@ -32,7 +32,7 @@ from distgate.data.tables import display_name
 from distgate.gate.decisions import DECISION_NAMES, QUEUED, RELEASED, UNKNOWN, GateRun, GateStatus
 from distgate.gate.decisions_file import write_decisions
 from distgate.gate.session import GateSession
-from distgate.gate.settings import ReplaySettings, settings_record
+from distgate.gate.settings import ReplaySettings
 
 T = TypeVar("T")
 
@@ -177,7 +177,7 @@ def replay(
     # another replay's lock stays in this thread, where a signal reaches it)
     opening = None
     if state is not None and not wait:
-        from distgate.gate.store import opened_before
+        from distgate.state.store import opened_before
 
         if opened_before(state):
             opening = _in_background(lambda: _open_state(state, inputs, settings, wait=False))
@@ -208,7 +208,7 @@ def replay(
             _stop_at_batch_boundaries() as received,
             _Committer(store, log, size, progress) as committer,
         ):
-            from distgate.gate.archive import encoding_of, keep_encoding
+            from distgate.state.archive import encoding_of, keep_encoding
 
             keep_encoding(store.db, encoding_of(inputs.table))  # for distgate state export
             saved = store.gate_state(len(inputs.table.target_labels))
@@ -344,7 +344,8 @@ def _read_log(inputs: Inputs, requests: str, settings: ReplaySettings):
 
 
 def _open_state(state: str, inputs: Inputs, settings: ReplaySettings, *, wait: bool):
-    from distgate.gate.store import StateStore, table_record
+    from distgate.state.records import settings_record, table_record
+    from distgate.state.store import StateStore
 
     record = settings_record(inputs, settings)
     return StateStore(state, record, wait=wait, table=table_record(inputs.table))

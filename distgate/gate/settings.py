@@ -1,5 +1,6 @@
-"""The gate's settings (metric, alpha, queue, grace, the rule) and what a state file
-records of them: shared by replay, serve and :func:`distgate.open_gate`."""
+"""The gate's settings (metric, alpha, queue, grace, the rule): shared by replay, serve
+and :func:`distgate.open_gate` (what a state file records of them:
+:func:`distgate.state.records.settings_record`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from distgate.data.config import DEFAULT_ALPHA, DEFAULT_CRITICAL, DEFAULT_METRIC, gate_choices
-from distgate.data.inputs import Inputs
 from distgate.errors import InputError
 from distgate.gate.grace import parse_grace
 from distgate.stats.critical import DEFAULT_DRAWS, check_alpha, check_threshold
@@ -38,30 +38,6 @@ class ReplaySettings:
         self.alpha = check_alpha(self.alpha)
         self.threshold = check_threshold(self.threshold)
         parse_grace(self.grace)
-
-
-def settings_record(inputs: Inputs, s: ReplaySettings) -> dict:
-    """What a state file records of the table and the settings its decisions were made
-    under (a state is only continued under the same)."""
-    options = inputs.options
-    return {
-        "attributes": list(options.attributes),
-        "targets": list(options.targets),
-        "id": options.id_column,
-        "bins": {c: list(e) for c, e in options.bins},
-        "baseline": inputs.baseline.fingerprint(),
-        "records": int(inputs.table.size),
-        "metric": ",".join(s.metrics),
-        "alpha": s.alpha,
-        "critical": s.critical,
-        "seed": int(s.seed),
-        "draws": int(s.draws),
-        "threshold": s.threshold,
-        "queue": bool(s.queue),
-        "grace": s.grace,
-        # (only when chosen: a state made before the rule existed reads as without it)
-        **({"indistinguishable": {"share": s.share}} if s.indistinguishable else {}),
-    }
 
 
 def gate_settings(

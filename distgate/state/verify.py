@@ -3,7 +3,7 @@
 Python equivalent of ``distgate state verify gate.db soldiers.csv``::
 
     from distgate.data.inputs import load_inputs
-    from distgate.gate.verify import state_table_options, verify_state
+    from distgate.state.verify import state_table_options, verify_state
 
     inputs = load_inputs(state_table_options("gate.db", "soldiers.csv"), need_keys=True)
     result = verify_state("gate.db", inputs)
@@ -50,9 +50,9 @@ from typing import Any
 
 from distgate.data.config import TableOptions, load_config, table_options
 from distgate.data.inputs import Inputs
-from distgate.gate.inspect import read_state
-from distgate.gate.state_checks import FAILED, OK, SKIPPED, Check, Disagreement, FileChecks, Skip
-from distgate.gate.table_checks import TableChecks
+from distgate.state.file_checks import FAILED, OK, SKIPPED, Check, Disagreement, FileChecks, Skip
+from distgate.state.inspection import read_state
+from distgate.state.table_checks import TableChecks
 
 CHECKS = (
     "identity",

@@ -98,8 +98,8 @@ class Ledger:
         names: list[str],
         n_records: int,
     ) -> Ledger:
-        """The ledger of a state's rows (:func:`distgate.gate.store.read_history`) and
-        their requesters (:func:`distgate.gate.archive.read_requesters`)."""
+        """The ledger of a state's rows (:func:`distgate.state.store.read_history`) and
+        their requesters (:func:`distgate.state.archive.read_requesters`)."""
         ledger = cls(n_records)
         for name in names:
             ledger.code(name)
@@ -280,7 +280,7 @@ class Ledger:
         }
 
     def history(self) -> dict[str, np.ndarray]:
-        """The rows as :func:`distgate.gate.store.state_of_history` reads them."""
+        """The rows as :func:`distgate.state.store.state_of_history` reads them."""
         return {**self.rows(), "enqueued": self.enqueued.values}
 
     def counts(self) -> np.ndarray:

@@ -1,7 +1,7 @@
 """The SQLite state of a gate, so that a later ``replay`` continues where the last stopped.
 
 The file says it is distgate's (SQLite application id and schema version, checked by
-:mod:`distgate.gate.state_file` before anything is written; a state of schema 2 is
+:mod:`distgate.state.file_format` before anything is written; a state of schema 2 is
 migrated in place, in one transaction). Tables:
 
 - ``meta``: the settings the state was built with (options, baseline fingerprint, table
@@ -17,7 +17,7 @@ migrated in place, in one transaction). Tables:
   requests are recorded;
 - ``requesters``: for batches decided by ``distgate serve``, who asked for each request
   (one Arrow IPC block per batch, keyed like ``batches``; replay's batches have none);
-- ``encoding``: each record's target and value codes (:mod:`distgate.gate.archive`), so
+- ``encoding``: each record's target and value codes (:mod:`distgate.state.archive`), so
   that ``distgate state export`` writes the decisions file from the state alone.
 
 A replay commits one batch per transaction: one row of ``batches`` with everything the
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import sqlite3
@@ -47,18 +46,19 @@ import numpy as np
 import pyarrow as pa
 
 from distgate.errors import InputError
-from distgate.gate import state_file
-from distgate.gate.blocks import DECODE_ERRORS, decode_block  # noqa: F401 (readers import)
-from distgate.gate.blocks import from_ipc as _from_ipc
-from distgate.gate.blocks import to_ipc as _to_ipc
 from distgate.gate.decisions import DECISION_RULES_VERSION, GateRun, GateState
-from distgate.gate.state_file import (
+from distgate.state import file_format
+from distgate.state.blocks import DECODE_ERRORS, decode_block  # noqa: F401 (readers import)
+from distgate.state.blocks import from_ipc as _from_ipc
+from distgate.state.blocks import to_ipc as _to_ipc
+from distgate.state.file_format import (
     APPLICATION_ID,
     LEFT_ALONE,
     SCHEMA_VERSION,
     identify,
     sqlite_error,
 )
+from distgate.state.records import TableRecord
 
 SCHEMA = (
     "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -81,7 +81,7 @@ def opened_before(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a state of this schema that a replay has opened before (it has
     its lock file), by its SQLite header alone: opening it again creates no file and
     migrates nothing."""
-    return os.path.isfile(f"{path}.lock") and state_file.says_current_schema(path)
+    return os.path.isfile(f"{path}.lock") and file_format.says_current_schema(path)
 
 
 def _lock(path: str, wait: bool):
@@ -106,35 +106,6 @@ def _lock(path: str, wait: bool):
     handle.write(str(os.getpid()))
     handle.flush()
     return handle
-
-
-@dataclass(frozen=True)
-class TableRecord:
-    """What a state records of the table its gate decides on: a fingerprint of the
-    records' cells and labels (a state is not continued on another table), the labels
-    (``state inspect`` shows them) and each record's codes (the released counts)."""
-
-    fingerprint: str
-    target_labels: list[str]
-    value_labels: list[str]
-    target_codes: np.ndarray
-    value_codes: np.ndarray
-
-
-def table_record(table) -> TableRecord:
-    """The :class:`TableRecord` of an encoded table (``Inputs.table``)."""
-    labels = (list(table.target_labels), list(table.value_labels))
-    codes = (table.target_codes, table.value_codes)
-    return TableRecord(table_fingerprint(*labels, *codes), *labels, *codes)
-
-
-def table_fingerprint(target_labels, value_labels, target_codes, value_codes) -> str:
-    """A digest of what a gate decides on: the labels, and each record's target and value
-    in table order (so another table, or the same rows in another order, differs)."""
-    digest = hashlib.sha256(json.dumps([list(target_labels), list(value_labels)]).encode())
-    for codes in (target_codes, value_codes):
-        digest.update(np.ascontiguousarray(codes, dtype="<i8").data)
-    return digest.hexdigest()[:32]
 
 
 COUNTS_MAGIC = b"DGC1"  # released counts: magic, rows, columns, then int64 little-endian
@@ -172,7 +143,7 @@ class StateStore:
     ``settings`` is a JSON-able dict of everything decisions depend on; a state built
     under other settings (or, given ``table``, on another table) is refused with an
     InputError naming the first difference, and so is a file that is not a distgate state
-    (:func:`~distgate.gate.state_file.identify`); either is left untouched. ``notes``:
+    (:func:`~distgate.state.file_format.identify`); either is left untouched. ``notes``:
     what opening did that the user should hear of (a migration). ``durable``: every commit
     is flushed to the disk before it returns (a service answers only then); otherwise a
     commit survives the process being killed, not a power cut.
@@ -223,7 +194,7 @@ class StateStore:
                 self.path,
                 isolation_level=None,
                 check_same_thread=False,
-                timeout=state_file.BUSY_WAIT,  # another program's lock: refused after it
+                timeout=file_format.BUSY_WAIT,  # another program's lock: refused after it
             )
         except sqlite3.Error as exc:
             raise sqlite_error(self.path, exc) from None
@@ -414,7 +385,7 @@ class StateStore:
             self._read = None  # the rows asked for were committed after the read
             history = self._history()
         if history is None:
-            return _empty_rows()
+            return empty_rows()
         request, released_at = history["request"], history["released_at"].copy()
         for late, at in self._late_since_read:  # stored requests released since the read
             stored = late < len(released_at)
@@ -564,7 +535,8 @@ def _table_rows(table: TableRecord | None) -> list[tuple[str, str]]:
 BATCH_COLUMNS = tuple(_NUMERIC)  # the numeric columns of a stored batch
 
 
-def _empty_rows() -> dict:
+def empty_rows() -> dict:
+    """The rows of a state that holds no request yet, column by column."""
     return {
         "request": np.zeros(0, np.int64),
         "key": pa.array([], type=pa.string()),

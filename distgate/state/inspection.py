@@ -2,12 +2,12 @@
 
 Python equivalent of ``distgate state inspect gate.db``::
 
-    from distgate.gate.inspect import inspect_state
+    from distgate.state.inspection import inspect_state
 
     summary = inspect_state("gate.db")
     summary.requests, summary.decisions, summary.queue  # 10040, {"released": ...}, 3812
 
-The file is identified first (:func:`distgate.gate.state_file.identify`: another
+The file is identified first (:func:`distgate.state.file_format.identify`: another
 program's database, a newer schema or a damaged file is an InputError) and read through a
 connection that writes nothing, so inspecting a state never changes it or its folder, and
 a replay may be running meanwhile (the reading sees its last committed batch).
@@ -25,8 +25,8 @@ import numpy as np
 
 from distgate.errors import InputError
 from distgate.gate.decisions import DECISION_NAMES, QUEUED
-from distgate.gate.state_file import APPLICATION_ID, LEFT_ALONE, identify, sqlite_error
-from distgate.gate.store import DECODE_ERRORS, counts_from_blob, history_of
+from distgate.state.file_format import APPLICATION_ID, LEFT_ALONE, identify, sqlite_error
+from distgate.state.store import DECODE_ERRORS, counts_from_blob, history_of
 
 
 @dataclass

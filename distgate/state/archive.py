@@ -4,7 +4,7 @@
   when a state is opened over a table (by ``replay --state`` and by ``serve``), so that
   ``distgate state export`` can write the decisions file from the state alone;
 - the requesters of a service's batches (the ``requesters`` table of
-  :mod:`distgate.gate.store`), read back when a service restarts;
+  :mod:`distgate.state.store`), read back when a service restarts;
 - compaction: a service commits a small batch per group of requests; :func:`compact_tail`
   merges the latest small batches into one row (the same rows, in the same order, in one
   transaction) so that a restart reads a few large blocks instead of thousands of small
@@ -22,10 +22,10 @@ import numpy as np
 import pyarrow as pa
 
 from distgate.errors import InputError
-from distgate.gate.blocks import from_ipc as _from_ipc
-from distgate.gate.blocks import one_stream
-from distgate.gate.blocks import to_ipc as _to_ipc
-from distgate.gate.store import _empty_rows, read_history
+from distgate.state.blocks import from_ipc as _from_ipc
+from distgate.state.blocks import one_stream
+from distgate.state.blocks import to_ipc as _to_ipc
+from distgate.state.store import empty_rows, read_history
 
 ENCODING = "CREATE TABLE IF NOT EXISTS encoding (name TEXT PRIMARY KEY, data BLOB NOT NULL)"
 MERGED_ROWS = 65_536  # a compacted row holds at most this many requests
@@ -230,7 +230,7 @@ class Tail:
 
 @dataclass
 class StateRows:
-    """Every request of a state (:func:`distgate.gate.store.read_history`'s rows) with
+    """Every request of a state (:func:`distgate.state.store.read_history`'s rows) with
     the table's encoding."""
 
     rows: dict[str, np.ndarray]
@@ -260,5 +260,5 @@ def read_state(path: str | os.PathLike) -> StateRows:
     finally:
         db.close()
     if history is None:
-        history = {**_empty_rows(), "enqueued": np.zeros(0, bool)}
+        history = {**empty_rows(), "enqueued": np.zeros(0, bool)}
     return StateRows(history, encoding)

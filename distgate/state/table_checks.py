@@ -1,6 +1,6 @@
 """The checks of a state file against its table (``state verify FILE TABLE``): each
 method of :class:`TableChecks` is one check, after those of
-:class:`~distgate.gate.state_checks.FileChecks` whose decoded state it reads."""
+:class:`~distgate.state.file_checks.FileChecks` whose decoded state it reads."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from distgate.data.inputs import Inputs
 from distgate.gate.decisions import DECISION_NAMES, DECISION_RULES_VERSION
-from distgate.gate.state_checks import Disagreement, FileChecks, Skip
+from distgate.state.file_checks import Disagreement, FileChecks, Skip
 
 
 class TableChecks:
@@ -38,8 +38,7 @@ class TableChecks:
         )
 
     def table(self) -> str:
-        from distgate.gate.settings import settings_record  # what replay records and checks
-        from distgate.gate.store import table_fingerprint
+        from distgate.state.records import settings_record, table_fingerprint
 
         stored = self.parts.settings
         given = settings_record(self.inputs, self._gate_settings())

@@ -5,7 +5,7 @@ A state file is an SQLite database that says it is distgate's: its header's appl
 id is :data:`APPLICATION_ID` (``0x64677374``, "dgst") and its ``user_version`` is the
 schema version (:data:`SCHEMA_VERSION`). States of schema 2 (written before the
 application id existed) are recognised by their tables and migrated in place by
-:class:`~distgate.gate.store.StateStore`; anything else is refused with an
+:class:`~distgate.state.store.StateStore`; anything else is refused with an
 :class:`~distgate.errors.InputError` before a byte of it is written:
 
 - a file that is not an SQLite database, or one that ends before its header says it does

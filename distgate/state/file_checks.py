@@ -1,7 +1,7 @@
 """The checks of a state file on its own (``state verify FILE``): each method of
-:class:`FileChecks` is one check, in the order of :data:`distgate.gate.verify.CHECKS`,
+:class:`FileChecks` is one check, in the order of :data:`distgate.state.verify.CHECKS`,
 returning its sentence or raising :class:`Disagreement` (or :class:`Skip`). The checks
-against a table are in :mod:`distgate.gate.table_checks`."""
+against a table are in :mod:`distgate.state.table_checks`."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from distgate.gate.decisions import (
     RELEASED,
     UNKNOWN,
 )
-from distgate.gate.inspect import StoredState
-from distgate.gate.state_file import SCHEMA_VERSION
-from distgate.gate.store import BATCH_COLUMNS, DECODE_ERRORS, counts_from_blob, decode_block
+from distgate.state.file_format import SCHEMA_VERSION
+from distgate.state.inspection import StoredState
+from distgate.state.store import BATCH_COLUMNS, DECODE_ERRORS, counts_from_blob, decode_block
 
 OK, FAILED, SKIPPED = "ok", "FAILED", "skipped"
 
