@@ -148,8 +148,8 @@ def bench_one_key() -> None:
 def bench_published_experiment() -> None:
     import os
 
-    from distgate.gate.simulate import simulate
     from distgate.stats.critical import CriticalValues
+    from distgate.workflows.simulate import simulate
     from tests.reference import BASELINE, COUNTS
 
     targets = np.repeat(np.arange(5), COUNTS.sum(axis=1))

@@ -101,7 +101,7 @@ def bench_replay(table: Path, log: Path) -> None:
 
     from distgate.data.config import TableOptions
     from distgate.data.inputs import load_inputs
-    from distgate.gate.replay import ReplaySettings, replay
+    from distgate.workflows.replay import ReplaySettings, replay
 
     python = sys.executable
     floor_command = [python, "-c", FLOOR, str(table), str(log), str(OUT / "floor.csv")]

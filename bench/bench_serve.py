@@ -211,7 +211,7 @@ def cpu_ratio(table: Path, keys: list[str]) -> None:
 def batch_ratio(table: Path, log: Path, keys: list[str]) -> Path:
     from distgate.data.config import TableOptions
     from distgate.data.inputs import load_inputs
-    from distgate.gate.replay import ReplaySettings, replay
+    from distgate.workflows.replay import ReplaySettings, replay
 
     inputs = load_inputs(TableOptions(str(table), ("value",), ("target",), "id"), need_keys=True)
     settings = ReplaySettings(metrics=["kld"])

@@ -46,9 +46,9 @@ from distgate.data.frames import FrameSource, is_in_memory, table_source
 from distgate.data.inputs import Inputs, load_inputs
 from distgate.data.values import JOINT_SEPARATOR
 from distgate.errors import InputError
-from distgate.gate.replay import ReplayResult
 from distgate.release.assess import Assessment
 from distgate.release.baseline import TableProfile
+from distgate.workflows.replay import ReplayResult
 
 __all__ = [
     "InputError",
@@ -391,9 +391,9 @@ def open_gate(
     names table columns shown with a released record (:meth:`DurableSession.record`),
     ``durable`` flushes every commit to the disk before decisions are returned, and
     ``wait`` waits for a replay or another session that holds the state. The state is
-    locked while the :class:`~distgate.gate.durable_session.DurableSession` is open: close
+    locked while the :class:`~distgate.workflows.durable_session.DurableSession` is open: close
     it (or use ``with``)."""
-    from distgate.gate.durable_session import DurableSession
+    from distgate.workflows.durable_session import DurableSession
 
     settings = _settings(config)
     gate_settings = _gate_settings(
@@ -459,10 +459,10 @@ def replay(
     it); ``no_queue``, ``grace``, ``skip_unknown``, ``indistinguishable``, ``share`` and
     the metric keywords as the flags.
 
-    ``to_pandas()`` of the :class:`~distgate.gate.replay.ReplayResult` gives the decisions,
+    ``to_pandas()`` of the :class:`~distgate.workflows.replay.ReplayResult` gives the decisions,
     one row per request; ``to_pandas("summary")`` one row per target."""
     from distgate.data.atomic import check_outputs
-    from distgate.gate.replay import replay as run_replay
+    from distgate.workflows.replay import replay as run_replay
 
     if _is_stdin(table) and _is_stdin(requests):
         raise InputError(

@@ -126,7 +126,7 @@ def test_on_many_alike_targets_no_attack_finds_the_deviating_ones():
 def distgate_simulation(*, indistinguishable: bool, sequences: int):
     from distgate.data.config import TableOptions
     from distgate.data.inputs import load_inputs
-    from distgate.gate.simulate import simulate
+    from distgate.workflows.simulate import simulate
 
     options = TableOptions(str(SAMPLE / "units.csv"), ("grade",), ("unit",), id_column="id")
     inputs = load_inputs(options)

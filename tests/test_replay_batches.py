@@ -10,9 +10,9 @@ import pytest
 
 from distgate.data.inputs import load_inputs
 from distgate.gate import QUEUED
-from distgate.gate.decisions_file import write_decisions
-from distgate.gate.replay import ReplaySettings, replay
 from distgate.state.store import StateStore
+from distgate.workflows.decisions_file import write_decisions
+from distgate.workflows.replay import ReplaySettings, replay
 from tests.conftest import SAMPLE, SAMPLE_OPTIONS
 
 
@@ -110,7 +110,7 @@ def test_the_decisions_file_written_in_chunks_is_the_file_written_at_once(
 def test_needs_quoting_looks_at_the_entries_of_a_slice_alone():
     import pyarrow as pa
 
-    from distgate.gate.decisions_file import needs_quoting
+    from distgate.workflows.decisions_file import needs_quoting
 
     text = pa.array(["a,b", "plain", "ünïcode", None, 'say "hi"', "two\nlines", "cr\r"])
     assert needs_quoting(text)
@@ -128,7 +128,7 @@ def test_numbers_are_written_as_their_shortest_text_whether_or_not_they_repeat(d
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from distgate.gate.decisions_file import _text_numbers
+    from distgate.workflows.decisions_file import _text_numbers
 
     values = (np.arange(10_000) % distinct) / 7.0
     values[::9] = np.nan

@@ -35,7 +35,7 @@ from distgate.data.requests import (
 from distgate.data.streaming import column_batches
 from distgate.data.tables import PLAIN, TextFormat, _bytes_of, _open, read_columns
 from distgate.errors import InputError
-from distgate.gate.replay import ReplaySettings, replay
+from distgate.workflows.replay import ReplaySettings, replay
 from tests.conftest import SAMPLE_OPTIONS
 
 TABLE_KEYS = [f"S{i:05d}" for i in range(10_000)]  # the sample table's keys

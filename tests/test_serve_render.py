@@ -10,11 +10,11 @@ import pytest
 
 from distgate.data.inputs import load_inputs
 from distgate.gate.decisions import DUPLICATE
-from distgate.gate.durable_session import DurableSession
-from distgate.gate.replay import ReplaySettings
 from distgate.serve.batcher import Batcher
 from distgate.serve.metrics import Metrics
 from distgate.serve.render import BatchRenderer, dumps, requester_view
+from distgate.workflows.durable_session import DurableSession
+from distgate.workflows.replay import ReplaySettings
 from tests.conftest import SAMPLE_OPTIONS
 from tests.serve_helpers import sample_keys
 

@@ -9,11 +9,11 @@ import pytest
 
 from distgate.data.inputs import load_inputs
 from distgate.errors import InputError
-from distgate.gate import durable_session as session_module
-from distgate.gate.durable_session import DurableSession, StateUnwritable, export_decisions
-from distgate.gate.replay import ReplaySettings, replay
 from distgate.serve.auth import OPERATOR, Client, is_loopback, load_tokens
 from distgate.state.archive import compact_tail, read_state
+from distgate.workflows import durable_session as session_module
+from distgate.workflows.durable_session import DurableSession, StateUnwritable, export_decisions
+from distgate.workflows.replay import ReplaySettings, replay
 from tests.cli_helpers import assert_bad_input, run
 from tests.conftest import SAMPLE, SAMPLE_OPTIONS
 from tests.serve_helpers import sample_keys

@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 from distgate.cli import app
 from distgate.data.inputs import load_inputs
 from distgate.gate.decisions import DENIED, RELEASED
-from distgate.gate.replay import ReplaySettings, replay
 from distgate.state.file_format import APPLICATION_ID, SCHEMA_VERSION
 from distgate.state.store import _to_ipc, counts_blob, counts_from_blob
 from distgate.state.verify import CHECKS
+from distgate.workflows.replay import ReplaySettings, replay
 from tests.conftest import SAMPLE, SAMPLE_OPTIONS
 
 runner = CliRunner()

@@ -85,8 +85,8 @@ def replay_command(
 
     Example: distgate replay soldiers.csv requests.csv -o decisions.csv --state gate.db
     """
-    from distgate.gate.replay import Interrupted, replay
     from distgate.report.common import progress
+    from distgate.workflows.replay import Interrupted, replay
 
     if table.table == "-" and requests == "-":
         raise InputError(

@@ -153,7 +153,7 @@ def serve_command(
     shown = split_names(columns)
 
     def load():
-        from distgate.gate.durable_session import DurableSession
+        from distgate.workflows.durable_session import DurableSession
 
         inputs = table.read(settings, need_keys=True)
         return DurableSession(inputs, chosen, state, columns=shown)

@@ -6,7 +6,7 @@ holds together (and agrees with its table): exit code 0 when it does, 1 with the
 disagreement, 2 when the file is not a distgate state or cannot be read; ``state export
 FILE -o CSV`` writes its decisions in replay's format. The library functions are
 :func:`distgate.state.inspection.inspect_state`, :func:`distgate.state.verify.verify_state`
-and :func:`distgate.gate.durable_session.export_decisions`."""
+and :func:`distgate.workflows.durable_session.export_decisions`."""
 
 from __future__ import annotations
 
@@ -155,7 +155,7 @@ def export_command(
     Example: distgate state export gate.db -o decisions.csv
     """
     from distgate.data.atomic import check_outputs
-    from distgate.gate.durable_session import export_decisions
+    from distgate.workflows.durable_session import export_decisions
 
     check_outputs([state], [output])
     rows = export_decisions(state, output)

@@ -1,8 +1,8 @@
 """The online release gate (SPEC 4): requests in, decisions out, state kept incrementally.
 
 :class:`Gate` decides requests for records one at a time (:mod:`distgate.gate.core` says
-how it is put together); :mod:`~distgate.gate.replay` runs it over a request log with a
-durable SQLite state (:mod:`~distgate.state.store`); :mod:`~distgate.gate.simulate`
+how it is put together); :mod:`~distgate.workflows.replay` runs it over a request log with a
+durable SQLite state (:mod:`~distgate.state.store`); :mod:`~distgate.workflows.simulate`
 repeats it over random request orders.
 """
 

@@ -4,9 +4,9 @@ kernel (:mod:`distgate.gate.compiled`) has one caller, :meth:`GateSession.run`.
 
 A session decides record positions (``run``) and reads the gate's state. One that also
 takes request keys and commits every batch to a state file before answering is a
-:class:`~distgate.gate.durable_session.DurableSession`, what ``distgate serve`` and
+:class:`~distgate.workflows.durable_session.DurableSession`, what ``distgate serve`` and
 :func:`distgate.open_gate` open; replay commits its own batches
-(:mod:`distgate.gate.replay`), and simulate keeps its runs in memory.
+(:mod:`distgate.workflows.replay`), and simulate keeps its runs in memory.
 """
 
 from __future__ import annotations

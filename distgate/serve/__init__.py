@@ -5,5 +5,5 @@
 commit, :mod:`~distgate.serve.render` a batch's JSON, :mod:`~distgate.serve.metrics` the
 Prometheus text, :mod:`~distgate.serve.openapi` the OpenAPI document and
 :mod:`~distgate.serve.server` uvicorn and the background loading. The gate behind it is
-:class:`distgate.gate.durable_session.DurableSession`.
+:class:`distgate.workflows.durable_session.DurableSession`.
 """

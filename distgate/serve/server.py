@@ -27,12 +27,12 @@ from dataclasses import dataclass
 import uvicorn
 
 from distgate.errors import InputError
-from distgate.gate.durable_session import DurableSession
 from distgate.serve.app import Limits, Service, create_app
 from distgate.serve.auth import Tokens
 from distgate.serve.batcher import Batcher
 from distgate.serve.metrics import Metrics
 from distgate.serve.render import BatchRenderer, dumps
+from distgate.workflows.durable_session import DurableSession
 
 
 @dataclass

@@ -45,7 +45,7 @@ def _text_numbers(values: np.ndarray) -> pa.Array:
 def write_decisions(
     result, path: str, *, chunk: int = WRITE_CHUNK, spreadsheet: bool = False
 ) -> None:
-    """The decisions CSV of ``result`` (a :class:`~distgate.gate.replay.ReplayResult`;
+    """The decisions CSV of ``result`` (a :class:`~distgate.workflows.replay.ReplayResult`;
     columns :data:`COLUMNS`), written atomically, ``chunk`` rows at a time: the text of a
     chunk is made, written and dropped, so a long log's output never sits in memory as
     text (the file is the same whatever the chunk size). Keys and labels are written as

@@ -42,13 +42,13 @@ from distgate.data.values import JOINT_SEPARATOR
 from distgate.errors import InputError
 from distgate.gate.decided import Columns, Decided, Decision, parts_of
 from distgate.gate.decisions import DECISION_NAMES, GateStatus
-from distgate.gate.replay import TargetSummary, _summary
 from distgate.gate.session import GateSession
 from distgate.gate.settings import ReplaySettings
 from distgate.state.archive import Tail, encoding_of, keep_encoding, merge_rows, read_requesters
 from distgate.state.ledger import Ledger
 from distgate.state.records import settings_record, table_record
 from distgate.state.store import StateStore, read_history, state_of_history
+from distgate.workflows.replay import TargetSummary, target_summaries
 
 RETRY_AFTER = 1.0  # seconds without trying to write after a failed commit
 OVERLAP_FROM = 1000  # keys of a batch from which its answers are made while it is flushed
@@ -447,7 +447,7 @@ class DurableSession(GateSession):
         can still release anything."""
         with self._deciding:  # the gate as the last committed batch left it
             rows = self.ledger.rows()
-            targets = _summary(rows, 0, self.inputs, self)
+            targets = target_summaries(rows, 0, self.inputs, self)
             status = self.status()
         return Summary(targets, len(rows["record"]), self.decision_counts(), status, self.settings)
 
@@ -483,12 +483,12 @@ def _record_columns(inputs: Inputs, columns: Sequence[str]) -> dict[str, pa.Arra
 
 def export_decisions(state: str, output: str) -> int:
     """Write every request of the state file ``state`` in arrival order, in replay's
-    decisions format (:func:`distgate.gate.decisions_file.write_decisions`), to
+    decisions format (:func:`distgate.workflows.decisions_file.write_decisions`), to
     ``output``; returns how many. Reads the state without locking it: a running service
     or replay may go on."""
-    from distgate.gate.decisions_file import write_decisions
-    from distgate.gate.replay import ReplayResult
     from distgate.state.archive import read_state
+    from distgate.workflows.decisions_file import write_decisions
+    from distgate.workflows.replay import ReplayResult
 
     read = read_state(state)
     rows = dict(read.rows)

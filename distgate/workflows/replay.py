@@ -4,7 +4,7 @@ Python equivalent of ``distgate replay TABLE REQUESTS -o decisions.csv --state g
 
     from distgate.data.config import TableOptions
     from distgate.data.inputs import load_inputs
-    from distgate.gate.replay import ReplaySettings, replay
+    from distgate.workflows.replay import ReplaySettings, replay
 
     inputs = load_inputs(TableOptions("soldiers.csv", ("age",), ("location",), "id",
                                       (("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),)),
@@ -30,9 +30,9 @@ from distgate.data.inputs import Inputs
 from distgate.data.requests import KeyColumn, RequestKeys, read_requests
 from distgate.data.tables import display_name
 from distgate.gate.decisions import DECISION_NAMES, QUEUED, RELEASED, UNKNOWN, GateRun, GateStatus
-from distgate.gate.decisions_file import write_decisions
 from distgate.gate.session import GateSession
 from distgate.gate.settings import ReplaySettings
+from distgate.workflows.decisions_file import write_decisions
 
 T = TypeVar("T")
 
@@ -78,8 +78,8 @@ class ReplayResult:
 
     def to_arrow(self, table: str = "decisions") -> pa.Table:
         """The decisions, one row per request, or the ``summary``, one row per target
-        (:func:`distgate.gate.frames.replay_table`)."""
-        from distgate.gate.frames import replay_table
+        (:func:`distgate.workflows.replay_frames.replay_table`)."""
+        from distgate.workflows.replay_frames import replay_table
 
         return replay_table(self, table)
 
@@ -233,7 +233,7 @@ def replay(
             # rows decided before this replay come from the state, this replay's from memory
             stored = store.rows(first, first + size, stored_end=first + resumed)
             rows = _joined_rows(stored, runs, log.keys, resumed, first + resumed)
-    summary = _summary(rows, first, inputs, session)
+    summary = target_summaries(rows, first, inputs, session)
     result = ReplayResult(
         rows,
         inputs.table.target_labels,
@@ -406,7 +406,12 @@ def _rows_of_run(run: GateRun, keys: RequestKeys | pa.Array) -> dict[str, np.nda
     }
 
 
-def _summary(rows: dict, first: int, inputs: Inputs, session: GateSession) -> list[TargetSummary]:
+def target_summaries(
+    rows: dict, first: int, inputs: Inputs, session: GateSession
+) -> list[TargetSummary]:
+    """Replay's per-target table of decision ``rows`` (the decisions file's columns),
+    counting as requested the rows from request ``first`` on, and as still queued what
+    the gate's queue holds now (a durable session's summary over its whole state too)."""
     labels = inputs.table.target_labels
     known = rows["record"] >= 0
     target = inputs.table.target_codes[rows["record"][known]]

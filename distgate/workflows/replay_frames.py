@@ -16,7 +16,7 @@ TABLES = ("decisions", "summary")
 
 
 def replay_table(result: Any, table: str = "decisions") -> pa.Table:
-    """The tables of a :class:`~distgate.gate.replay.ReplayResult`. ``decisions``:
+    """The tables of a :class:`~distgate.workflows.replay.ReplayResult`. ``decisions``:
     ``request``, ``key``, ``target``, ``value``, ``decision``, ``released_at`` (the
     request at which the record was released; null while it is queued), ``statistic`` and
     ``critical`` (NaN where no test ran), the rows of the decisions file; ``summary``: per
