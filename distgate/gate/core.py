@@ -7,7 +7,7 @@ the rooms of this package, each with one job:
   are computed from, updated per release (never recomputed from scratch);
 - :mod:`~distgate.gate.checks`: the chosen metrics' tests of one candidate request, each
   the check of its record in :mod:`distgate.stats.metrics.registry`;
-- :mod:`~distgate.gate.queue`: the queue of withheld records;
+- :mod:`~distgate.gate.gate_queue`: the queue of withheld records;
 - :mod:`~distgate.gate.grace`: when a target's releases start being checked;
 - :mod:`~distgate.gate.compiled` and :mod:`~distgate.gate.kernel`: the per-request loop
   compiled ahead of time (a C extension), and :mod:`~distgate.gate.reference`, the same
@@ -34,8 +34,8 @@ import numpy as np
 from distgate.errors import InputError
 from distgate.gate.checks import Checks
 from distgate.gate.decisions import GateRun, GateState, GateStatus
+from distgate.gate.gate_queue import GateQueue
 from distgate.gate.grace import Grace
-from distgate.gate.queue import GateQueue
 from distgate.gate.sums import RunningSums, xlogx_table
 from distgate.stats.critical import CriticalValues, check_alpha, check_threshold
 from distgate.stats.metrics.information import domain_values

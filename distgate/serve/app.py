@@ -44,7 +44,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from distgate.gate.decided import Decision
+from distgate.gate.decisions import Decision
 from distgate.serve.auth import Client, Tokens
 from distgate.serve.metrics import Metrics
 from distgate.serve.openapi import openapi

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
-from distgate.gate.decided import Decided
+from distgate.gate.decisions import Decided
 from distgate.serve.metrics import Metrics
 from distgate.serve.render import BatchRenderer
 from distgate.workflows.durable_session import DurableSession, StateUnwritable

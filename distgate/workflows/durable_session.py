@@ -40,8 +40,7 @@ import pyarrow as pa
 from distgate.data.inputs import Inputs
 from distgate.data.values import JOINT_SEPARATOR
 from distgate.errors import InputError
-from distgate.gate.decided import Columns, Decided, Decision, parts_of
-from distgate.gate.decisions import DECISION_NAMES, GateStatus
+from distgate.gate.decisions import DECISION_NAMES, Columns, Decided, Decision, GateStatus, parts_of
 from distgate.gate.session import GateSession
 from distgate.gate.settings import ReplaySettings
 from distgate.state.archive import Tail, encoding_of, keep_encoding, merge_rows, read_requesters
