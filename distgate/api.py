@@ -482,13 +482,18 @@ def replay(
         threshold=threshold,
         no_queue=no_queue,
         grace=grace,
-        key=key,
-        skip_unknown=skip_unknown,
         indistinguishable=indistinguishable,
         share=share,
     )
     inputs = _read(table, settings, locals(), need_keys=True, counts_only=False)
     log = table_source(requests)
     return run_replay(
-        inputs, log, replay_settings, decisions=outputs[0], state=outputs[1], wait=wait
+        inputs,
+        log,
+        replay_settings,
+        key=key,
+        skip_unknown=skip_unknown,
+        decisions=outputs[0],
+        state=outputs[1],
+        wait=wait,
     )

@@ -151,13 +151,13 @@ import os
 from distgate.data.config import load_config, table_options
 from distgate.data.inputs import load_inputs
 from distgate.gate.session import GateSession
-from distgate.gate.settings import ReplaySettings
+from distgate.gate import GateSettings
 
 inputs = load_inputs(table_options("soldiers.csv", load_config("distgate.toml")), need_keys=True)
 for mode in ("auto", "auto-paper"):
     for alpha in (0.2, 0.05):
         for metric in ("kld", "cst", "mis", "dqt"):
-            GateSession.of_inputs(inputs, ReplaySettings([metric], alpha, mode)).prepare()
+            GateSession.of_inputs(inputs, GateSettings([metric], alpha, mode)).prepare()
 folder = os.environ["DISTGATE_CACHE_DIR"]
 print(sorted(os.listdir(folder)) if os.path.isdir(folder) else [])
 """

@@ -15,11 +15,12 @@ from typer.testing import CliRunner
 
 from distgate.cli import app
 from distgate.data.inputs import load_inputs
+from distgate.gate import GateSettings
 from distgate.gate.decisions import DENIED, RELEASED
 from distgate.state.file_format import APPLICATION_ID, SCHEMA_VERSION
 from distgate.state.store import _to_ipc, counts_blob, counts_from_blob
 from distgate.state.verify import CHECKS
-from distgate.workflows.replay import ReplaySettings, replay
+from distgate.workflows.replay import replay
 from tests.conftest import SAMPLE, SAMPLE_OPTIONS
 
 runner = CliRunner()
@@ -47,7 +48,7 @@ def built(tmp_path_factory, inputs):
     log = folder / "log.csv"
     log.write_text("\n".join(lines) + "\n")
     state = folder / "gate.db"
-    result = replay(inputs, str(log), ReplaySettings(), state=str(state), batch=BATCH)
+    result = replay(inputs, str(log), GateSettings(), state=str(state), batch=BATCH)
     return state, log, result
 
 

@@ -112,8 +112,6 @@ def replay_command(
         threshold=threshold,
         no_queue=no_queue,
         grace=grace,
-        key=key,
-        skip_unknown=skip_unknown,
         indistinguishable=indistinguishable,
         share=share,
     )
@@ -125,6 +123,8 @@ def replay_command(
                 inputs,
                 requests,
                 replay_settings,
+                key=key,
+                skip_unknown=skip_unknown,
                 decisions=output,
                 state=state,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),

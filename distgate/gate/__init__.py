@@ -20,6 +20,7 @@ from distgate.gate.decisions import (
     GateStatus,
 )
 from distgate.gate.grace import parse_grace
+from distgate.gate.settings import GateSettings
 
 __all__ = [
     "DECISION_NAMES",
@@ -31,6 +32,7 @@ __all__ = [
     "UNKNOWN",
     "Gate",
     "GateRun",
+    "GateSettings",
     "GateState",
     "GateStatus",
     "parse_grace",

@@ -18,7 +18,7 @@ import numpy as np
 from distgate.data.inputs import Inputs
 from distgate.gate.core import Gate
 from distgate.gate.decisions import GateRun, GateState, GateStatus
-from distgate.gate.settings import ReplaySettings
+from distgate.gate.settings import GateSettings
 
 
 class GateSession:
@@ -28,7 +28,7 @@ class GateSession:
         self.gate = gate
 
     @classmethod
-    def of_inputs(cls, inputs: Inputs, settings: ReplaySettings) -> GateSession:
+    def of_inputs(cls, inputs: Inputs, settings: GateSettings) -> GateSession:
         """A session over a table read with :func:`distgate.data.inputs.load_inputs`,
         deciding under ``settings`` (its critical values from the inputs' baseline)."""
         table = inputs.table

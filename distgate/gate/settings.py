@@ -15,7 +15,12 @@ from distgate.stats.metrics.registry import parse_metrics
 
 
 @dataclass
-class ReplaySettings:
+class GateSettings:
+    """How the gate decides: the metrics and their level, the critical values (mode, Monte
+    Carlo seed and draws), the threshold, whether withheld records queue, the grace
+    policy, and the rule that keeps the targets alike (``indistinguishable``, with its
+    common ``share`` if given rather than planned)."""
+
     metrics: list[str] = field(default_factory=lambda: [DEFAULT_METRIC])
     alpha: float = DEFAULT_ALPHA
     critical: str = DEFAULT_CRITICAL
@@ -24,8 +29,6 @@ class ReplaySettings:
     threshold: float | None = None
     queue: bool = True
     grace: str = "none"
-    key: str = "id"
-    skip_unknown: bool = False
     # the rule that keeps the targets alike (distgate.gate.indistinguishable), and its
     # common share if given rather than planned
     indistinguishable: bool = False
@@ -52,11 +55,11 @@ def gate_settings(
     no_queue: bool,
     grace: str,
     **more: Any,
-) -> ReplaySettings:
+) -> GateSettings:
     """The gate's settings from the options of replay, serve and :func:`distgate.open_gate`
     (flags or keywords), each over the settings file ``config`` over the default."""
     chosen = gate_choices(config, metric=metric, alpha=alpha, critical=critical, seed=seed)
-    return ReplaySettings(
+    return GateSettings(
         **chosen, draws=draws, threshold=threshold, queue=not no_queue, grace=grace, **more
     )
 

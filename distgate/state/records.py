@@ -14,7 +14,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from distgate.data.inputs import Inputs
-    from distgate.gate.settings import ReplaySettings
+    from distgate.gate.settings import GateSettings
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def table_fingerprint(target_labels, value_labels, target_codes, value_codes) ->
     return digest.hexdigest()[:32]
 
 
-def settings_record(inputs: Inputs, s: ReplaySettings) -> dict:
+def settings_record(inputs: Inputs, s: GateSettings) -> dict:
     """What a state file records of the table and the settings its decisions were made
     under (a state is only continued under the same)."""
     options = inputs.options

@@ -23,10 +23,10 @@ class TableChecks:
         self.encoded = inputs.table
 
     def _gate_settings(self):
-        from distgate.gate.settings import ReplaySettings
+        from distgate.gate.settings import GateSettings
 
         s = self.parts.settings
-        return ReplaySettings(
+        return GateSettings(
             metrics=str(s.get("metric", "kld")).split(","),
             alpha=s.get("alpha", 0.2),
             critical=s.get("critical", "auto"),

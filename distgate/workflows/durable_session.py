@@ -42,7 +42,7 @@ from distgate.data.values import JOINT_SEPARATOR
 from distgate.errors import InputError
 from distgate.gate.decisions import DECISION_NAMES, Columns, Decided, Decision, GateStatus, parts_of
 from distgate.gate.session import GateSession
-from distgate.gate.settings import ReplaySettings
+from distgate.gate.settings import GateSettings
 from distgate.state.archive import Tail, encoding_of, keep_encoding, merge_rows, read_requesters
 from distgate.state.ledger import Ledger
 from distgate.state.records import settings_record, table_record
@@ -71,7 +71,7 @@ class Summary:
     requests: int
     decisions: dict[str, int]
     status: GateStatus
-    settings: ReplaySettings
+    settings: GateSettings
 
     def to_dict(self) -> dict:
         return {
@@ -96,7 +96,7 @@ class DurableSession(GateSession):
     def __init__(
         self,
         inputs: Inputs,
-        settings: ReplaySettings,
+        settings: GateSettings,
         state: str,
         *,
         columns: Sequence[str] = (),
@@ -501,7 +501,7 @@ def export_decisions(state: str, output: str) -> int:
         encoding.value_codes,
         [],
         0,
-        ReplaySettings(),
+        GateSettings(),
     )
     write_decisions(result, output)
     return len(rows["record"])

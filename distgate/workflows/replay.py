@@ -4,12 +4,13 @@ Python equivalent of ``distgate replay TABLE REQUESTS -o decisions.csv --state g
 
     from distgate.data.config import TableOptions
     from distgate.data.inputs import load_inputs
-    from distgate.workflows.replay import ReplaySettings, replay
+    from distgate.gate import GateSettings
+    from distgate.workflows.replay import replay
 
     inputs = load_inputs(TableOptions("soldiers.csv", ("age",), ("location",), "id",
                                       (("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),)),
                          need_keys=True)
-    result = replay(inputs, "requests.csv", ReplaySettings(metrics=["kld"], alpha=0.2),
+    result = replay(inputs, "requests.csv", GateSettings(metrics=["kld"], alpha=0.2),
                     decisions="decisions.csv", state="gate.db")
     result.summary  # per target: requested, released at once / from the queue, queued
 """
@@ -31,7 +32,7 @@ from distgate.data.requests import KeyColumn, RequestKeys, read_requests
 from distgate.data.tables import display_name
 from distgate.gate.decisions import DECISION_NAMES, QUEUED, RELEASED, UNKNOWN, GateRun, GateStatus
 from distgate.gate.session import GateSession
-from distgate.gate.settings import ReplaySettings
+from distgate.gate.settings import GateSettings
 from distgate.workflows.decisions_file import write_decisions
 
 T = TypeVar("T")
@@ -67,7 +68,7 @@ class ReplayResult:
     value_codes: np.ndarray
     summary: list[TargetSummary]
     first_request: int
-    settings: ReplaySettings
+    settings: GateSettings
     resumed: int = 0  # requests of this log found already decided in the state
     status: GateStatus | None = None  # idle requests, frozen queue (after the log)
     notes: list[str] = field(default_factory=list)  # what opening the state did (a migration)
@@ -150,8 +151,10 @@ def _stop_at_batch_boundaries():
 def replay(
     inputs: Inputs,
     requests: str,
-    settings: ReplaySettings,
+    settings: GateSettings,
     *,
+    key: str = "id",
+    skip_unknown: bool = False,
     decisions: str | None = None,
     state: str | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -159,7 +162,9 @@ def replay(
     batch: int = BATCH,
     spreadsheet: bool = False,
 ) -> ReplayResult:
-    """Run the gate over the request log ``requests`` (see the module docstring).
+    """Run the gate over the request log ``requests`` (see the module docstring): its
+    record keys in column ``key``; with ``skip_unknown`` a key the table does not have is
+    decided ``unknown`` (without it the log is refused with an InputError naming it).
 
     With ``state`` the gate starts from (and commits every batch to) the SQLite state;
     a log already partly recorded there continues after its last committed request, and
@@ -183,7 +188,7 @@ def replay(
             opening = _in_background(lambda: _open_state(state, inputs, settings, wait=False))
     store = None
     try:
-        log = _read_log(inputs, requests, settings)
+        log = _read_log(inputs, requests, key, skip_unknown)
         records = log.records
         # the reader's scratch memory and the key lookup's hash table go back to the
         # system before the gate's own arrays are made
@@ -322,28 +327,26 @@ def _in_background(work: Callable[[], T]) -> Callable[[], T]:
     return wait
 
 
-def _read_log(inputs: Inputs, requests: str, settings: ReplaySettings):
+def _read_log(inputs: Inputs, requests: str, key: str, skip_unknown: bool):
     """The request log mapped to the table's record positions."""
     fmt = inputs.options.text_format
     if hasattr(inputs.table, "map_requests"):  # an out-of-core engine joins the keys
-        return inputs.table.map_requests(
-            requests, settings.key, fmt, skip_unknown=settings.skip_unknown
-        )
+        return inputs.table.map_requests(requests, key, fmt, skip_unknown=skip_unknown)
     # read and mapped a batch at a time: only the record positions are kept
     return read_requests(
         requests,
-        settings.key,
+        key,
         fmt,
         table_keys=inputs.table.keys,
         table_size=inputs.table.size,
         table_name=f"table {display_name(inputs.table.source)}",
-        skip_unknown=settings.skip_unknown,
+        skip_unknown=skip_unknown,
         table_source=inputs.table.source,
         id_column=inputs.options.id_column or "id",
     )
 
 
-def _open_state(state: str, inputs: Inputs, settings: ReplaySettings, *, wait: bool):
+def _open_state(state: str, inputs: Inputs, settings: GateSettings, *, wait: bool):
     from distgate.state.records import settings_record, table_record
     from distgate.state.store import StateStore
 
