@@ -29,8 +29,7 @@ def main() -> None:
     sys.path.insert(0, str(HERE.parent))
     from distgate.data.config import load_config, table_options
     from distgate.data.inputs import load_inputs
-    from distgate.gate import GateSettings
-    from distgate.gate.session import GateSession
+    from distgate.gate import Gate, GateSettings
 
     os.chdir(HERE)
     settings = load_config("distgate.toml")
@@ -41,7 +40,7 @@ def main() -> None:
         for alpha in ALPHAS:
             for metric in METRICS:
                 chosen = GateSettings(metrics=[metric], alpha=alpha, critical=mode)
-                GateSession.of_inputs(inputs, chosen).prepare()
+                Gate.of_inputs(inputs, chosen).prepare()
                 print(f"{metric} alpha {alpha} {mode}", flush=True)
     SHIPPED.mkdir(parents=True)
     for path in sorted(made.glob("*.npz")):

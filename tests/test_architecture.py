@@ -78,10 +78,21 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+@functools.cache
+def compiled_modules() -> set[str]:
+    """The package's compiled modules (Cython sources), by dotted name: imported like any
+    other, but not Python to parse."""
+    return {
+        ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        for path in PACKAGE.rglob("*.pyx")
+    }
+
+
 @functools.cache  # (parsed once: each test of this module reads the same files)
 def package_graph() -> dict[str, set[str]]:
-    known = modules()
-    return {name: imports(path, known) for name, path in known.items()}
+    known = {**modules(), **dict.fromkeys(compiled_modules())}
+    graph = {name: imports(path, known) for name, path in modules().items()}
+    return {**graph, **{name: set() for name in compiled_modules()}}
 
 
 def test_no_module_imports_another_that_imports_it_back():
@@ -133,32 +144,49 @@ def test_every_module_fits_on_a_few_screens():
     assert long == {}
 
 
-def test_the_gate_is_driven_through_its_session_only():
+def _inside(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def test_the_kernel_has_one_caller():
     """replay, simulate, serve, the state checks and the release models all decide through
-    distgate.gate.session.GateSession, so the compiled kernel has one caller: no other
-    module of the package builds a Gate (the package's own __init__ names it for users)."""
-    importers = {
-        name
-        for name, targets in package_graph().items()
-        if "distgate.gate.core" in targets or (name != "distgate.gate" and _names_gate(name))
+    distgate.gate.Gate, which chooses one loop per gate: only the engine builds a loop,
+    and only the compiled loop calls the kernel."""
+    graph = package_graph()
+    loops = {name for name in graph if name.startswith("distgate.gate._") and "_loop" in name}
+    assert loops == {
+        "distgate.gate._compiled_loop",
+        "distgate.gate._indistinguishable_loop",
+        "distgate.gate._reference_loop",
     }
-    assert importers == {"distgate.gate", "distgate.gate.session"}
-    kernel_users = {
+    builders = {name for name, targets in graph.items() if targets & loops}
+    assert builders == {"distgate.gate.engine"}
+    kernel = "distgate.gate._kernel"
+    callers = {
         name
-        for name, targets in package_graph().items()
-        if not name.startswith("distgate.gate.kernel")
-        and any(
-            t == "distgate.gate.kernel" or t.startswith("distgate.gate.kernel.") for t in targets
-        )
+        for name, targets in graph.items()
+        if not _inside(name, kernel) and any(_inside(t, kernel) for t in targets)
     }
-    assert kernel_users == {"distgate.gate.compiled"}
+    assert callers == {"distgate.gate._compiled_loop"}
 
 
-def _names_gate(module: str) -> bool:
-    """Whether a module imports ``Gate`` from the gate package itself."""
-    return any(
-        isinstance(node, ast.ImportFrom)
-        and node.module == "distgate.gate"
-        and any(alias.name == "Gate" for alias in node.names)
-        for node in ast.walk(_parsed(modules()[module]))
-    )
+def test_a_private_module_is_imported_from_its_own_package_only():
+    """A module or package whose name starts with an underscore (the gate's loops and
+    kernel, the compiled parts) is a part of the package that holds it, never reached
+    from another one."""
+    wrong = [
+        (name, target)
+        for name, targets in package_graph().items()
+        for target in targets
+        if (owner := _owner(target)) is not None and not _inside(name, owner)
+    ]
+    assert wrong == []
+
+
+def _owner(module: str) -> str | None:
+    """The package a private module is a part of (that holds its first private name)."""
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_"):
+            return ".".join(parts[:i])
+    return None

@@ -4,8 +4,8 @@ A queued record keeps its first place (its arrival, the request index that queue
 Records of one (target, value) cell are interchangeable, so the queue is examined per
 cell. It is held in one of three forms, each built from another only when a reader needs
 it: arrays in arrival order (the state, the status), dicts that the Python loop changes in
-place (:mod:`distgate.gate.reference`), and the compiled kernel's layout
-(:mod:`distgate.gate.compiled`), which stays between kernel runs so that a run of batches
+place (:mod:`distgate.gate._reference_loop`), and the compiled kernel's layout
+(:mod:`distgate.gate._compiled_loop`), which stays between kernel runs so that a run of batches
 lays the queue out O(log) times, not once per batch.
 """
 
@@ -34,7 +34,7 @@ class GateQueue:
         order = np.argsort(arrivals, kind="stable")
         self._arrays: tuple[np.ndarray, np.ndarray] | None = (arrivals[order], records[order])
         self._dicts: tuple[dict, dict, dict] | None = None
-        self._kernel: Any = None  # the compiled kernel's layout (distgate.gate.compiled)
+        self._kernel: Any = None  # the compiled kernel's layout (distgate.gate._compiled_loop)
 
     # --------------------------------------------------------------- the kernel
     def kernel_layout(self) -> Any:

@@ -118,7 +118,7 @@ class TableChecks:
         return "the stored counts are the released records' cells, cell by cell"
 
     def decisions(self) -> str:
-        from distgate.gate.session import GateSession
+        from distgate.gate.engine import Gate
 
         parts = self.parts
         rules = parts.stored.meta.get("decision_rules", "1")
@@ -130,8 +130,8 @@ class TableChecks:
         rows = parts.rows
         if not rows:
             raise Skip("no request is stored")
-        session = GateSession.of_inputs(self.inputs, self._gate_settings())
-        run = session.run(rows["record"])
+        gate = Gate.of_inputs(self.inputs, self._gate_settings())
+        run = gate.run(rows["record"])
         for name, made in (
             ("decision", run.decision),
             ("release time", run.released_at),
@@ -150,9 +150,9 @@ class TableChecks:
                     f"request {i}: the stored {name} is {_value(name, have[i])}, a new gate "
                     f"on this table makes {_value(name, made[i])}."
                 )
-        if parts.counts is not None and (session.counts != parts.counts).any():
+        if parts.counts is not None and (gate.counts != parts.counts).any():
             raise Disagreement("the new gate ends with other counts than the stored ones.")
-        if parts.checked is not None and session.checked.tolist() != parts.checked:
+        if parts.checked is not None and gate.checked.tolist() != parts.checked:
             raise Disagreement("the new gate ends with other grace flags than the stored ones.")
         return (
             f"a new gate deciding the {len(run):,} stored requests makes the same decisions, "

@@ -41,7 +41,7 @@ from distgate.data.inputs import Inputs
 from distgate.data.values import JOINT_SEPARATOR
 from distgate.errors import InputError
 from distgate.gate.decisions import DECISION_NAMES, Columns, Decided, Decision, GateStatus, parts_of
-from distgate.gate.session import GateSession
+from distgate.gate.engine import Gate
 from distgate.gate.settings import GateSettings
 from distgate.state.archive import Tail, encoding_of, keep_encoding, merge_rows, read_requesters
 from distgate.state.ledger import Ledger
@@ -86,12 +86,13 @@ class Summary:
         }
 
 
-class DurableSession(GateSession):
+class DurableSession:
     """The gate over ``inputs`` (read with ``need_keys=True``) with its state in the SQLite
-    file ``state`` (see the module docstring). ``columns``: table columns shown with a
-    released record besides its target and attribute values. ``durable``: every commit is
-    flushed to the disk before decisions are returned. The state is locked while the
-    session is open (a replay on it is refused, or waits with ``wait``)."""
+    file ``state`` (see the module docstring): its :class:`~distgate.gate.Gate` is
+    ``gate``. ``columns``: table columns shown with a released record besides its target
+    and attribute values. ``durable``: every commit is flushed to the disk before
+    decisions are returned. The state is locked while the session is open (a replay on it
+    is refused, or waits with ``wait``)."""
 
     def __init__(
         self,
@@ -112,7 +113,7 @@ class DurableSession(GateSession):
                 "The gate decides on one record per request: give it a table with one line per "
                 "record (no weight column)."
             )
-        super().__init__(GateSession.of_inputs(inputs, settings).gate)
+        self.gate = Gate.of_inputs(inputs, settings)
         keys = table.keys
         self.index = RowNumbers(table.size) if keys is None else KeyIndex(keys.cast(pa.string()))
         if self.index.repeated is not None:
@@ -167,7 +168,7 @@ class DurableSession(GateSession):
         reader = threading.Thread(target=read_state, name="distgate-read-state", daemon=True)
         reader.start()
         try:
-            self.prepare()
+            self.gate.prepare()
         finally:
             reader.join()
         if failure:
@@ -176,7 +177,7 @@ class DurableSession(GateSession):
         self.tail = Tail(db)  # the batches' sizes, for compaction (archive.compact_tail)
         if size:
             checked = json.loads(self.store._meta("checked") or "null")
-            self.restore(state_of_history(history, size, checked, len(table.target_labels)))
+            self.gate.restore(state_of_history(history, size, checked, len(table.target_labels)))
 
     # ------------------------------------------------------------------ closing
     def close(self) -> None:
@@ -236,8 +237,9 @@ class DurableSession(GateSession):
                 owners = np.repeat(codes, sizes)
                 labels = pa.array(self.ledger.names + [None], type=pa.string())
                 names = labels.take(np.where(owners >= 0, owners, len(self.ledger.names)))
-            checked, next_request = self.checked, self.next_request
-            run = self.run(records)
+            gate = self.gate
+            checked, next_request = gate.checked, gate.next_request
+            run = gate.run(records)
             started = time.perf_counter()
             prepared = failure = None
             if prepare is not None and len(keys) >= OVERLAP_FROM:
@@ -287,9 +289,9 @@ class DurableSession(GateSession):
             0,
             text,
             run,
-            self.checked,
-            self.next_request,
-            counts=self.counts,
+            self.gate.checked,
+            self.gate.next_request,
+            counts=self.gate.counts,
             requesters=names,
         )
         merges, rows = self.tail.plan(first, len(run))
@@ -306,7 +308,8 @@ class DurableSession(GateSession):
         """Put the gate back in the last committed state (after a failed commit)."""
         with self._reading:
             history = self.ledger.history()
-        self.restore(state_of_history(history, next_request, checked.tolist(), self.n_targets))
+        gate = self.gate
+        gate.restore(state_of_history(history, next_request, checked.tolist(), gate.n_targets))
 
     # ------------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -446,8 +449,8 @@ class DurableSession(GateSession):
         can still release anything."""
         with self._deciding:  # the gate as the last committed batch left it
             rows = self.ledger.rows()
-            targets = target_summaries(rows, 0, self.inputs, self)
-            status = self.status()
+            targets = target_summaries(rows, 0, self.inputs, self.gate)
+            status = self.gate.status()
         return Summary(targets, len(rows["record"]), self.decision_counts(), status, self.settings)
 
 

@@ -31,7 +31,7 @@ from distgate.data.inputs import Inputs
 from distgate.data.requests import KeyColumn, RequestKeys, read_requests
 from distgate.data.tables import display_name
 from distgate.gate.decisions import DECISION_NAMES, QUEUED, RELEASED, UNKNOWN, GateRun, GateStatus
-from distgate.gate.session import GateSession
+from distgate.gate.engine import Gate
 from distgate.gate.settings import GateSettings
 from distgate.workflows.decisions_file import write_decisions
 
@@ -175,8 +175,8 @@ def replay(
     decisions file quotes text a spreadsheet would run as a formula
     (:mod:`distgate.data.csv_cells`).
     """
-    session = GateSession.of_inputs(inputs, settings)
-    prepared = _in_background(session.prepare)  # critical-value tables while the log is read
+    gate = Gate.of_inputs(inputs, settings)
+    prepared = _in_background(gate.prepare)  # critical-value tables while the log is read
     # a state used before is checked, locked and its history read while the log is read
     # too (a new one is made only once the log is known to be good, and a wait for
     # another replay's lock stays in this thread, where a signal reaches it)
@@ -202,7 +202,7 @@ def replay(
         raise
     size = len(records)
     if state is None:
-        run = session.run(records)
+        run = gate.run(records)
         rows = _rows_of_run(run, log.keys)
         first, resumed = 0, 0
         if progress:
@@ -218,17 +218,15 @@ def replay(
             keep_encoding(store.db, encoding_of(inputs.table))  # for distgate state export
             saved = store.gate_state(len(inputs.table.target_labels))
             if saved is not None:
-                session.restore(saved)
+                gate.restore(saved)
             position = store.log_position(log.fingerprint, size)
             first, resumed = position.first, position.done
             done = position.done
             runs = []
             while done < size:
                 stop = min(done + max(1, batch), size)
-                run = session.run(records[done:stop])
-                committer.commit(
-                    done, stop, run, session.checked, session.next_request, session.counts
-                )
+                run = gate.run(records[done:stop])
+                committer.commit(done, stop, run, gate.checked, gate.next_request, gate.counts)
                 runs.append(run)
                 done = stop
                 if received and done < size:
@@ -238,7 +236,7 @@ def replay(
             # rows decided before this replay come from the state, this replay's from memory
             stored = store.rows(first, first + size, stored_end=first + resumed)
             rows = _joined_rows(stored, runs, log.keys, resumed, first + resumed)
-    summary = target_summaries(rows, first, inputs, session)
+    summary = target_summaries(rows, first, inputs, gate)
     result = ReplayResult(
         rows,
         inputs.table.target_labels,
@@ -249,7 +247,7 @@ def replay(
         first,
         settings,
         resumed,
-        session.status(),
+        gate.status(),
         notes=store.notes if state is not None else [],
     )
     if decisions:
@@ -409,9 +407,7 @@ def _rows_of_run(run: GateRun, keys: RequestKeys | pa.Array) -> dict[str, np.nda
     }
 
 
-def target_summaries(
-    rows: dict, first: int, inputs: Inputs, session: GateSession
-) -> list[TargetSummary]:
+def target_summaries(rows: dict, first: int, inputs: Inputs, gate: Gate) -> list[TargetSummary]:
     """Replay's per-target table of decision ``rows`` (the decisions file's columns),
     counting as requested the rows from request ``first`` on, and as still queued what
     the gate's queue holds now (a durable session's summary over its whole state too)."""
@@ -428,7 +424,7 @@ def target_summaries(
     requested = per_target(own & (decision != UNKNOWN))
     at_once = per_target(decision == RELEASED)
     later = per_target(from_queue)
-    still = np.bincount(inputs.table.target_codes[session.queued_records()], minlength=len(labels))
+    still = np.bincount(inputs.table.target_codes[gate.queued_records()], minlength=len(labels))
     return [
         TargetSummary(
             target=label,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from distgate.errors import InputError
-from distgate.gate.session import GateSession
+from distgate.gate.engine import Gate
 from distgate.observer.view import ObserverView
 from distgate.stats.critical import CriticalValues, check_alpha
 from distgate.stats.metrics.registry import evaluate, parse_metrics
@@ -393,8 +393,8 @@ class _Job:
         n_values = len(self.critical.p)
         counts = np.zeros((len(self.orders), self.n_targets, n_values), dtype=np.int64)
         evolution = None
-        # one session over every order: the compiled gate's tables are built once
-        session = GateSession.of_codes(
+        # one gate over every order: the compiled loop's tables are built once
+        gate = Gate(
             self.target_codes,
             self.value_codes,
             self.n_targets,
@@ -408,9 +408,9 @@ class _Job:
         )
         for s, order in enumerate(self.orders):
             if s:
-                session.start_over()
-            run = session.run(order)
-            counts[s] = session.counts
+                gate.start_over()
+            run = gate.run(order)
+            counts[s] = gate.counts
             if self.keep_evolution and s == 0:
                 evolution = Evolution(
                     metric,

@@ -13,7 +13,7 @@
 from libc.math cimport INFINITY, NAN
 from libc.stdint cimport int8_t, int64_t
 
-from distgate.gate.kernel._bundles cimport (
+from distgate.gate._kernel._bundles cimport (
     CLOSES_TAIL,
     MIN_COUNT,
     REGROUPS,

@@ -10,7 +10,7 @@
 from libc.math cimport INFINITY, NAN, fabs, isinf, isnan, log2, sqrt
 from libc.stdint cimport int64_t
 
-from distgate.gate.kernel._bundles cimport (
+from distgate.gate._kernel._bundles cimport (
     CANDIDATE,
     CHECKED_TOTAL,
     CST,
@@ -29,7 +29,7 @@ from distgate.gate.kernel._bundles cimport (
     Tables,
     Work,
 )
-from distgate.gate.kernel._cst cimport candidate_statistic
+from distgate.gate._kernel._cst cimport candidate_statistic
 
 
 cdef inline bint is_below(double stat, double crit) noexcept nogil:
@@ -58,7 +58,7 @@ cdef inline double row_distance(
 
 # ---- critical values: Monte Carlo below the floor (use_mc) or below a test's own
 # hand-over size, its asymptotic value times the tabulated correction from there
-# (distgate.stats.critical; the tables come from distgate.gate.compiled.kernel_tables)
+# (distgate.stats.critical; the tables come from distgate.gate._compiled_loop.kernel_tables)
 
 
 cdef inline bint use_mc(int64_t total, const Tables* t) noexcept nogil:

@@ -18,8 +18,8 @@
 
 from libc.stdint cimport int64_t, uint64_t
 
-from distgate.gate.kernel._bits cimport bit
-from distgate.gate.kernel._bundles cimport (
+from distgate.gate._kernel._bits cimport bit
+from distgate.gate._kernel._bundles cimport (
     CST_FAMILY,
     DQT_FAMILY,
     FILL,

@@ -1,5 +1,5 @@
 # The compiled gate's arguments as C structs of pointers into the arrays of
-# distgate.gate.kernel.bundles (whose named tuples say what each field holds), and its
+# distgate.gate._kernel.bundles (whose named tuples say what each field holds), and its
 # constants. The structs are filled once per gate state by _run.pyx (KernelBinding), which
 # checks every array's type and size: the kernel trusts them.
 
@@ -15,7 +15,7 @@ cdef extern from *:
     #define DG_REARRANGED 1e-13
     #define DG_EPSILON 2.220446049250313e-16
     """
-    # distgate.gate.kernel.bundles, distgate.gate.sums.ZERO, distgate.stats.handover's
+    # distgate.gate._kernel.bundles, distgate.gate.sums.ZERO, distgate.stats.handover's
     # TIE_RELATIVE and TIE_ABSOLUTE (a test holds them equal)
     const double LN2 "DG_LN2"
     const double ZERO "DG_ZERO"

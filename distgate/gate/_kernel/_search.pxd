@@ -22,8 +22,8 @@
 
 from libc.stdint cimport int64_t, uint64_t
 
-from distgate.gate.kernel._bits cimport from_bit, trailing_zeros
-from distgate.gate.kernel._bundles cimport FILL, NOT_FOUND, Queue, Tables, Work
+from distgate.gate._kernel._bits cimport from_bit, trailing_zeros
+from distgate.gate._kernel._bundles cimport FILL, NOT_FOUND, Queue, Tables, Work
 
 cdef enum:
     SCAN_FROM = 8  # groups from which a block's live slots are looked at one by one

@@ -28,7 +28,7 @@
 from libc.math cimport INFINITY, fabs, isnan, sqrt
 from libc.stdint cimport int64_t
 
-from distgate.gate.kernel._bundles cimport (
+from distgate.gate._kernel._bundles cimport (
     CHECKED_TOTAL,
     EPSILON,
     EXPOSURE,
@@ -59,8 +59,8 @@ from distgate.gate.kernel._bundles cimport (
     pymax,
     pymin,
 )
-from distgate.gate.kernel._queue cimport apply_note
-from distgate.gate.kernel._statistics cimport check_apart, kld_critical, mis_critical, use_mc
+from distgate.gate._kernel._queue cimport apply_note
+from distgate.gate._kernel._statistics cimport check_apart, kld_critical, mis_critical, use_mc
 
 
 cdef inline double value_part(

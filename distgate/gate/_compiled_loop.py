@@ -1,15 +1,16 @@
-"""The gate's side of the compiled kernel (:mod:`distgate.gate.kernel`): what it can run,
-the tables it looks up, the queue laid out for it, and one run's arrays in and out.
+"""The gate's compiled loop: the kernel (:mod:`distgate.gate._kernel`, its one caller),
+what it can run, the tables it looks up, the queue laid out for it, and one run's arrays
+in and out.
 
 The kernel runs the metrics whose record carries kernel code (kld, mis, cst, dqt,
 exposure) with ``auto``, ``auto-paper`` or ``asymptotic`` critical values and every grace
 policy that is a count (all but ``accuracy:EPS``); the rest runs in the reference loop
-(:mod:`distgate.gate.reference`). Both make the same decisions.
+(:mod:`distgate.gate._reference_loop`). Both make the same decisions.
 
 What the kernel keeps between runs (its counts, its work space, the queue in its layout)
-stays with the gate (:class:`KernelState`), so that a run allocates only what grows with
-its own requests: deciding one request costs a few microseconds, not a rebuild of the
-gate's structures.
+stays with the loop (:class:`KernelState`) and the gate's queue, so that a run allocates
+only what grows with its own requests: deciding one request costs a few microseconds, not
+a rebuild of the gate's structures.
 """
 
 from __future__ import annotations
@@ -18,8 +19,19 @@ import math
 
 import numpy as np
 
+from distgate.gate._kernel.bundles import (
+    Counts,
+    Outputs,
+    Queue,
+    Tables,
+    metric_family,
+    work_space,
+)
 from distgate.gate.decisions import GateRun
-from distgate.stats.critical import AUTOMATIC, chi2_quantile
+from distgate.gate.grace import Grace
+from distgate.gate.loop import Loop
+from distgate.gate.release_state import ReleaseState
+from distgate.stats.critical import AUTOMATIC, CriticalValues, chi2_quantile
 from distgate.stats.metrics.evaluators import LAWS
 from distgate.stats.metrics.registry import (
     KERNEL_CST,
@@ -41,12 +53,12 @@ def kernel_codes(metrics) -> list[int] | None:
     return None if any(code is None for code in codes) else codes
 
 
-def runs_compiled(gate) -> bool:
-    """Whether the gate's runs use the compiled kernel."""
+def runs_compiled(metrics, critical: CriticalValues, grace: Grace) -> bool:
+    """Whether the kernel can decide for these metrics, critical values and grace."""
     return (
-        kernel_codes(gate.metrics) is not None
-        and gate.critical_values.mode in (*AUTOMATIC, "asymptotic")
-        and gate.grace.counted
+        kernel_codes(metrics) is not None
+        and critical.mode in (*AUTOMATIC, "asymptotic")
+        and grace.counted
     )
 
 
@@ -89,7 +101,7 @@ def critical_tables(cv, law, alpha: float, largest: int):
     ``largest``: (the Monte Carlo values below the floor or its hand-over size, that size,
     the factor of its asymptotic value by size). The kernel looks up a Monte Carlo value
     below the floor or the hand-over size and multiplies its chi-square value by the
-    factor above (:mod:`distgate.gate.kernel.statistics`); a studentized test's Monte
+    factor above (``_kernel/_statistics.pxd``); a studentized test's Monte
     Carlo values are factors of its chi-square value too (cst)."""
     if cv.mode not in AUTOMATIC or (cv.mode == "auto-paper" and not law.paper_floor):
         return np.full(1, np.nan), 0, np.ones(1)
@@ -132,46 +144,47 @@ def dqt_by_size(cv, alpha: float, largest: int) -> np.ndarray:
     return np.concatenate([kept, values(sizes[count:])])
 
 
-def kernel_tables(gate):
-    """What the kernel looks up: the critical values of the chosen tests by their own size
-    (:func:`critical_tables`), Dixon per number of targets, exposure's spread factors, the
-    grace thresholds, the cells' groups."""
-    from distgate.gate import kernel
-    from distgate.gate.kernel.bundles import metric_family
+def kernel_tables(state: ReleaseState, queue: bool) -> Tables:
+    """What the kernel looks up for the release ``state`` (its records, its metrics'
+    checks, its grace) with or without a ``queue``: the critical values of the chosen
+    tests by their own size (:func:`critical_tables`), Dixon per number of targets,
+    exposure's spread factors, the grace thresholds, the cells' groups."""
     from distgate.stats.metrics.dixon import dixon_critical
 
-    codes = kernel_codes(gate.metrics)
-    cv, alpha = gate.critical_values, gate.alpha
-    records = len(gate.target_codes)
-    largest = int(np.bincount(gate.target_codes).max()) if records else 0
+    checks = state.checks
+    codes = kernel_codes([record.name for record in checks.records])
+    cv, alpha = checks.critical, checks.alpha
+    n_targets, n_values = state.n_targets, state.n_values
+    records = len(state.target_codes)
+    largest = int(np.bincount(state.target_codes).max()) if records else 0
     unused = (np.full(1, np.nan), 0, np.ones(1))
     kld = critical_tables(cv, LAWS["kld"], alpha, largest) if KERNEL_KLD in codes else unused
     cst = critical_tables(cv, LAWS["cst"], alpha, largest) if KERNEL_CST in codes else unused
     mis = critical_tables(cv, LAWS["mis"], alpha, records) if KERNEL_MIS in codes else unused
     dqt = dqt_by_size(cv, alpha, records) if KERNEL_DQT in codes else np.empty(0)
-    dixon = np.full(gate.n_targets + 1, np.nan)
+    dixon = np.full(n_targets + 1, np.nan)
     if KERNEL_DQT in codes and dqt.shape[0] == 0:  # else the kernel looks up dqt by size
-        for count in range(3, gate.n_targets + 1):  # a quadrature each, 0.06 s
+        for count in range(3, n_targets + 1):  # a quadrature each, 0.06 s
             dixon[count] = dixon_critical(count, alpha)
-    targets = np.arange(gate.n_targets + 2, dtype=float)
+    targets = np.arange(n_targets + 2, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         spread = np.where(targets >= 3, np.sqrt(targets / (targets - 2)), 0.0)
-    need_n, need_v = gate.grace.need
-    group_of, group_size, _ = cell_groups(gate.n_targets * gate.n_values)
+    need_n, need_v = state.grace.need
+    group_of, group_size, _ = cell_groups(n_targets * n_values)
     families = 0
     for code in codes:
         families |= metric_family(code)
-    tables = kernel.Tables(
+    return Tables(
         # the smallest integers that hold the codes: a random request reads them from
         # tables that then stay in the processor's cache
-        target_codes=_compact(gate.target_codes, gate.n_targets),
-        value_codes=_compact(gate.value_codes, gate.n_values),
+        target_codes=_compact(state.target_codes, n_targets),
+        value_codes=_compact(state.value_codes, n_values),
         metrics=np.array(codes, np.int64),
         chosen=sum(1 << code for code in set(codes)),
         families=families,
-        logp=gate.logp,
-        p=gate.p,
-        chi2=chi2_table(codes, alpha, gate.domain, gate.n_targets, gate.n_values),
+        logp=state.logp,
+        p=np.asarray(cv.p, dtype=float),
+        chi2=chi2_table(codes, alpha, checks.domain, n_targets, n_values),
         kld_mc=kld[0],
         kld_switch=kld[1],
         kld_factor=kld[2],
@@ -187,29 +200,31 @@ def kernel_tables(gate):
         spread=spread,
         need_n=need_n,
         need_v=need_v,
-        domain=gate.domain,
+        domain=checks.domain,
         auto=cv.mode in AUTOMATIC,
         switch=int(cv.switch_size),
-        queue_on=gate.queue_enabled,
-        xlogx=gate.sums.xlogx,
+        queue_on=queue,
+        xlogx=state.xlogx,
         distances=any(code in DISTANCE_METRICS for code in codes),
         group_of=group_of,
         group_size=group_size,
     )
-    return tables
 
 
-def lay_out_queue(gate, arrivals: np.ndarray, records: np.ndarray, room: int):
-    """The queue (``arrivals``, ``records``, in arrival order) laid out for the kernel in
-    a layout of ``room`` slots: the entries in the first slots, their maps built."""
-    from distgate.gate import kernel
+def lay_out_queue(
+    state: ReleaseState, tables: Tables, arrivals: np.ndarray, records: np.ndarray, room: int
+) -> Queue:
+    """The queue (``arrivals``, ``records``, in arrival order) of the release ``state``
+    laid out for the kernel in a layout of ``room`` slots: the entries in the first slots,
+    their maps built."""
+    from distgate.gate._kernel._run import build_maps
 
     n = len(arrivals)
-    cells_total = gate.n_targets * gate.n_values
+    cells_total = state.n_targets * state.n_values
     _, _, groups = cell_groups(cells_total)
     blocks = room // 64 + 1
-    cells = gate.target_codes[records] * gate.n_values + gate.value_codes[records]
-    layout = kernel.Queue(
+    cells = state.target_codes[records] * state.n_values + state.value_codes[records]
+    layout = Queue(
         arrival=np.zeros(room, dtype=np.int64),
         record=np.zeros(room, dtype=np.int64),
         cell=np.zeros(room, dtype=np.int64),
@@ -218,7 +233,7 @@ def lay_out_queue(gate, arrivals: np.ndarray, records: np.ndarray, room: int):
         map1=np.zeros((groups, blocks // 64 + 1), dtype=np.uint64),
         map2=np.zeros((groups, blocks // 4096 + 1), dtype=np.uint64),
         cell_alive=np.bincount(cells, minlength=cells_total).astype(np.int64),
-        queued=np.zeros(len(gate.target_codes), dtype=bool),
+        queued=np.zeros(len(state.target_codes), dtype=bool),
         tally=np.array([n, n], dtype=np.int64),
     )
     layout.arrival[:n], layout.record[:n], layout.cell[:n] = arrivals, records, cells
@@ -227,27 +242,25 @@ def lay_out_queue(gate, arrivals: np.ndarray, records: np.ndarray, room: int):
     layout.alive[:whole] = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
     if part:
         layout.alive[whole] = np.uint64((1 << part) - 1)
-    kernel.build_maps(gate.kernel_tables(), layout)
+    build_maps(tables, layout)
     return layout
 
 
 class KernelState:
-    """What the gate keeps for the kernel between runs: its counts (views of the gate's
-    running sums and the kernel's own tallies), its work space (the safe set, each
-    target's order of values, the rechecks' edges) and buffers for the requests of
+    """What the loop keeps for the kernel between runs: its counts (views of the release
+    state's running sums and the kernel's own tallies), its work space (the safe set,
+    each target's order of values, the rechecks' edges) and buffers for the requests of
     earlier runs that a run releases. Rebuilt whenever the queue is laid out again (so
-    after anything but the kernel changed the gate's state)."""
+    after anything but the kernel changed the release state)."""
 
-    def __init__(self, gate) -> None:
-        from distgate.gate import kernel
-
-        sums = gate.sums
+    def __init__(self, state: ReleaseState) -> None:
+        sums = state.sums
         # A and the sum of squares added in target order, as the kernel adds them
         weighted = squares = 0.0
         for term in sums.term[sums.checked & (sums.n > 0)].tolist():
             weighted += term
             squares += term * term
-        self.counts = kernel.Counts(
+        self.counts = Counts(
             C=sums.C,
             n=sums.n,
             distinct=(sums.C > 0).sum(axis=1).astype(np.int64),
@@ -256,28 +269,29 @@ class KernelState:
             D=sums.D,
             term=sums.term,
             checked=sums.checked,
-            released=gate.released_mask,
-            released_at=gate.released_at_mask,
+            released=state.released,
+            released_at=state.released_at,
             tally=np.array([sums.N, sums.N_all, sums.NY], dtype=np.int64),
             weighted=np.array([weighted, squares]),
         )
-        _, _, groups = cell_groups(gate.n_targets * gate.n_values)
-        cst = KERNEL_CST in (kernel_codes(gate.metrics) or ())
-        self.work = kernel.work_space(gate.n_targets, gate.n_values, groups, cst)
+        _, _, groups = cell_groups(state.n_targets * state.n_values)
+        metrics = [record.name for record in state.checks.records]
+        cst = KERNEL_CST in (kernel_codes(metrics) or ())
+        self.work = work_space(state.n_targets, state.n_values, groups, cst)
         self.late = np.zeros(0, dtype=np.int64)
         self.late_at = np.zeros(0, dtype=np.int64)
         self.binding = None  # the kernel bound to these arrays, once a run has made it
         self.slots: _Slots | None = None  # small runs' outputs (see _Slots)
 
 
-def call_kernel(state: KernelState, records, first: int, tables, layout, out) -> int:
-    """Run the kernel on the gate's state (bound to its arrays once, for as long as the
+def call_kernel(kept: KernelState, records, first: int, tables, layout, out) -> int:
+    """Run the kernel on the release state (bound to its arrays once, for as long as the
     queue keeps its layout)."""
-    from distgate.gate import kernel
+    binding = kept.binding
+    if binding is None or not binding.binds(tables, kept.counts, layout, kept.work):
+        from distgate.gate._kernel._run import KernelBinding
 
-    binding = state.binding
-    if binding is None or not binding.binds(tables, state.counts, layout, state.work):
-        binding = state.binding = kernel.KernelBinding(tables, state.counts, layout, state.work)
+        binding = kept.binding = KernelBinding(tables, kept.counts, layout, kept.work)
     return binding.run(records, first, out)
 
 
@@ -285,64 +299,76 @@ _NONE = np.zeros(0, dtype=np.int64)
 _NONE.flags.writeable = False  # shared by every run that releases no earlier request
 
 
-def run_compiled(gate, records: np.ndarray) -> GateRun:
-    """Decide requests for ``records`` with the kernel, continuing the gate's state.
-    Allocates only what grows with the run (a run of one request costs a few
-    microseconds, most of them in Python)."""
-    global _Outputs
-    if _Outputs is None:
-        from distgate.gate import kernel
+class CompiledLoop(Loop):
+    """Decides runs on ``state`` with the kernel; ``queue``: a record that is not safe
+    waits in the queue (else it is denied). The kernel's look-up tables are built when the
+    loop is made, once per gate (a gate started over keeps them)."""
 
-        _Outputs = kernel.Outputs
-    k = len(records)
-    first = gate.next_request
-    queue = gate.queue
-    layout = queue.kernel_layout()
-    state = gate.kernel_state
-    fill, old = layout.tally.tolist() if layout is not None else (0, 0)
-    if layout is None or fill + k > len(layout.arrival):
-        # laid out again, without the released entries; when runs follow one another
-        # with room for several more, so that a queue growing by batches is laid out
-        # O(log) times, not once per batch
-        arrivals, queued = queue.arrays()  # takes the entries out of the old layout
-        room = len(arrivals) + k
-        if gate.kernel_runs > 0:
-            room = 2 * (len(arrivals) + 4 * k) + 64
-        layout = lay_out_queue(gate, arrivals, queued, room)
-        state = gate.kernel_state = KernelState(gate)
-        old = len(arrivals)
-    if len(state.late) <= old:
-        state.late = np.zeros(2 * old + 1, dtype=np.int64)
-        state.late_at = np.zeros(2 * old + 1, dtype=np.int64)
-    if k <= _Slots.SMALL:  # views of arrays made for many small runs
-        slots = state.slots
-        if slots is None or not slots.fits(first, k):
-            slots = state.slots = _Slots(first)
-        requests, kept, out = slots.take(first, k, records, state)
-    else:  # a run's own arrays
-        requests, kept, out = _Slots(first, k).take(first, k, records, state)
-    counts = state.counts
-    n_late = call_kernel(state, kept, first, gate.kernel_tables(), layout, out)
-    # the queue stays in the kernel's layout for the next run (new entries go to the free
-    # slots at its end); other readers take it out when they need it
-    queue.keep_kernel_layout(layout)
-    gate.kernel_runs += 1
-    gate.next_request = first + k
-    sums = gate.sums
-    sums.N, sums.N_all, sums.NY = counts.tally.tolist()
-    sums.A = counts.weighted.item(0)
-    return GateRun(
-        requests,
-        kept,
-        out.decision,
-        out.released_at,
-        out.statistic,
-        out.critical,
-        out.total,
-        state.late[:n_late].copy() if n_late else _NONE,
-        state.late_at[:n_late].copy() if n_late else _NONE,
-        out.enqueued,
-    )
+    def __init__(self, state: ReleaseState, queue: bool) -> None:
+        self.state = state
+        self.tables = kernel_tables(state, queue)
+        self.runs = 0  # runs since the gate started (over): after the first, layouts get room
+        self.kept: KernelState | None = None
+
+    def start_over(self) -> None:
+        """The next run lays the queue out anew and to fit, as a new gate's first run."""
+        self.runs = 0
+        self.kept = None
+
+    def run(self, records: np.ndarray) -> GateRun:
+        """Decide requests for ``records`` with the kernel, continuing the release state.
+        Allocates only what grows with the run (a run of one request costs a few
+        microseconds, most of them in Python)."""
+        k = len(records)
+        state = self.state
+        first = state.next_request
+        queue = state.queue
+        layout = queue.kernel_layout()
+        kept = self.kept
+        fill, old = layout.tally.tolist() if layout is not None else (0, 0)
+        if layout is None or fill + k > len(layout.arrival):
+            # laid out again, without the released entries; when runs follow one another
+            # with room for several more, so that a queue growing by batches is laid out
+            # O(log) times, not once per batch
+            arrivals, queued = queue.arrays()  # takes the entries out of the old layout
+            room = len(arrivals) + k
+            if self.runs > 0:
+                room = 2 * (len(arrivals) + 4 * k) + 64
+            layout = lay_out_queue(state, self.tables, arrivals, queued, room)
+            kept = self.kept = KernelState(state)
+            old = len(arrivals)
+        if len(kept.late) <= old:
+            kept.late = np.zeros(2 * old + 1, dtype=np.int64)
+            kept.late_at = np.zeros(2 * old + 1, dtype=np.int64)
+        if k <= _Slots.SMALL:  # views of arrays made for many small runs
+            slots = kept.slots
+            if slots is None or not slots.fits(first, k):
+                slots = kept.slots = _Slots(first)
+            requests, own, out = slots.take(first, k, records, kept)
+        else:  # a run's own arrays
+            requests, own, out = _Slots(first, k).take(first, k, records, kept)
+        counts = kept.counts
+        n_late = call_kernel(kept, own, first, self.tables, layout, out)
+        # the queue stays in the kernel's layout for the next run (new entries go to the
+        # free slots at its end); other readers take it out when they need it
+        queue.keep_kernel_layout(layout)
+        self.runs += 1
+        state.next_request = first + k
+        sums = state.sums
+        sums.N, sums.N_all, sums.NY = counts.tally.tolist()
+        sums.A = counts.weighted.item(0)
+        return GateRun(
+            requests,
+            own,
+            out.decision,
+            out.released_at,
+            out.statistic,
+            out.critical,
+            out.total,
+            kept.late[:n_late].copy() if n_late else _NONE,
+            kept.late_at[:n_late].copy() if n_late else _NONE,
+            out.enqueued,
+        )
 
 
 class _Slots:
@@ -370,23 +396,20 @@ class _Slots:
     def fits(self, first: int, k: int) -> bool:
         return self.first <= first and first + k - self.first <= self.size
 
-    def take(self, first: int, k: int, records: np.ndarray, state: KernelState):
+    def take(self, first: int, k: int, records: np.ndarray, kept: KernelState):
         """Requests first..first+k-1: their numbers, their records (a copy: the caller's
         array may change) and the kernel's outputs."""
         part = slice(first - self.first, first - self.first + k)
-        kept = self.records[part]
-        kept[:] = records
-        out = _Outputs(
+        own = self.records[part]
+        own[:] = records
+        out = Outputs(
             self.decision[part],
             self.released_at[part],
             self.statistic[part],
             self.critical[part],
             self.total[part],
             self.enqueued[part],
-            state.late,
-            state.late_at,
+            kept.late,
+            kept.late_at,
         )
-        return self.requests[part], kept, out
-
-
-_Outputs = None  # kernel.Outputs, once a run has imported the kernel
+        return self.requests[part], own, out

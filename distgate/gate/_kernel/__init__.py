@@ -1,14 +1,15 @@
 """The gate's per-request loop, compiled ahead of time (a Cython extension built by the
 package's build), for kld, mis, cst, dqt and exposure with ``auto``/``asymptotic``
-critical values and the count-based grace policies.
+critical values and the count-based grace policies. Private to the gate: its one caller
+is the compiled loop (:mod:`distgate.gate._compiled_loop`), which builds its arguments.
 
-It makes exactly the decisions of the reference loop (:mod:`distgate.gate.reference`: same
+It makes exactly the decisions of the reference loop (:mod:`distgate.gate._reference_loop`: same
 sums, same pass semantics, the same floating-point results to the last bit) at tens of
 nanoseconds per request instead of tens of microseconds. Monte Carlo critical values of
 the small-sample regime are tabulated per size beforehand (``auto`` uses them only below
 2 |X| |Y| released tuples).
 
-- :mod:`~distgate.gate.kernel.bundles`: the arguments, as named tuples of arrays
+- :mod:`~distgate.gate._kernel.bundles`: the arguments, as named tuples of arrays
   (:class:`Tables`, :class:`Counts`, :class:`Queue`, :class:`Outputs`, :class:`Work`),
   which the gate builds and the kernel fills;
 - ``_run.pyx``: the request loop and its queue passes, and :class:`KernelBinding`, which
@@ -23,18 +24,3 @@ the small-sample regime are tabulated per size beforehand (``auto`` uses them on
 The cost of a request depends on the shape of the count table, never on the length of the
 queue. The kernel allocates nothing.
 """
-
-from distgate.gate.kernel._run import KernelBinding, build_maps, run_kernel
-from distgate.gate.kernel.bundles import Counts, Outputs, Queue, Tables, Work, work_space
-
-__all__ = [
-    "Counts",
-    "KernelBinding",
-    "Outputs",
-    "Queue",
-    "Tables",
-    "Work",
-    "build_maps",
-    "run_kernel",
-    "work_space",
-]

@@ -2,7 +2,7 @@
 
 :class:`Tables` (read-only inputs), :class:`Counts` (the running sums of the release),
 :class:`Queue`, :class:`Outputs` and :class:`Work` (the safe set and the scratch space kept
-between runs). The kernel allocates nothing: the gate (:mod:`distgate.gate.compiled`)
+between runs). The kernel allocates nothing: the gate (:mod:`distgate.gate._compiled_loop`)
 builds these and the kernel fills them. ``_bundles.pxd`` declares the same fields and
 constants for the compiled code (a test holds the constants equal).
 """
@@ -101,7 +101,7 @@ class Tables(NamedTuple):
     auto: bool  # Monte Carlo values for every test below ``switch`` released tuples
     switch: int  # the floor
     queue_on: bool
-    xlogx: np.ndarray  # c log2 c for c up to the largest target + 1 (distgate.gate.core)
+    xlogx: np.ndarray  # c log2 c for c up to the largest target + 1 (distgate.gate.release_state)
     distances: bool  # keep D(y) and n_y D(y) current (mis, dqt, exposure look at them)
     group_of: np.ndarray  # (cells,) int64: a cell's group in the queue's maps
     group_size: int  # cells per group (group g holds cells g * size ... (g + 1) * size - 1)

@@ -4,7 +4,7 @@
 from libc.math cimport NAN
 from libc.stdint cimport int64_t
 
-from distgate.gate.kernel._bundles cimport (
+from distgate.gate._kernel._bundles cimport (
     ALL_TOTAL,
     CANDIDATE,
     CHECKED_TOTAL,
@@ -13,7 +13,7 @@ from distgate.gate.kernel._bundles cimport (
     Tables,
     Work,
 )
-from distgate.gate.kernel._statistics cimport row_distance
+from distgate.gate._kernel._statistics cimport row_distance
 
 
 cdef inline void refresh_target(Py_ssize_t y, const Tables* t, Counts* c) noexcept nogil:

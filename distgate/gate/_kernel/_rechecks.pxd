@@ -23,7 +23,7 @@
 from libc.math cimport INFINITY, NAN, fabs, isinf, isnan
 from libc.stdint cimport int64_t
 
-from distgate.gate.kernel._bundles cimport (
+from distgate.gate._kernel._bundles cimport (
     AT_BOTTOM1,
     AT_TOP1,
     AT_TOP2,
@@ -54,8 +54,8 @@ from distgate.gate.kernel._bundles cimport (
     pymax,
     pymin,
 )
-from distgate.gate.kernel._cst cimport candidate_statistic, row_ready
-from distgate.gate.kernel._keyed cimport (
+from distgate.gate._kernel._cst cimport candidate_statistic, row_ready
+from distgate.gate._kernel._keyed cimport (
     by_bounds,
     keyed_edges,
     keyed_stable,
@@ -65,8 +65,8 @@ from distgate.gate.kernel._keyed cimport (
     recheck_keyed,
     value_part,
 )
-from distgate.gate.kernel._queue cimport apply_note
-from distgate.gate.kernel._statistics cimport (
+from distgate.gate._kernel._queue cimport apply_note
+from distgate.gate._kernel._statistics cimport (
     check_apart,
     cst_critical,
     cst_test,

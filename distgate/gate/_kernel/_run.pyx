@@ -3,7 +3,7 @@
 """The gate's request loop and its queue passes, compiled ahead of time.
 
 :class:`KernelBinding` checks the arrays of a gate's kernel bundles
-(:mod:`distgate.gate.kernel.bundles`) once and keeps pointers to them; its
+(:mod:`distgate.gate._kernel.bundles`) once and keeps pointers to them; its
 :meth:`~KernelBinding.run` decides a run of requests with the GIL released. The parts of
 the loop live in the ``.pxd`` files beside this one, each the counterpart of a concern:
 ``_statistics`` (the test of one candidate), ``_cst`` (cst's merged groups kept between
@@ -16,8 +16,8 @@ position), ``_keyed`` (kld, mis and exposure as a bound per target on g(x)) and
 cimport numpy as cnp
 from libc.stdint cimport int8_t, int64_t, uint8_t, uint64_t
 
-from distgate.gate.kernel._bits cimport prefetch, trailing_zeros
-from distgate.gate.kernel._bundles cimport (
+from distgate.gate._kernel._bits cimport prefetch, trailing_zeros
+from distgate.gate._kernel._bundles cimport (
     AHEAD,
     ALIVE,
     ALL_FAMILIES,
@@ -60,8 +60,8 @@ from distgate.gate.kernel._bundles cimport (
     Work,
     read_code,
 )
-from distgate.gate.kernel._cst cimport cst_statistic, fill_row, row_statistic
-from distgate.gate.kernel._keyed cimport (
+from distgate.gate._kernel._cst cimport cst_statistic, fill_row, row_statistic
+from distgate.gate._kernel._keyed cimport (
     by_bounds,
     forget_edges,
     list_safe_groups,
@@ -69,11 +69,11 @@ from distgate.gate.kernel._keyed cimport (
     moves_every_bound,
     sort_by_g,
 )
-from distgate.gate.kernel._queue cimport append, clear_safe, mark, remove, set_safe
-from distgate.gate.kernel._rechecks cimport recheck_after
-from distgate.gate.kernel._search cimport next_safe
-from distgate.gate.kernel._statistics cimport check, use_mc
-from distgate.gate.kernel._sums cimport refresh_distance, release
+from distgate.gate._kernel._queue cimport append, clear_safe, mark, remove, set_safe
+from distgate.gate._kernel._rechecks cimport recheck_after
+from distgate.gate._kernel._search cimport next_safe
+from distgate.gate._kernel._statistics cimport check, use_mc
+from distgate.gate._kernel._sums cimport refresh_distance, release
 
 cnp.import_array()
 
@@ -492,7 +492,7 @@ cdef int bind_outputs(Outputs* o, object out, Py_ssize_t k) except -1:
 
 cdef class KernelBinding:
     """The kernel bound to one gate state: its tables, counts, queue layout and work space
-    (:mod:`distgate.gate.kernel.bundles`), each array checked once. The arrays are kept
+    (:mod:`distgate.gate._kernel.bundles`), each array checked once. The arrays are kept
     alive here and must not be resized while bound: the gate binds again whenever it lays
     its queue out again."""
 
@@ -524,7 +524,7 @@ cdef class KernelBinding:
 
     def run(self, records, int64_t first_request, out) -> int:
         """Decide ``records`` (int64 table positions, -1 = unknown key) as requests
-        ``first_request``, ... into ``out`` (a :class:`~distgate.gate.kernel.bundles.Outputs`
+        ``first_request``, ... into ``out`` (a :class:`~distgate.gate._kernel.bundles.Outputs`
         whose late-release buffers hold one entry per queued request); returns how many
         requests of earlier runs left the queue. Releases the GIL while it runs."""
         cdef Outputs o
