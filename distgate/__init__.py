@@ -9,7 +9,7 @@ imported by the submodules that need them, never by ``import distgate``, so that
 ``distgate --help`` starts fast.
 """
 
-__version__ = "0.1.0"
+from distgate._version import __version__
 
 _API = (
     "InputError",

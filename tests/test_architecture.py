@@ -1,12 +1,12 @@
-"""The shape of the package: no import circles, small modules, data flowing one way."""
+"""The shape of the package: no import circles, small modules, data flowing one way down
+the layers docs/architecture.md lists."""
 
 import ast
 import functools
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parent.parent / "distgate"
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
 LARGEST_MODULE = 600  # lines
 
 
@@ -104,35 +104,60 @@ def test_the_circle_finder_finds_a_circle():
     assert circles(graph) == [["a", "b", "c"], ["e"]]
 
 
-@pytest.mark.parametrize(
-    "lower, higher",
-    [
-        ("distgate.stats", "distgate.gate"),  # a metric never knows the gate
-        ("distgate.stats", "distgate.release"),
-        ("distgate.stats", "distgate.data"),  # ... nor reads a file
-        ("distgate.stats", "distgate.report"),
-        ("distgate.gate", "distgate.report"),  # the gate never prints
-        ("distgate.gate", "distgate.cli"),
-        ("distgate.release", "distgate.cli"),
-        ("distgate.data", "distgate.gate"),
-        ("distgate.data", "distgate.release"),
-        ("distgate.report", "distgate.cli"),
-        ("distgate.observer", "distgate.gate"),  # the attacks score releases, any gate's
-        ("distgate.observer", "distgate.report"),
-        ("distgate.stats", "distgate.observer"),
-    ],
-)
-def test_data_flows_one_way(lower, higher):
-    """Files -> codes and counts -> metrics -> decisions -> report: no module of a lower
-    room imports one of a higher room."""
-    wrong = [
+def layers() -> list[list[str]]:
+    """The floors of the package from the top down, each the rooms on it, as the section
+    'Layers' of docs/architecture.md lists them (the first text block after its heading,
+    one floor a line, rooms separated by commas)."""
+    text = ARCHITECTURE.read_text()
+    section = text[text.index("\n## Layers\n") :]
+    block = section[section.index("```text\n") + len("```text\n") :]
+    block = block[: block.index("```")]
+    return [[room.strip() for room in line.split(",")] for line in block.splitlines()]
+
+
+def room_of(module: str) -> str:
+    """The room a module stands in: its top-level package or module under distgate (the
+    package's own __init__ is the room ``distgate``)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def upward_imports(graph: dict[str, set[str]], floors: list[list[str]]) -> list[tuple]:
+    """Every import from a room to one on the same floor or higher (floors listed from
+    the top down): (module, imported module)."""
+    floor = {room: len(floors) - i for i, rooms in enumerate(floors) for room in rooms}
+    return sorted(
         (name, target)
-        for name, targets in package_graph().items()
-        if name == lower or name.startswith(lower + ".")
+        for name, targets in graph.items()
         for target in targets
-        if target == higher or target.startswith(higher + ".")
+        if room_of(name) != room_of(target) and floor[room_of(name)] <= floor[room_of(target)]
+    )
+
+
+def test_the_documented_layers_hold_every_room_once():
+    listed = [room for rooms in layers() for room in rooms]
+    assert len(listed) == len(set(listed))
+    assert set(listed) == {room_of(name) for name in package_graph()}
+
+
+def test_every_import_goes_down_the_documented_layers():
+    """No module imports one of a room on its own floor or higher (docs/architecture.md,
+    'Layers'): data flows from files to codes, metrics, decisions and the report."""
+    assert upward_imports(package_graph(), layers()) == []
+
+
+def test_the_layer_check_finds_an_import_up_or_sideways():
+    graph = {
+        "distgate.a.one": {"distgate.b"},
+        "distgate.b": {"distgate.c.two", "distgate.a.one"},
+        "distgate.c.two": {"distgate.c.three"},
+        "distgate.c.three": set(),
+    }
+    assert upward_imports(graph, [["a"], ["b"], ["c"]]) == [("distgate.b", "distgate.a.one")]
+    assert upward_imports(graph, [["a", "b"], ["c"]]) == [
+        ("distgate.a.one", "distgate.b"),
+        ("distgate.b", "distgate.a.one"),
     ]
-    assert wrong == []
 
 
 def test_every_module_fits_on_a_few_screens():
