@@ -19,9 +19,10 @@ from distgate.gate.decisions import (
     RELEASED,
     UNKNOWN,
 )
+from distgate.state.blocks import DECODE_ERRORS, decode_block
 from distgate.state.file_format import SCHEMA_VERSION
 from distgate.state.inspection import StoredState
-from distgate.state.store import BATCH_COLUMNS, DECODE_ERRORS, counts_from_blob, decode_block
+from distgate.state.store import BATCH_COLUMNS, counts_from_blob
 
 OK, FAILED, SKIPPED = "ok", "FAILED", "skipped"
 

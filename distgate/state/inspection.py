@@ -25,8 +25,9 @@ import numpy as np
 
 from distgate.errors import InputError
 from distgate.gate.decisions import DECISION_NAMES, QUEUED
+from distgate.state.blocks import DECODE_ERRORS
 from distgate.state.file_format import APPLICATION_ID, LEFT_ALONE, identify, sqlite_error
-from distgate.state.store import DECODE_ERRORS, counts_from_blob, history_of
+from distgate.state.store import counts_from_blob, history_of
 
 
 @dataclass

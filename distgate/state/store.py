@@ -48,7 +48,7 @@ import pyarrow as pa
 from distgate.errors import InputError
 from distgate.gate.decisions import DECISION_RULES_VERSION, GateRun, GateState
 from distgate.state import file_format
-from distgate.state.blocks import DECODE_ERRORS, decode_block  # noqa: F401 (readers import)
+from distgate.state.blocks import DECODE_ERRORS
 from distgate.state.blocks import from_ipc as _from_ipc
 from distgate.state.blocks import to_ipc as _to_ipc
 from distgate.state.file_format import (
