@@ -16,7 +16,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 MODULES = {
-    "distgate.gate.kernel._run": "distgate/gate/kernel/_run.pyx",
+    "distgate.gate._kernel._run": "distgate/gate/_kernel/_run.pyx",
     "distgate.data._key_index": "distgate/data/_key_index.pyx",
     "distgate.stats._null_growth": "distgate/stats/_null_growth.pyx",
 }

@@ -44,7 +44,7 @@ def setup_seconds(table, metric: str, mode: str) -> float:
     critical = CriticalValues(p, np.bincount(targets, minlength=n_targets), mode=mode)
     gate = Gate(targets, values, n_targets, len(p), [metric], 0.2, critical)
     start = time.perf_counter()
-    gate.kernel_tables()
+    gate.prepare()
     return time.perf_counter() - start
 
 
@@ -61,7 +61,8 @@ def bench_setup() -> None:
 
 
 def bench_kernel() -> None:
-    from distgate.gate import Gate, compiled
+    from distgate.gate import Gate
+    from distgate.gate import _compiled_loop as compiled
     from distgate.stats.critical import CriticalValues
 
     targets, values, p, n_targets = twenty_targets()
@@ -84,7 +85,7 @@ def bench_kernel() -> None:
                 weights = np.bincount(targets, minlength=n_targets)
                 critical = CriticalValues(p, weights, mode=mode)
                 gate = Gate(targets, values, n_targets, len(p), [metric], 0.2, critical)
-                gate.kernel_tables()
+                gate.prepare()
                 spent[0] = 0.0
                 gate.run(order)
                 seconds[mode] = spent[0]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from distgate.data.config import TableOptions
 from distgate.data.inputs import load_inputs
-from distgate.gate.simulate import simulate
+from distgate.workflows.simulate import simulate
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_data"
 ALPHAS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95)

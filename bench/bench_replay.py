@@ -101,7 +101,8 @@ def bench_replay(table: Path, log: Path) -> None:
 
     from distgate.data.config import TableOptions
     from distgate.data.inputs import load_inputs
-    from distgate.gate.replay import ReplaySettings, replay
+    from distgate.gate import GateSettings
+    from distgate.workflows.replay import replay
 
     python = sys.executable
     floor_command = [python, "-c", FLOOR, str(table), str(log), str(OUT / "floor.csv")]
@@ -168,7 +169,7 @@ def bench_replay(table: Path, log: Path) -> None:
         replay(
             load_inputs(options, need_keys=True),
             str(log),
-            ReplaySettings(metrics=["kld"]),
+            GateSettings(metrics=["kld"]),
             state=str(OUT / "state.db"),
             progress=stop_at,
         )

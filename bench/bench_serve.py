@@ -211,10 +211,11 @@ def cpu_ratio(table: Path, keys: list[str]) -> None:
 def batch_ratio(table: Path, log: Path, keys: list[str]) -> Path:
     from distgate.data.config import TableOptions
     from distgate.data.inputs import load_inputs
-    from distgate.gate.replay import ReplaySettings, replay
+    from distgate.gate import GateSettings
+    from distgate.workflows.replay import replay
 
     inputs = load_inputs(TableOptions(str(table), ("value",), ("target",), "id"), need_keys=True)
-    settings = ReplaySettings(metrics=["kld"])
+    settings = GateSettings(metrics=["kld"])
     replay(inputs, str(log), settings)  # the critical values made and the files cached
     start = time.perf_counter()
     replay(inputs, str(log), settings, state=str(fresh(OUT / "serve_replay.db")))

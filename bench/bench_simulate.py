@@ -9,7 +9,7 @@ from pathlib import Path
 
 from distgate.data.config import TableOptions
 from distgate.data.inputs import load_inputs
-from distgate.gate.simulate import simulate
+from distgate.workflows.simulate import simulate
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_data"
 BINS = (("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),)

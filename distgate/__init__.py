@@ -10,7 +10,7 @@ They live in :mod:`distgate.api` and are reached from here on first use, with
 never by ``import distgate``, so that ``distgate --help`` starts fast.
 """
 
-__version__ = "0.1.0"
+from distgate._version import __version__
 
 _API = (
     "InputError",

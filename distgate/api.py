@@ -59,13 +59,13 @@ from distgate.defaults import (
 from distgate.errors import InputError
 
 if TYPE_CHECKING:
-    from distgate.gate.durable_session import DurableSession
-    from distgate.gate.replay import ReplayResult
     from distgate.randomization import RandomizeResult, ReconstructResult
     from distgate.release.assess import Assessment
     from distgate.release.audit import AuditResult
     from distgate.release.baseline import TableProfile
     from distgate.stats.calibration import Calibration
+    from distgate.workflows.durable_session import DurableSession
+    from distgate.workflows.replay import ReplayResult
 
 __all__ = [
     "InputError",
@@ -486,10 +486,10 @@ def open_gate(
     names table columns shown with a released record (:meth:`DurableSession.record`),
     ``durable`` flushes every commit to the disk before decisions are returned, and
     ``wait`` waits for a replay or another session that holds the state. The state is
-    locked while the :class:`~distgate.gate.durable_session.DurableSession` is open: close
+    locked while the :class:`~distgate.workflows.durable_session.DurableSession` is open: close
     it (or use ``with``)."""
     from distgate.data.config import split_names
-    from distgate.gate.durable_session import DurableSession
+    from distgate.workflows.durable_session import DurableSession
 
     spec = table_spec(table, table_keywords, "open_gate")
     settings = spec.settings()
@@ -543,11 +543,11 @@ def replay(
     the metric keywords as the flags. The table keywords are those of the module
     docstring (but ``weight``: the gate decides on one record per request).
 
-    ``to_pandas()`` of the :class:`~distgate.gate.replay.ReplayResult` gives the decisions,
+    ``to_pandas()`` of the :class:`~distgate.workflows.replay.ReplayResult` gives the decisions,
     one row per request; ``to_pandas("summary")`` one row per target."""
     from distgate.data.atomic import check_outputs
     from distgate.data.frames import is_in_memory, table_source
-    from distgate.gate.replay import replay as run_replay
+    from distgate.workflows.replay import replay as run_replay
 
     spec = table_spec(table, table_keywords, "replay")
     if _is_stdin(spec.table) and _is_stdin(requests):
@@ -570,13 +570,18 @@ def replay(
         threshold=threshold,
         no_queue=no_queue,
         grace=grace,
-        key=key,
-        skip_unknown=skip_unknown,
         indistinguishable=indistinguishable,
         share=share,
     )
     inputs, _ = spec.read(settings, need_keys=True)
     log = table_source(requests)
     return run_replay(
-        inputs, log, replay_settings, decisions=outputs[0], state=outputs[1], wait=wait
+        inputs,
+        log,
+        replay_settings,
+        key=key,
+        skip_unknown=skip_unknown,
+        decisions=outputs[0],
+        state=outputs[1],
+        wait=wait,
     )

@@ -31,8 +31,7 @@ def main() -> None:
     sys.path.insert(0, str(HERE.parent))
     from distgate.data.config import load_config, table_options
     from distgate.data.inputs import load_inputs
-    from distgate.gate.session import GateSession
-    from distgate.gate.settings import ReplaySettings
+    from distgate.gate import Gate, GateSettings
 
     os.chdir(HERE)
     settings = load_config("distgate.toml")
@@ -42,8 +41,8 @@ def main() -> None:
     for mode in MODES:
         for alpha in ALPHAS:
             for metric in METRICS:
-                chosen = ReplaySettings(metrics=[metric], alpha=alpha, critical=mode)
-                GateSession.of_inputs(inputs, chosen).prepare()
+                chosen = GateSettings(metrics=[metric], alpha=alpha, critical=mode)
+                Gate.of_inputs(inputs, chosen).prepare()
                 print(f"{metric} alpha {alpha} {mode}", flush=True)
     SHIPPED.mkdir(parents=True)
     for path in sorted(made.glob("*.npz")):

@@ -1,4 +1,5 @@
-"""The shape of the package: no import circles, small modules, data flowing one way."""
+"""The shape of the package: no import circles, small modules, data flowing one way down
+the layers docs/architecture.md lists."""
 
 import ast
 import functools
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "distgate"
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
 LARGEST_MODULE = 600  # lines
 
 
@@ -78,10 +80,21 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+@functools.cache
+def compiled_modules() -> set[str]:
+    """The package's compiled modules (Cython sources), by dotted name: imported like any
+    other, but not Python to parse."""
+    return {
+        ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        for path in PACKAGE.rglob("*.pyx")
+    }
+
+
 @functools.cache  # (parsed once: each test of this module reads the same files)
 def package_graph() -> dict[str, set[str]]:
-    known = modules()
-    return {name: imports(path, known) for name, path in known.items()}
+    known = {**modules(), **dict.fromkeys(compiled_modules())}
+    graph = {name: imports(path, known) for name, path in modules().items()}
+    return {**graph, **{name: set() for name in compiled_modules()}}
 
 
 def test_no_module_imports_another_that_imports_it_back():
@@ -93,35 +106,60 @@ def test_the_circle_finder_finds_a_circle():
     assert circles(graph) == [["a", "b", "c"], ["e"]]
 
 
-@pytest.mark.parametrize(
-    "lower, higher",
-    [
-        ("distgate.stats", "distgate.gate"),  # a metric never knows the gate
-        ("distgate.stats", "distgate.release"),
-        ("distgate.stats", "distgate.data"),  # ... nor reads a file
-        ("distgate.stats", "distgate.report"),
-        ("distgate.gate", "distgate.report"),  # the gate never prints
-        ("distgate.gate", "distgate.cli"),
-        ("distgate.release", "distgate.cli"),
-        ("distgate.data", "distgate.gate"),
-        ("distgate.data", "distgate.release"),
-        ("distgate.report", "distgate.cli"),
-        ("distgate.observer", "distgate.gate"),  # the attacks score releases, any gate's
-        ("distgate.observer", "distgate.report"),
-        ("distgate.stats", "distgate.observer"),
-    ],
-)
-def test_data_flows_one_way(lower, higher):
-    """Files -> codes and counts -> metrics -> decisions -> report: no module of a lower
-    room imports one of a higher room."""
-    wrong = [
+def layers() -> list[list[str]]:
+    """The floors of the package from the top down, each the rooms on it, as the section
+    'Layers' of docs/architecture.md lists them (the first text block after its heading,
+    one floor a line, rooms separated by commas)."""
+    text = ARCHITECTURE.read_text()
+    section = text[text.index("\n## Layers\n") :]
+    block = section[section.index("```text\n") + len("```text\n") :]
+    block = block[: block.index("```")]
+    return [[room.strip() for room in line.split(",")] for line in block.splitlines()]
+
+
+def room_of(module: str) -> str:
+    """The room a module stands in: its top-level package or module under distgate (the
+    package's own __init__ is the room ``distgate``)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def upward_imports(graph: dict[str, set[str]], floors: list[list[str]]) -> list[tuple]:
+    """Every import from a room to one on the same floor or higher (floors listed from
+    the top down): (module, imported module)."""
+    floor = {room: len(floors) - i for i, rooms in enumerate(floors) for room in rooms}
+    return sorted(
         (name, target)
-        for name, targets in package_graph().items()
-        if name == lower or name.startswith(lower + ".")
+        for name, targets in graph.items()
         for target in targets
-        if target == higher or target.startswith(higher + ".")
+        if room_of(name) != room_of(target) and floor[room_of(name)] <= floor[room_of(target)]
+    )
+
+
+def test_the_documented_layers_hold_every_room_once():
+    listed = [room for rooms in layers() for room in rooms]
+    assert len(listed) == len(set(listed))
+    assert set(listed) == {room_of(name) for name in package_graph()}
+
+
+def test_every_import_goes_down_the_documented_layers():
+    """No module imports one of a room on its own floor or higher (docs/architecture.md,
+    'Layers'): data flows from files to codes, metrics, decisions and the report."""
+    assert upward_imports(package_graph(), layers()) == []
+
+
+def test_the_layer_check_finds_an_import_up_or_sideways():
+    graph = {
+        "distgate.a.one": {"distgate.b"},
+        "distgate.b": {"distgate.c.two", "distgate.a.one"},
+        "distgate.c.two": {"distgate.c.three"},
+        "distgate.c.three": set(),
+    }
+    assert upward_imports(graph, [["a"], ["b"], ["c"]]) == [("distgate.b", "distgate.a.one")]
+    assert upward_imports(graph, [["a", "b"], ["c"]]) == [
+        ("distgate.a.one", "distgate.b"),
+        ("distgate.b", "distgate.a.one"),
     ]
-    assert wrong == []
 
 
 def test_every_module_fits_on_a_few_screens():
@@ -133,35 +171,30 @@ def test_every_module_fits_on_a_few_screens():
     assert long == {}
 
 
-def test_the_gate_is_driven_through_its_session_only():
+def _inside(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def test_the_kernel_has_one_caller():
     """replay, simulate, serve, the state checks and the release models all decide through
-    distgate.gate.session.GateSession, so the compiled kernel has one caller: no other
-    module of the package builds a Gate (the package's own __init__ names it for users)."""
-    importers = {
-        name
-        for name, targets in package_graph().items()
-        if "distgate.gate.core" in targets or (name != "distgate.gate" and _names_gate(name))
+    distgate.gate.Gate, which chooses one loop per gate: only the engine builds a loop,
+    and only the compiled loop calls the kernel."""
+    graph = package_graph()
+    loops = {name for name in graph if name.startswith("distgate.gate._") and "_loop" in name}
+    assert loops == {
+        "distgate.gate._compiled_loop",
+        "distgate.gate._indistinguishable_loop",
+        "distgate.gate._reference_loop",
     }
-    assert importers == {"distgate.gate", "distgate.gate.session"}
-    kernel_users = {
+    builders = {name for name, targets in graph.items() if targets & loops}
+    assert builders == {"distgate.gate.engine"}
+    kernel = "distgate.gate._kernel"
+    callers = {
         name
-        for name, targets in package_graph().items()
-        if not name.startswith("distgate.gate.kernel")
-        and any(
-            t == "distgate.gate.kernel" or t.startswith("distgate.gate.kernel.") for t in targets
-        )
+        for name, targets in graph.items()
+        if not _inside(name, kernel) and any(_inside(t, kernel) for t in targets)
     }
-    assert kernel_users == {"distgate.gate.compiled"}
-
-
-def _names_gate(module: str) -> bool:
-    """Whether a module imports ``Gate`` from the gate package itself."""
-    return any(
-        isinstance(node, ast.ImportFrom)
-        and node.module == "distgate.gate"
-        and any(alias.name == "Gate" for alias in node.names)
-        for node in ast.walk(_parsed(modules()[module]))
-    )
+    assert callers == {"distgate.gate._compiled_loop"}
 
 
 def metric_name_decisions(tree: ast.AST, names: set[str]) -> list[int]:
@@ -251,6 +284,8 @@ LIBRARY = (
     "distgate.release",
     "distgate.randomization",
     "distgate.gate",
+    "distgate.state",
+    "distgate.workflows",
     "distgate.stats.calibration",
 )
 READING = ("distgate.data.inputs", "distgate.data.config", "distgate.data.contingency")
@@ -278,3 +313,25 @@ def test_no_library_module_imports_the_api_or_the_command_line():
         if target.startswith(above)
     ]
     assert wrong == []
+
+
+def test_a_private_module_is_imported_from_its_own_package_only():
+    """A module or package whose name starts with an underscore (the gate's loops and
+    kernel, the compiled parts) is a part of the package that holds it, never reached
+    from another one."""
+    wrong = [
+        (name, target)
+        for name, targets in package_graph().items()
+        for target in targets
+        if (owner := _owner(target)) is not None and not _inside(name, owner)
+    ]
+    assert wrong == []
+
+
+def _owner(module: str) -> str | None:
+    """The package a private module is a part of (that holds its first private name)."""
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_"):
+            return ".".join(parts[:i])
+    return None

@@ -18,8 +18,9 @@ A ``distgate`` command that exits with a code other than 0 must be followed by
 else in a console block fails the test, so that no example in the documentation goes
 unchecked. Only trailing spaces are normalised.
 
-Blocks that run ``replay`` or ``simulate`` (or, in Python, ``distgate.gate``) load the
-compiled gate (compiled once per machine, cached afterwards) and are marked slow.
+Blocks that run ``replay`` or ``simulate`` (or, in Python, ``distgate.gate``, its state
+or its workflows) load the compiled gate (compiled once per machine, cached afterwards)
+and are marked slow.
 
 Every ```python block of the pages is run too, in its own namespace, from a fresh copy of
 ``sample_data/``, and must be followed directly (after one blank line) by a ```text block
@@ -226,7 +227,7 @@ class Snippet:
 
     @property
     def slow(self) -> bool:
-        return "distgate.gate" in self.code
+        return any(f"distgate.{part}" in self.code for part in ("gate", "state", "workflows"))
 
 
 def snippets() -> list[Snippet]:

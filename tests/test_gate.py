@@ -524,7 +524,7 @@ def test_the_kernel_equals_the_python_loop_on_a_sparse_twenty_target_table(metri
 def test_the_chi_square_table_holds_the_degrees_of_freedom_the_metrics_ask_for(metrics, degrees):
     p = np.array([0.1] * 9 + [0.0]) / 0.9
     codes = np.array([0, 1, 2, 3])
-    from distgate.gate.compiled import chi2_table, kernel_codes
+    from distgate.gate._compiled_loop import chi2_table, kernel_codes
 
     gate = Gate(codes, codes % 2, 4, 10, metrics, 0.2, CriticalValues(p, np.ones(4)))
     table = chi2_table(kernel_codes(gate.metrics), gate.alpha, gate.domain, 4, 10)
@@ -546,10 +546,10 @@ def test_cst_rows_know_what_one_more_tuple_does_to_a_rows_grouping(cells):
     about the groups is checked against merge_groups, and each statistic is the full
     pass's to the last bit (and pearson_statistic's). A row whose every value holds 5
     tuples keeps its groups whatever the candidate."""
-    from distgate.gate.kernel._run import _probe_cst_statistic as cst_statistic
-    from distgate.gate.kernel._run import _probe_fill_row as fill_row
-    from distgate.gate.kernel._run import _probe_row_statistic as row_statistic
-    from distgate.gate.kernel.bundles import CLOSES_TAIL, REGROUPS, STAYS
+    from distgate.gate._kernel._run import _probe_cst_statistic as cst_statistic
+    from distgate.gate._kernel._run import _probe_fill_row as fill_row
+    from distgate.gate._kernel._run import _probe_row_statistic as row_statistic
+    from distgate.gate._kernel.bundles import CLOSES_TAIL, REGROUPS, STAYS
     from distgate.stats.metrics.pearson import merge_groups, pearson_statistic
 
     row = [count for count, _ in cells]

@@ -6,10 +6,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from distgate.gate import kernel
-from distgate.gate.compiled import cell_groups
-from distgate.gate.kernel import _run
-from distgate.gate.kernel.bundles import SAFE_GROUPS
+from distgate.gate._compiled_loop import KernelState, cell_groups, kernel_tables, lay_out_queue
+from distgate.gate._kernel import _run, bundles
+from distgate.gate._kernel.bundles import SAFE_GROUPS
 from tests.gate_helpers import assert_same_run
 
 
@@ -26,14 +25,14 @@ def _make_safe(cells, tables, work):
 
 
 class _Groups:
-    """The groups of cells of a gate with this many cells (compiled.cell_groups)."""
+    """The groups of cells of a gate with this many cells (_compiled_loop.cell_groups)."""
 
     def __init__(self, cells):
         self.group_of, self.group_size, self.groups = cell_groups(cells)
 
 
 def _tables(groups):
-    """A gate's kernel.Tables with these groups of cells, the fields the queue's maps and
+    """A gate's kernel Tables with these groups of cells, the fields the queue's maps and
     the search read."""
     from distgate.gate import Gate
     from distgate.stats.critical import CriticalValues
@@ -41,7 +40,7 @@ def _tables(groups):
     cells = len(groups.group_of)
     one = np.zeros(1, dtype=np.int64)
     critical = CriticalValues(np.full(cells, 1 / cells), np.ones(1), mode="asymptotic")
-    tables = Gate(one, one, 1, cells, ["kld"], 0.2, critical).kernel_tables()
+    tables = kernel_tables(Gate(one, one, 1, cells, ["kld"], 0.2, critical).release_state, True)
     return tables._replace(group_of=groups.group_of, group_size=groups.group_size)
 
 
@@ -53,7 +52,7 @@ def _layout(cells_of_slots, live, groups):
     blocks = room // 64 + 1
     alive = np.zeros(blocks * 64, dtype=bool)
     alive[:room] = live
-    queue = kernel.Queue(
+    queue = bundles.Queue(
         arrival=np.arange(room, dtype=np.int64),
         record=np.arange(room, dtype=np.int64),
         cell=np.asarray(cells_of_slots, dtype=np.int64),
@@ -65,7 +64,7 @@ def _layout(cells_of_slots, live, groups):
         queued=np.zeros(1, dtype=bool),
         tally=np.array([room, int(np.sum(live))], dtype=np.int64),
     )
-    kernel.build_maps(tables, queue)
+    _run.build_maps(tables, queue)
     return tables, queue
 
 
@@ -89,7 +88,7 @@ def test_the_search_finds_the_first_live_entry_of_a_safe_cell_after_a_position(
     live = rng.random(slots) < live_share
     tables, queue = _layout(cells, live, groups)
     safe = np.flatnonzero(rng.random(n_cells) < safe_share)
-    work = kernel.work_space(1, n_cells, groups.groups)
+    work = bundles.work_space(1, n_cells, groups.groups)
     _make_safe(safe.astype(np.int64), tables, work)
     eligible = np.flatnonzero(live & np.isin(cells, safe))
     positions = {-1, slots - 1, int(rng.integers(-1, slots))}
@@ -120,7 +119,7 @@ def test_the_search_by_bounds_judges_each_slot_by_its_targets_edges(
     cells = rng.integers(0, n_cells, slots)
     live = rng.random(slots) < live_share
     tables, queue = _layout(cells, live, groups)
-    work = kernel.work_space(2, n_cells, groups.groups)
+    work = bundles.work_space(2, n_cells, groups.groups)
     half = n_cells // 2
     target = (np.arange(n_cells) >= half).astype(np.int64)
     work.target_of[:n_cells] = target
@@ -149,7 +148,7 @@ def test_the_maps_follow_entries_that_leave_the_queue():
     cells = np.tile([0, 1, 2], 100_000)  # 300,000 slots: two words of map2
     tables, queue = _layout(cells, np.ones(len(cells), bool), groups)
     queue.cell_alive[:] = np.bincount(cells, minlength=3)
-    work = kernel.work_space(1, 3, groups.groups)
+    work = bundles.work_space(1, 3, groups.groups)
     _make_safe(np.array([1], dtype=np.int64), tables, work)
     gone = np.flatnonzero(cells == 1)[:-1]  # every entry of cell 1 but the last
     _run._probe_remove(gone, cells[gone], tables, queue)
@@ -288,7 +287,7 @@ def test_the_kernel_takes_a_read_only_baseline_and_decides_as_with_a_writeable_o
         p.flags.writeable = writeable
         critical = CriticalValues(p, np.full(3, 40), mode="asymptotic")
         gate = Gate(targets, values, 3, 2, ["kld"], 0.2, critical, grace="none")
-        assert gate.kernel_tables().p.flags.writeable == writeable
+        assert kernel_tables(gate.release_state, True).p.flags.writeable == writeable
         runs.append(gate.run(np.arange(120)))
     assert_same_run(runs[0], runs[1])
     assert (runs[0].decision == 1).any() and (runs[0].decision == 0).any()
@@ -298,35 +297,35 @@ def test_the_kernel_refuses_bundles_of_the_wrong_type_or_size():
     """The kernel trusts the pointers it is given, so its binding checks each array once:
     a wrong dtype or a short array is refused with the field named, never read."""
     from distgate.gate import Gate
-    from distgate.gate.compiled import KernelState, lay_out_queue
     from distgate.stats.critical import CriticalValues
 
     codes = np.array([0, 1, 1, 0])
     critical = CriticalValues(np.array([0.5, 0.5]), np.array([2.0, 2.0]), mode="asymptotic")
     gate = Gate(codes, codes, 2, 2, ["kld"], 0.2, critical)
-    tables = gate.kernel_tables()
-    state = KernelState(gate)
-    layout = lay_out_queue(gate, np.zeros(0, np.int64), np.zeros(0, np.int64), 8)
-    kernel.KernelBinding(tables, state.counts, layout, state.work)  # as the gate binds it
+    tables = kernel_tables(gate.release_state, True)
+    state = KernelState(gate.release_state)
+    none = np.zeros(0, np.int64)
+    layout = lay_out_queue(gate.release_state, tables, none, none, 8)
+    _run.KernelBinding(tables, state.counts, layout, state.work)  # as the gate binds it
     with pytest.raises(TypeError, match="logp has dtype float32"):
-        kernel.KernelBinding(
+        _run.KernelBinding(
             tables._replace(logp=tables.logp.astype(np.float32)), state.counts, layout, state.work
         )
     with pytest.raises(ValueError, match="need_n has 1 elements"):
-        kernel.KernelBinding(
+        _run.KernelBinding(
             tables._replace(need_n=tables.need_n[:1]), state.counts, layout, state.work
         )
     with pytest.raises(ValueError, match="writes its counts n"):
         n = state.counts.n.copy()
         n.flags.writeable = False
-        kernel.KernelBinding(tables, state.counts._replace(n=n), layout, state.work)
+        _run.KernelBinding(tables, state.counts._replace(n=n), layout, state.work)
 
 
 def test_the_compiled_constants_are_the_python_sides():
     """_bundles.pxd declares the constants the kernel is compiled with; the Python loop
     and the tables use the modules' own."""
     from distgate.gate import decisions
-    from distgate.gate.kernel import bundles
+    from distgate.gate._kernel import bundles
     from distgate.gate.sums import ZERO
     from distgate.stats.handover import TIE_ABSOLUTE, TIE_RELATIVE
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
-from distgate.gate.simulate import STALL_FRACTION, simulate
 from distgate.stats.critical import CriticalValues
 from distgate.stats.metrics.evaluators import LAWS
 from distgate.stats.metrics.registry import evaluate
+from distgate.workflows.simulate import STALL_FRACTION, simulate
 from tests.reference import BASELINE, COUNTS
 from tests.streams import MIS
 

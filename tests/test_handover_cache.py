@@ -97,7 +97,7 @@ def _refuse(*args, **kwargs):
 
 
 def test_the_gates_monte_carlo_tables_are_stored_and_read_back_exactly(tmp_path):
-    from distgate.gate.compiled import critical_tables
+    from distgate.gate._compiled_loop import critical_tables
 
     plain = CriticalValues(BASELINE, WEIGHTS, draws=2000)
     stored = CriticalValues(BASELINE, WEIGHTS, draws=2000, store=FolderStore(tmp_path))
@@ -122,7 +122,7 @@ def test_the_gates_monte_carlo_tables_are_stored_and_read_back_exactly(tmp_path)
 
 
 def test_dqts_table_by_release_size_keeps_its_monte_carlo_part(tmp_path):
-    from distgate.gate.compiled import dqt_by_size
+    from distgate.gate._compiled_loop import dqt_by_size
 
     largest = int(WEIGHTS.sum())
     expected = dqt_by_size(CriticalValues(BASELINE, WEIGHTS, draws=2000), 0.2, largest)
@@ -198,14 +198,13 @@ SHIPPED_CHECK = """
 import os
 from distgate.data.config import load_config, table_options
 from distgate.data.inputs import load_inputs
-from distgate.gate.session import GateSession
-from distgate.gate.settings import ReplaySettings
+from distgate.gate import Gate, GateSettings
 
 inputs = load_inputs(table_options("soldiers.csv", load_config("distgate.toml")), need_keys=True)
 for mode in ("auto", "auto-paper"):
     for alpha in (0.2, 0.05):
         for metric in ("kld", "cst", "mis", "dqt"):
-            GateSession.of_inputs(inputs, ReplaySettings([metric], alpha, mode)).prepare()
+            Gate.of_inputs(inputs, GateSettings([metric], alpha, mode)).prepare()
 folder = os.environ["DISTGATE_CACHE_DIR"]
 print(sorted(os.listdir(folder)) if os.path.isdir(folder) else [])
 """
@@ -238,7 +237,7 @@ PUBLISHED_CHECK = """
 import os, sys
 from distgate.data.config import load_config, table_options
 from distgate.data.inputs import load_inputs
-from distgate.gate.simulate import simulate
+from distgate.workflows.simulate import simulate
 
 inputs = load_inputs(table_options("soldiers.csv", load_config("distgate.toml")))
 table = inputs.table

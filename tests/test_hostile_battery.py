@@ -418,7 +418,7 @@ def labelled(tmp_path_factory):
     counts disagree on the ANSI target (verify names it)."""
     import pyarrow.parquet as pq
 
-    from distgate.gate.store import counts_blob, counts_from_blob
+    from distgate.state.store import counts_blob, counts_from_blob
 
     path = tmp_path_factory.mktemp("labels")
     rng = np.random.default_rng(3)
@@ -688,7 +688,7 @@ def test_a_hostile_state_file_is_refused_untouched(state_files, name, command):
 
 @pytest.mark.parametrize("command", list(STATE_COMMANDS))
 def test_a_state_locked_by_another_program_is_refused_untouched(labelled, command, monkeypatch):
-    from distgate.gate import state_file
+    from distgate.state import file_format as state_file
 
     monkeypatch.setattr(state_file, "BUSY_WAIT", 0.05)
     path = _state_copy(labelled, f"locked-{command}.db")

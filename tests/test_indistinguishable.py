@@ -84,24 +84,25 @@ def test_every_release_passes_the_ordinary_test_and_fits_the_share(seed, metric,
     critical = CriticalValues(p, counts.sum(axis=1), mode="auto", draws=200, seed=1)
     plan = plan_common_release(counts, p, 0.2)
     options = dict(grace=grace)
-    gate = Gate(targets, values, 6, 5, [metric], 0.2, critical, indistinguishable=plan, **options)
+    gate = Gate(targets, values, 6, 5, [metric], 0.2, critical, rule=plan, **options)
     order = np.concatenate([rng.permutation(len(targets)), rng.integers(-1, len(targets), 50)])
     first_asked: dict[int, int] = {}
     for j, record in enumerate(order.tolist()):
         first_asked.setdefault(record, j)
     plain = Gate(targets, values, 6, 5, [metric], 0.2, critical, **options)
-    release = gate.release
+    release = gate.release_state.release
 
     def checked_release(record: int, at: int) -> None:
         y, x = int(targets[record]), int(values[record])
         asked = sum(1 for r, j in first_asked.items() if r >= 0 and j <= at and targets[r] == y)
         assert plan.release[x] > 0
-        assert plain.exempt(y) or plain.check(y, x)[0], (at, y, x)
-        assert plain.sums.n[y] + 1 <= plan.budget(asked), (at, y)
-        plain.release(record, at)
+        plain_state = plain.release_state
+        assert plain_state.exempt(y) or plain_state.check(y, x)[0], (at, y, x)
+        assert plain_state.sums.n[y] + 1 <= plan.budget(asked), (at, y)
+        plain_state.release(record, at)
         release(record, at)
 
-    gate.release = checked_release
+    gate.release_state.release = checked_release
     result = gate.run(order.astype(np.int64))
     np.testing.assert_array_equal(plain.counts, gate.counts)
     if metric != "exposure" or grace != "none":  # (exposure alone needs a grace to start)
@@ -126,7 +127,7 @@ def test_on_many_alike_targets_no_attack_finds_the_deviating_ones():
 def distgate_simulation(*, indistinguishable: bool, sequences: int):
     from distgate.data.config import TableOptions
     from distgate.data.inputs import load_inputs
-    from distgate.gate.simulate import simulate
+    from distgate.workflows.simulate import simulate
 
     options = TableOptions(str(SAMPLE / "units.csv"), ("grade",), ("unit",), id_column="id")
     inputs = load_inputs(options)

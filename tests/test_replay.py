@@ -91,14 +91,14 @@ def test_decisions_file_lists_every_request_with_its_decision(tmp_path, small_lo
 
 def test_final_release_is_safe_by_assess(tmp_path, small_log):
     from distgate.data.inputs import load_inputs
-    from distgate.gate.replay import ReplaySettings
-    from distgate.gate.replay import replay as run_replay
+    from distgate.gate import GateSettings
     from distgate.stats.metrics.registry import evaluate
+    from distgate.workflows.replay import replay as run_replay
     from tests.conftest import SAMPLE_OPTIONS
 
     inputs = load_inputs(SAMPLE_OPTIONS, need_keys=True)
     for metrics in (["kld"], ["mis", "cst"], ["dqt", "kld"]):
-        settings = ReplaySettings(metrics=metrics, alpha=0.05, critical="asymptotic")
+        settings = GateSettings(metrics=metrics, alpha=0.05, critical="asymptotic")
         result = run_replay(inputs, small_log, settings)
         rows = result.rows
         released = rows["record"][rows["released_at"] >= 0]

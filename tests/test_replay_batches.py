@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from distgate.data.inputs import load_inputs
-from distgate.gate import QUEUED
-from distgate.gate.decisions_file import write_decisions
-from distgate.gate.replay import ReplaySettings, replay
-from distgate.gate.store import StateStore
+from distgate.gate import QUEUED, GateSettings
+from distgate.state.store import StateStore
+from distgate.workflows.decisions_file import write_decisions
+from distgate.workflows.replay import replay
 from tests.conftest import SAMPLE, SAMPLE_OPTIONS
 
 
@@ -41,9 +41,9 @@ def _stored(state: str, settings: dict, size: int, targets: int):
 
 @pytest.mark.parametrize("metrics", [["kld"], ["mis", "cst"]])
 def test_batches_of_1_7_and_20000_decide_alike(tmp_path, inputs, log, metrics):
-    from distgate.gate.settings import settings_record
+    from distgate.state.records import settings_record
 
-    settings = ReplaySettings(metrics=metrics, alpha=0.2)
+    settings = GateSettings(metrics=metrics, alpha=0.2)
     one_go = tmp_path / "one_go.csv"
     plain = replay(inputs, log, settings, decisions=str(one_go))
     released_from_queue = (plain.rows["decision"] == QUEUED) & (plain.rows["released_at"] >= 0)
@@ -71,9 +71,9 @@ def test_the_stored_gate_state_lists_the_released_records_in_record_order(tmp_pa
     """The state read back is the gate's own form (Gate.state): released records sorted,
     each with the request that released it, as the decisions of a run without state
     have them."""
-    from distgate.gate.settings import settings_record
+    from distgate.state.records import settings_record
 
-    settings = ReplaySettings(metrics=["kld"], alpha=0.2)
+    settings = GateSettings(metrics=["kld"], alpha=0.2)
     rows = replay(inputs, log, settings).rows
     state = tmp_path / "s.db"
     replay(inputs, log, settings, state=str(state), batch=7)
@@ -92,7 +92,7 @@ def test_the_stored_gate_state_lists_the_released_records_in_record_order(tmp_pa
 def test_the_decisions_file_written_in_chunks_is_the_file_written_at_once(
     tmp_path, inputs, log, key
 ):
-    result = replay(inputs, log, ReplaySettings(metrics=["kld"]))
+    result = replay(inputs, log, GateSettings(metrics=["kld"]))
     keys = result.rows["key"].to_pylist()
     keys[5] = key
     import pyarrow as pa
@@ -110,7 +110,7 @@ def test_the_decisions_file_written_in_chunks_is_the_file_written_at_once(
 def test_needs_quoting_looks_at_the_entries_of_a_slice_alone():
     import pyarrow as pa
 
-    from distgate.gate.decisions_file import needs_quoting
+    from distgate.workflows.decisions_file import needs_quoting
 
     text = pa.array(["a,b", "plain", "ünïcode", None, 'say "hi"', "two\nlines", "cr\r"])
     assert needs_quoting(text)
@@ -128,7 +128,7 @@ def test_numbers_are_written_as_their_shortest_text_whether_or_not_they_repeat(d
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from distgate.gate.decisions_file import _text_numbers
+    from distgate.workflows.decisions_file import _text_numbers
 
     values = (np.arange(10_000) % distinct) / 7.0
     values[::9] = np.nan
@@ -147,9 +147,9 @@ def test_a_state_whose_batches_are_stored_uncompressed_reads_alike(tmp_path, inp
 
     import pyarrow as pa
 
-    from distgate.gate.settings import settings_record
+    from distgate.state.records import settings_record
 
-    settings = ReplaySettings(metrics=["kld"], alpha=0.2)
+    settings = GateSettings(metrics=["kld"], alpha=0.2)
     state, first, again = tmp_path / "s.db", tmp_path / "first.csv", tmp_path / "again.csv"
     replay(inputs, log, settings, decisions=str(first), state=str(state), batch=500)
     record, size = settings_record(inputs, settings), 1200
@@ -192,7 +192,7 @@ def test_progress_reports_each_batch_once_it_is_committed(tmp_path, inputs, log)
         seen.append((done, total, stored))
 
     replay(
-        inputs, log, ReplaySettings(metrics=["kld"]), state=str(state), batch=250, progress=progress
+        inputs, log, GateSettings(metrics=["kld"]), state=str(state), batch=250, progress=progress
     )
     assert seen == [(done, 1200, done) for done in (250, 500, 750, 1000, 1200)]
 
@@ -200,9 +200,9 @@ def test_progress_reports_each_batch_once_it_is_committed(tmp_path, inputs, log)
 def test_a_failed_commit_stops_the_replay_and_the_rerun_completes_it(
     tmp_path, inputs, log, monkeypatch
 ):
-    from distgate.gate.settings import settings_record
+    from distgate.state.records import settings_record
 
-    settings = ReplaySettings(metrics=["mis", "cst"])
+    settings = GateSettings(metrics=["mis", "cst"])
     whole, state, out = tmp_path / "whole.csv", tmp_path / "s.db", tmp_path / "out.csv"
     replay(inputs, log, settings, decisions=str(whole))
     commit, calls = StateStore.commit, []

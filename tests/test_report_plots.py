@@ -13,11 +13,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from distgate.gate.simulate import chi_square_fit_sample  # noqa: E402
 from distgate.report.plots import LABEL_MAX, evolution_figure  # noqa: E402
 from distgate.report.simulate import chi_square_figure  # noqa: E402
 from distgate.stats.critical import CriticalValues  # noqa: E402
 from distgate.stats.metrics.registry import REGISTRY  # noqa: E402
+from distgate.workflows.simulate import chi_square_fit_sample  # noqa: E402
 from tests.cli_helpers import run  # noqa: E402
 from tests.conftest import SAMPLE  # noqa: E402
 

@@ -35,7 +35,8 @@ from distgate.data.requests import (
 from distgate.data.streaming import column_batches
 from distgate.data.tables import PLAIN, TextFormat, _bytes_of, _open, read_columns
 from distgate.errors import InputError
-from distgate.gate.replay import ReplaySettings, replay
+from distgate.gate import GateSettings
+from distgate.workflows.replay import replay
 from tests.conftest import SAMPLE_OPTIONS
 
 TABLE_KEYS = [f"S{i:05d}" for i in range(10_000)]  # the sample table's keys
@@ -385,14 +386,22 @@ def test_replay_does_not_depend_on_the_reading_batches(tmp_path, monkeypatch, in
         len(keys[::97]) % 3
     )
     log = write_log(str(tmp_path), keys, kind)
-    settings = ReplaySettings(metrics=["kld"], skip_unknown=True)
+    settings = GateSettings(metrics=["kld"])
     made = {}
     for reading in ("whole", "small"):
         if reading == "small":
             _small_batches(monkeypatch)
         out, state = tmp_path / f"{reading}.csv", tmp_path / f"{reading}.db"
-        replay(inputs, log, settings, decisions=str(out))
-        replay(inputs, log, settings, decisions=str(out) + ".s", state=str(state), batch=300)
+        replay(inputs, log, settings, skip_unknown=True, decisions=str(out))
+        replay(
+            inputs,
+            log,
+            settings,
+            skip_unknown=True,
+            decisions=str(out) + ".s",
+            state=str(state),
+            batch=300,
+        )
         made[reading] = (out.read_bytes(), (tmp_path / f"{reading}.csv.s").read_bytes())
         made[reading] += (_state_rows(str(state)),)
     assert made["small"] == made["whole"]
@@ -410,6 +419,6 @@ def test_an_unknown_key_in_a_late_batch_is_refused_before_anything_is_written(
     log = write_log(str(tmp_path), TABLE_KEYS[:3000] + ["ghost"], "csv")
     out, state = tmp_path / "d.csv", tmp_path / "s.db"
     with pytest.raises(InputError, match=r"1 key that is not in the table .*'ghost' \(line 3002\)"):
-        replay(inputs, log, ReplaySettings(), decisions=str(out), state=str(state), batch=10)
+        replay(inputs, log, GateSettings(), decisions=str(out), state=str(state), batch=10)
     assert not out.exists() and not state.exists()
     assert sorted(os.listdir(tmp_path)) == ["log.csv"]

@@ -9,12 +9,12 @@ import json
 import pytest
 
 from distgate.data.inputs import load_inputs
+from distgate.gate import GateSettings
 from distgate.gate.decisions import DUPLICATE
-from distgate.gate.durable_session import DurableSession
-from distgate.gate.replay import ReplaySettings
 from distgate.serve.batcher import Batcher
 from distgate.serve.metrics import Metrics
 from distgate.serve.render import BatchRenderer, dumps, requester_view
+from distgate.workflows.durable_session import DurableSession
 from tests.conftest import SAMPLE_OPTIONS
 from tests.serve_helpers import sample_keys
 
@@ -23,7 +23,7 @@ from tests.serve_helpers import sample_keys
 def session(tmp_path_factory):
     inputs = load_inputs(SAMPLE_OPTIONS, need_keys=True)
     state = tmp_path_factory.mktemp("render") / "g.db"
-    with DurableSession(inputs, ReplaySettings(metrics=["cst"]), str(state), durable=False) as s:
+    with DurableSession(inputs, GateSettings(metrics=["cst"]), str(state), durable=False) as s:
         yield s
 
 

@@ -9,16 +9,17 @@ import pytest
 
 from distgate.data.inputs import load_inputs
 from distgate.errors import InputError
-from distgate.gate import durable_session as session_module
-from distgate.gate.archive import compact_tail, read_state
-from distgate.gate.durable_session import DurableSession, StateUnwritable, export_decisions
-from distgate.gate.replay import ReplaySettings, replay
+from distgate.gate import GateSettings
 from distgate.serve.auth import OPERATOR, Client, is_loopback, load_tokens
+from distgate.state.archive import compact_tail, read_state
+from distgate.workflows import durable_session as session_module
+from distgate.workflows.durable_session import DurableSession, StateUnwritable, export_decisions
+from distgate.workflows.replay import replay
 from tests.cli_helpers import assert_bad_input, run
 from tests.conftest import SAMPLE, SAMPLE_OPTIONS
 from tests.serve_helpers import sample_keys
 
-SETTINGS = ReplaySettings(metrics=["cst"], skip_unknown=True)
+SETTINGS = GateSettings(metrics=["cst"])
 KEYS = sample_keys()[:2500]
 
 
@@ -52,7 +53,7 @@ def replayed(inputs, tmp_path, keys):
     log = tmp_path / "log.csv"
     log.write_text("id\n" + "".join(f"{k}\n" for k in keys))
     out = tmp_path / "replayed.csv"
-    replay(inputs, str(log), SETTINGS, decisions=str(out))
+    replay(inputs, str(log), SETTINGS, skip_unknown=True, decisions=str(out))
     return out.read_bytes()
 
 
@@ -265,7 +266,7 @@ def test_shards_by_target_decide_as_one_gate_over_the_whole_table(tmp_path, metr
     assert isinstance(whole.baseline, Baseline)
     # (Monte Carlo critical values are drawn per table: a shard's differ from the whole
     # table's within Monte Carlo noise, so the decisions are compared under chi-square)
-    settings = ReplaySettings(metrics=[metric], critical="asymptotic")
+    settings = GateSettings(metrics=[metric], critical="asymptotic")
     sessions = []
     for s in range(2):
         part = tmp_path / f"shard{s}.csv"

@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from distgate.gate.simulate import fit_baseline_bound, request_orders, simulate
 from distgate.stats.critical import CriticalValues
+from distgate.workflows.simulate import fit_baseline_bound, request_orders, simulate
 from tests import reference as ref
 from tests.cli_helpers import assert_bad_input, run
 from tests.conftest import SAMPLE
@@ -168,8 +168,8 @@ def test_bad_options_exit_2(args, words):
 
 @pytest.mark.slow
 def test_results_do_not_depend_on_the_number_of_workers():
-    from distgate.gate.simulate import simulate
     from distgate.stats.critical import CriticalValues
+    from distgate.workflows.simulate import simulate
     from tests.reference import BASELINE, COUNTS
 
     targets = np.repeat(np.arange(5), COUNTS.sum(axis=1))

@@ -12,19 +12,19 @@ import pyarrow as pa
 import pytest
 
 from distgate.data.inputs import load_inputs
-from distgate.gate import archive
-from distgate.gate import durable_session as session_module
-from distgate.gate.archive import Tail, compact_tail, read_state
-from distgate.gate.blocks import from_ipc as _from_ipc
-from distgate.gate.blocks import one_stream
-from distgate.gate.blocks import to_ipc as _to_ipc
-from distgate.gate.durable_session import DurableSession, StateUnwritable, export_decisions
-from distgate.gate.replay import ReplaySettings
+from distgate.gate import GateSettings
+from distgate.state import archive
+from distgate.state.archive import Tail, compact_tail, read_state
+from distgate.state.blocks import from_ipc as _from_ipc
+from distgate.state.blocks import one_stream
+from distgate.state.blocks import to_ipc as _to_ipc
+from distgate.workflows import durable_session as session_module
+from distgate.workflows.durable_session import DurableSession, StateUnwritable, export_decisions
 from tests.conftest import SAMPLE_OPTIONS
 from tests.serve_helpers import sample_keys
 from tests.test_session import replayed
 
-SETTINGS = ReplaySettings(metrics=["cst"], skip_unknown=True)  # as test_session's replayed
+SETTINGS = GateSettings(metrics=["cst"])  # as test_session's replayed
 KEYS = sample_keys()[:2500]
 
 

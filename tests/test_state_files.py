@@ -13,11 +13,12 @@ import pyarrow as pa
 import pytest
 
 from distgate.data.inputs import load_inputs
+from distgate.gate import GateSettings
 from distgate.gate.decisions import DENIED, RELEASED
-from distgate.gate.replay import ReplaySettings, replay
-from distgate.gate.state_file import APPLICATION_ID, SCHEMA_VERSION
-from distgate.gate.store import _to_ipc, counts_blob, counts_from_blob
-from distgate.gate.verify import CHECKS
+from distgate.state.file_format import APPLICATION_ID, SCHEMA_VERSION
+from distgate.state.store import _to_ipc, counts_blob, counts_from_blob
+from distgate.state.verify import CHECKS
+from distgate.workflows.replay import replay
 from tests.cli_helpers import invoke
 from tests.conftest import SAMPLE, SAMPLE_OPTIONS
 
@@ -45,7 +46,7 @@ def built(tmp_path_factory, inputs):
     log = folder / "log.csv"
     log.write_text("\n".join(lines) + "\n")
     state = folder / "gate.db"
-    result = replay(inputs, str(log), ReplaySettings(), state=str(state), batch=BATCH)
+    result = replay(inputs, str(log), GateSettings(), state=str(state), batch=BATCH)
     return state, log, result
 
 
@@ -294,7 +295,8 @@ def test_a_state_of_schema_2_and_a_bad_log_is_left_unmigrated(built, state, tmp_
 
 
 def test_a_migration_that_fails_leaves_the_state_of_schema_2(built, state, monkeypatch):
-    from distgate.gate.store import StateStore, table_record
+    from distgate.state.records import table_record
+    from distgate.state.store import StateStore
 
     downgrade_to_schema_2(state)
     before = dump(state)
@@ -305,7 +307,7 @@ def test_a_migration_that_fails_leaves_the_state_of_schema_2(built, state, monke
 
     monkeypatch.setattr(StateStore, "_identify_as_distgate", interrupted)
     inputs = built[2]
-    from distgate.gate.settings import settings_record
+    from distgate.state.records import settings_record
 
     loaded = load_inputs(SAMPLE_OPTIONS, need_keys=True)
     with pytest.raises(KeyboardInterrupt):

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from distgate.gate.core import Gate
+from distgate.gate import Gate
 from distgate.release.allocation import Closest, information_of
 from distgate.release.assess import assess_counts
 from distgate.release.groupings import best_pearson_row

@@ -39,7 +39,7 @@ LEFT_OUT = (
     "*.so",
     "*.c",
 )
-COMPILED = ("distgate/gate/kernel/_run", "distgate/data/_key_index", "distgate/stats/_null_growth")
+COMPILED = ("distgate/gate/_kernel/_run", "distgate/data/_key_index", "distgate/stats/_null_growth")
 
 
 def _run(*args, **kwargs) -> subprocess.CompletedProcess:
@@ -65,7 +65,7 @@ def _installed(tmp_path_factory) -> Path:
         names = sdist.getnames()
     for source in ("setup.py", *(f"{module}.pyx" for module in COMPILED)):
         assert any(name.endswith(source) for name in names), source
-    assert any(name.endswith("distgate/gate/kernel/_keyed.pxd") for name in names)
+    assert any(name.endswith("distgate/gate/_kernel/_keyed.pxd") for name in names)
     with zipfile.ZipFile(wheels[0]) as wheel:
         built = wheel.namelist()
     for module in COMPILED:  # each extension built, no C source shipped

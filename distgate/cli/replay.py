@@ -87,8 +87,8 @@ def replay_command(
 
     Example: distgate replay soldiers.csv requests.csv -o decisions.csv --state gate.db
     """
-    from distgate.gate.replay import Interrupted, replay
     from distgate.report.common import progress
+    from distgate.workflows.replay import Interrupted, replay
 
     if table.table == "-" and requests == "-":
         raise InputError(
@@ -114,8 +114,6 @@ def replay_command(
         threshold=threshold,
         no_queue=no_queue,
         grace=grace,
-        key=key,
-        skip_unknown=skip_unknown,
         indistinguishable=indistinguishable,
         share=share,
     )
@@ -128,6 +126,8 @@ def replay_command(
                 inputs,
                 requests,
                 replay_settings,
+                key=key,
+                skip_unknown=skip_unknown,
                 decisions=output,
                 state=state,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),

@@ -156,7 +156,7 @@ def serve_command(
     shown = split_names(columns)
 
     def load():
-        from distgate.gate.durable_session import DurableSession
+        from distgate.workflows.durable_session import DurableSession
 
         inputs, reading = table.read(settings, need_keys=True)
         print_notes(reading)

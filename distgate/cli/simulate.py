@@ -114,9 +114,9 @@ def simulate_command(
     from distgate.data.atomic import check_outputs
     from distgate.data.config import alpha_list, joined, setting
     from distgate.errors import InputError
-    from distgate.gate.simulate import chi_square_fit_sample, simulate
     from distgate.report.common import progress
     from distgate.stats.metrics.registry import parse_metrics
+    from distgate.workflows.simulate import chi_square_fit_sample, simulate
 
     chosen = shown_as.chosen(judges=False)
     report = shown_as.report

@@ -5,8 +5,8 @@ changing it.
 holds together (and agrees with its table): exit code 0 when it does, 1 with the first
 disagreement, 2 when the file is not a distgate state or cannot be read; ``state export
 FILE -o CSV`` writes its decisions in replay's format. The library functions are
-:func:`distgate.gate.inspect.inspect_state`, :func:`distgate.gate.verify.verify_state`
-and :func:`distgate.gate.durable_session.export_decisions`."""
+:func:`distgate.state.inspection.inspect_state`, :func:`distgate.state.verify.verify_state`
+and :func:`distgate.workflows.durable_session.export_decisions`."""
 
 from __future__ import annotations
 
@@ -60,8 +60,8 @@ def inspect_command(
     Example: distgate state inspect gate.db
     """
     from distgate.data.atomic import check_outputs
-    from distgate.gate.inspect import inspect_state
     from distgate.report.state import inspect_report
+    from distgate.state.inspection import inspect_state
 
     chosen = shown_as.chosen(judges=False)
     check_outputs([state], shown_as.files)
@@ -107,8 +107,8 @@ def verify_command(
     """
     from distgate.data.atomic import check_outputs
     from distgate.data.config import load_config
-    from distgate.gate.verify import state_table_options, verify_state
     from distgate.report.state import verify_report
+    from distgate.state.verify import state_table_options, verify_state
 
     chosen = shown_as.chosen()
     check_outputs([state, table, baseline], shown_as.files)
@@ -155,7 +155,7 @@ def export_command(
     Example: distgate state export gate.db -o decisions.csv
     """
     from distgate.data.atomic import check_outputs
-    from distgate.gate.durable_session import export_decisions
+    from distgate.workflows.durable_session import export_decisions
 
     check_outputs([state], [output])
     rows = export_decisions(state, output)

@@ -310,7 +310,7 @@ def gate_choices(
     seed: int | None,
 ) -> dict[str, Any]:
     """The online gate's metrics, alpha, critical values and seed (keywords of
-    :class:`~distgate.gate.settings.ReplaySettings`): each given one over the settings
+    :class:`~distgate.gate.settings.GateSettings`): each given one over the settings
     file's over the default."""
     return {
         "metrics": metric_setting(metric, config).split(","),

@@ -1,12 +1,13 @@
-"""The online release gate (SPEC 4): requests in, decisions out, state kept incrementally.
+"""The online release gate (SPEC 4): requests in, decisions out, the release kept
+incrementally.
 
-:class:`Gate` decides requests for records one at a time (:mod:`distgate.gate.core` says
-how it is put together); :mod:`~distgate.gate.replay` runs it over a request log with a
-durable SQLite state (:mod:`~distgate.gate.store`); :mod:`~distgate.gate.simulate`
-repeats it over random request orders.
+:class:`Gate` decides requests for a table's records one at a time under its
+:class:`GateSettings` (:mod:`distgate.gate.engine` says how it is put together); what it
+answers are the decision words and types of :mod:`~distgate.gate.decisions`. What is done
+with it lives above: its state on disk in :mod:`distgate.state`, replay, the durable
+session behind ``serve`` and simulate in :mod:`distgate.workflows`.
 """
 
-from distgate.gate.core import Gate
 from distgate.gate.decisions import (
     DECISION_NAMES,
     DECISION_RULES_VERSION,
@@ -15,11 +16,15 @@ from distgate.gate.decisions import (
     QUEUED,
     RELEASED,
     UNKNOWN,
+    Decided,
+    Decision,
     GateRun,
     GateState,
     GateStatus,
 )
+from distgate.gate.engine import Gate
 from distgate.gate.grace import parse_grace
+from distgate.gate.settings import GateSettings
 
 __all__ = [
     "DECISION_NAMES",
@@ -29,8 +34,11 @@ __all__ = [
     "QUEUED",
     "RELEASED",
     "UNKNOWN",
+    "Decided",
+    "Decision",
     "Gate",
     "GateRun",
+    "GateSettings",
     "GateState",
     "GateStatus",
     "parse_grace",

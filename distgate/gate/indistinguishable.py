@@ -27,6 +27,8 @@ and on top of it:
 A request changes only its own target's budget and counts, so only its target's queued
 cells are looked at: O(|X|) ordinary tests per request. The rule never withholds a record
 that passes the ordinary test and fits the share for a reason of its own beyond steering.
+This module plans the rule (:func:`plan_common_release`); the gate runs it in its own
+loop (:mod:`distgate.gate._indistinguishable_loop`).
 
 Measured on ``sample_data/units.csv`` (20 units of 500, three tilted), kld at alpha 0.2:
 every attack of ``simulate --attack`` at AUC 0.5 with 62% of the records released, where
@@ -148,80 +150,3 @@ def plan_common_release(
         )
     release = _common_share_distribution(m, p, per_mille / PER)
     return CommonRelease(per_mille, tuple(float(v) for v in release))
-
-
-def _step(count: int) -> float:
-    """(c + 1) ln(c + 1) - c ln c."""
-    more = (count + 1) * math.log(count + 1)
-    return more - count * math.log(count) if count > 0 else more
-
-
-def run_indistinguishable(gate, records: np.ndarray):
-    """Decide requests for ``records`` (table positions, -1 = unknown key) on ``gate``, a
-    :class:`~distgate.gate.core.Gate` with a :class:`CommonRelease`, continuing its state
-    (see the module docstring). A duplicate of a released record is ``duplicate``, of a
-    queued one ``queued``; a new request is ``released`` if its own record is the one its
-    target's share and steering release now, else ``queued``."""
-    from distgate.gate.decisions import DUPLICATE, QUEUED, RELEASED, UNKNOWN, RunColumns
-
-    plan: CommonRelease = gate.indistinguishable
-    log_release = [math.log(v) if v > 0 else -math.inf for v in plan.release]
-    k = len(records)
-    first = gate.next_request
-    out = RunColumns(k)
-    decision, released_at, enqueued = out.decision, out.released_at, out.enqueued
-    statistic, critical, total, late = out.statistic, out.critical, out.total, out.late
-    by_cell, _, arrival_of = gate.queue.dicts()
-    X = gate.n_values
-    # records of each target asked for so far: released or waiting in the queue
-    requested = gate.sums.n.astype(np.int64).tolist()
-    for cell, arrivals in by_cell.items():
-        requested[cell // X] += len(arrivals)
-    counts = gate.sums.C
-
-    def settle(y: int, at: int) -> None:
-        """Release y's queued records while its share allows, each time the earliest
-        record of the cell that passes the ordinary test and brings y's release closest
-        to the common distribution."""
-        while gate.sums.n[y] + 1 <= plan.budget(requested[y]):
-            # y's queued values from the closest to r on: the first that passes the
-            # ordinary test is the one released (most often the first looked at)
-            candidates = sorted(
-                (_step(int(counts[y, x])) - log_release[x], arrivals[0], x)
-                for x in range(X)
-                if (arrivals := by_cell.get(y * X + x)) and log_release[x] > -math.inf
-            )
-            chosen = next((c for c in candidates if gate.exempt(y) or gate.check(y, c[2])[0]), None)
-            if chosen is None:
-                return
-            arrival, record = gate.queue.leave(y * X + chosen[2], 0)
-            gate.release(record, at)
-            if arrival >= first:
-                released_at[arrival - first] = at
-            else:
-                late.append((arrival, at))
-
-    for j in range(k):
-        r = int(records[j])
-        at = first + j
-        if r < 0:
-            decision[j] = UNKNOWN
-        elif gate.is_released(r):
-            decision[j] = DUPLICATE
-        elif r in arrival_of:
-            decision[j] = QUEUED
-        else:
-            y, x = gate.cell_of(r)
-            if not gate.exempt(y):
-                _, statistic[j], critical[j] = gate.check(y, x)
-            gate.queue.enter(y * X + x, at, r)
-            requested[y] += 1
-            settle(y, at)
-            if released_at[j] == at:
-                decision[j] = RELEASED
-            else:
-                decision[j] = QUEUED
-                enqueued[j] = True
-        total[j] = gate.sums.N_all
-    gate.next_request = first + k
-    return out.run(first, records)

@@ -1,5 +1,6 @@
-"""The gate's settings (metric, alpha, queue, grace, the rule) and what a state file
-records of them: shared by replay, serve and :func:`distgate.open_gate`."""
+"""The gate's settings (metric, alpha, queue, grace, the rule): shared by replay, serve
+and :func:`distgate.open_gate` (what a state file records of them:
+:func:`distgate.state.records.settings_record`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from distgate.data.config import DEFAULT_ALPHA, DEFAULT_CRITICAL, DEFAULT_METRIC, gate_choices
-from distgate.data.inputs import Inputs
 from distgate.errors import InputError
 from distgate.gate.grace import parse_grace
 from distgate.stats.critical import DEFAULT_DRAWS, check_alpha, check_threshold
@@ -15,7 +15,12 @@ from distgate.stats.metrics.registry import parse_metrics
 
 
 @dataclass
-class ReplaySettings:
+class GateSettings:
+    """How the gate decides: the metrics and their level, the critical values (mode, Monte
+    Carlo seed and draws), the threshold, whether withheld records queue, the grace
+    policy, and the rule that keeps the targets alike (``indistinguishable``, with its
+    common ``share`` if given rather than planned)."""
+
     metrics: list[str] = field(default_factory=lambda: [DEFAULT_METRIC])
     alpha: float = DEFAULT_ALPHA
     critical: str = DEFAULT_CRITICAL
@@ -24,8 +29,6 @@ class ReplaySettings:
     threshold: float | None = None
     queue: bool = True
     grace: str = "none"
-    key: str = "id"
-    skip_unknown: bool = False
     # the rule that keeps the targets alike (distgate.gate.indistinguishable), and its
     # common share if given rather than planned
     indistinguishable: bool = False
@@ -40,30 +43,6 @@ class ReplaySettings:
         parse_grace(self.grace)
 
 
-def settings_record(inputs: Inputs, s: ReplaySettings) -> dict:
-    """What a state file records of the table and the settings its decisions were made
-    under (a state is only continued under the same)."""
-    options = inputs.options
-    return {
-        "attributes": list(options.attributes),
-        "targets": list(options.targets),
-        "id": options.id_column,
-        "bins": {c: list(e) for c, e in options.bins},
-        "baseline": inputs.baseline.fingerprint(),
-        "records": int(inputs.table.size),
-        "metric": ",".join(s.metrics),
-        "alpha": s.alpha,
-        "critical": s.critical,
-        "seed": int(s.seed),
-        "draws": int(s.draws),
-        "threshold": s.threshold,
-        "queue": bool(s.queue),
-        "grace": s.grace,
-        # (only when chosen: a state made before the rule existed reads as without it)
-        **({"indistinguishable": {"share": s.share}} if s.indistinguishable else {}),
-    }
-
-
 def gate_settings(
     config: dict,
     *,
@@ -76,11 +55,11 @@ def gate_settings(
     no_queue: bool,
     grace: str,
     **more: Any,
-) -> ReplaySettings:
+) -> GateSettings:
     """The gate's settings from the options of replay, serve and :func:`distgate.open_gate`
     (flags or keywords), each over the settings file ``config`` over the default."""
     chosen = gate_choices(config, metric=metric, alpha=alpha, critical=critical, seed=seed)
-    return ReplaySettings(
+    return GateSettings(
         **chosen, draws=draws, threshold=threshold, queue=not no_queue, grace=grace, **more
     )
 

@@ -8,7 +8,7 @@ L_y = sum_x C log2 p(x), so that
 cost O(1) for a candidate release. After a release only the released target's row is
 summed again (O(|X|)), so the statistics never drift with the number of releases and are
 a function of the counts alone (a gate restored from its released records decides exactly
-as the gate that never stopped). The compiled kernel (:mod:`distgate.gate.kernel`) keeps
+as the gate that never stopped). The compiled kernel (:mod:`distgate.gate._kernel`) keeps
 the same arrays and sums them in the same order, to the last bit.
 
 Aggregates are taken over the *checked* targets (those out of their grace,

@@ -1,6 +1,6 @@
 """What the online gate releases of the same table, for comparison with an offline repair:
 every record requested once, in one random order (seeded), the gate deciding each request
-without knowing the ones to come (a :class:`distgate.gate.session.GateSession`, with its
+without knowing the ones to come (a :class:`distgate.gate.Gate`, with its
 queue, no grace).
 
 A suppression plan knows the whole table, so it should keep at least as many records as
@@ -19,7 +19,7 @@ import numpy as np
 from distgate.data.cache import cached_critical_values
 from distgate.defaults import DEFAULT_DRAWS
 from distgate.errors import InputError
-from distgate.gate.session import GateSession
+from distgate.gate.engine import Gate
 from distgate.stats.critical import CriticalValues
 from distgate.stats.metrics.registry import REGISTRY, names, threshold_for
 
@@ -117,10 +117,10 @@ def online_release(
             ordered,
         )
     try:
-        session = GateSession.of_codes(
+        gate = Gate(
             target_codes, value_codes, targets, values, metrics, alpha, source, threshold=bound
         )
     except InputError as exc:
         return OnlineRelease(seed, labels, None, str(exc))
-    session.run(order)
-    return OnlineRelease(seed, labels, session.counts.sum(axis=1))
+    gate.run(order)
+    return OnlineRelease(seed, labels, gate.counts.sum(axis=1))

@@ -131,7 +131,7 @@ def _option_text(value) -> str:
 
 
 def to_html(report: Report) -> str:
-    from distgate import __version__
+    from distgate._version import __version__
 
     title = f"distgate {report.command}"
     parts = [

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from distgate.gate.decisions import DENIED, QUEUED, RELEASED
-from distgate.gate.replay import ReplayResult
 from distgate.report.model import BLOCKED, WARN, Cell, Column, Report, count
+from distgate.workflows.replay import ReplayResult
 
 
 def _figure(value: float) -> str:

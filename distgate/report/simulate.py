@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from distgate.gate.simulate import Evolution, Simulation
 from distgate.report.model import WARN, Cell, Column, Report, count
+from distgate.workflows.simulate import Evolution, Simulation
 
 
 def long_table(report: Report, sim: Simulation) -> None:

@@ -3,10 +3,10 @@ and the first disagreement)."""
 
 from __future__ import annotations
 
-from distgate.gate.inspect import StateSummary
-from distgate.gate.state_file import APPLICATION_ID
-from distgate.gate.verify import FAILED, OK, Verification
 from distgate.report.model import BLOCKED, DIM, SAFE, Cell, Column, Report, count
+from distgate.state.file_format import APPLICATION_ID
+from distgate.state.inspection import StateSummary
+from distgate.state.verify import FAILED, OK, Verification
 
 SHOWN_SETTINGS = ("metric", "alpha", "critical", "seed", "draws", "threshold", "queue", "grace")
 STATUS_STYLES = {OK: SAFE, FAILED: BLOCKED}

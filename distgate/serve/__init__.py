@@ -7,5 +7,5 @@
 JSON, :mod:`~distgate.serve.metrics` the Prometheus text, :mod:`~distgate.serve.openapi`
 the OpenAPI document, :mod:`~distgate.serve.protocol` the answers to what uvicorn's parser
 refuses and :mod:`~distgate.serve.server` uvicorn and the background loading. The gate
-behind it is :class:`distgate.gate.durable_session.DurableSession`.
+behind it is :class:`distgate.workflows.durable_session.DurableSession`.
 """

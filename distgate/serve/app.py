@@ -48,14 +48,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from distgate.gate.decided import Decision
-from distgate.gate.durable_session import DurableSession, StateUnwritable
+from distgate.gate.decisions import Decision
 from distgate.serve.auth import Client, Tokens
 from distgate.serve.head import read_head
 from distgate.serve.metrics import Metrics
 from distgate.serve.openapi import openapi
 from distgate.serve.problem import Problem
 from distgate.serve.render import BatchRenderer, dumps, requester_view
+from distgate.workflows.durable_session import DurableSession, StateUnwritable
 
 RETRY_AFTER = "1"  # seconds, with a 503
 

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
-from distgate.gate.decided import Decided
-from distgate.gate.durable_session import DurableSession, StateUnwritable
+from distgate.gate.decisions import Decided
 from distgate.serve.metrics import Metrics
 from distgate.serve.render import BatchRenderer
+from distgate.workflows.durable_session import DurableSession, StateUnwritable
 
 MAX_KEYS = 20_000  # keys decided in one batch at most
 

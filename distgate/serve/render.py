@@ -29,9 +29,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from distgate.gate.decided import Decided
-from distgate.gate.decisions import DECISION_NAMES, RELEASED
-from distgate.gate.durable_session import DurableSession
+from distgate.gate.decisions import DECISION_NAMES, RELEASED, Decided
+from distgate.workflows.durable_session import DurableSession
 
 _ESCAPE = np.zeros(256, bool)  # the bytes json.dumps writes escaped (ensure_ascii=False)
 _ESCAPE[[ord('"'), ord("\\"), *range(0x20)]] = True

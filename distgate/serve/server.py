@@ -26,13 +26,13 @@ from dataclasses import dataclass
 import uvicorn
 
 from distgate.errors import InputError
-from distgate.gate.durable_session import DurableSession
 from distgate.serve.app import Limits, Service, create_app
 from distgate.serve.auth import Tokens
 from distgate.serve.batcher import Batcher
 from distgate.serve.metrics import Metrics
 from distgate.serve.protocol import http_protocol
 from distgate.serve.render import BatchRenderer
+from distgate.workflows.durable_session import DurableSession
 
 HEADERS = [("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")]
 

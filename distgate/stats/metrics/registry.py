@@ -135,7 +135,7 @@ def _evaluator(module: str, function: str) -> _Lazy:
     return _Lazy(f"distgate.stats.metrics.{module}", function)
 
 
-# The metrics' codes in the compiled gate (distgate.gate.kernel): the kernel branches on
+# The metrics' codes in the compiled gate (distgate.gate._kernel): the kernel branches on
 # them, the records carry them.
 KERNEL_KLD, KERNEL_MIS, KERNEL_CST, KERNEL_DQT, KERNEL_EXPOSURE = 0, 1, 2, 3, 4
 # What a repair caps per target to satisfy a relative test (Metric.caps)

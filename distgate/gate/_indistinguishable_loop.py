@@ -1,0 +1,98 @@
+"""The gate's loop under the rule that keeps the targets alike: every new request queues
+its record, and its target's share and steering decide what leaves the queue (the rule
+and its plan: :mod:`distgate.gate.indistinguishable`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from distgate.gate.decisions import DUPLICATE, QUEUED, RELEASED, UNKNOWN, GateRun, RunColumns
+from distgate.gate.indistinguishable import CommonRelease
+from distgate.gate.loop import Loop
+from distgate.gate.release_state import ReleaseState
+
+
+def _step(count: int) -> float:
+    """(c + 1) ln(c + 1) - c ln c."""
+    more = (count + 1) * math.log(count + 1)
+    return more - count * math.log(count) if count > 0 else more
+
+
+class IndistinguishableLoop(Loop):
+    """Decides runs on ``state`` under ``plan``. A duplicate of a released record is
+    ``duplicate``, of a queued one ``queued``; a new request is ``released`` if its own
+    record is the one its target's share and steering release now, else ``queued``."""
+
+    def __init__(self, state: ReleaseState, plan: CommonRelease) -> None:
+        self.state, self.plan = state, plan
+
+    def start_over(self) -> None:
+        """Nothing to forget: this loop keeps nothing between runs (the queue's form for
+        it is the release state's)."""
+
+    def run(self, records: np.ndarray) -> GateRun:
+        state, plan = self.state, self.plan
+        log_release = [math.log(v) if v > 0 else -math.inf for v in plan.release]
+        k = len(records)
+        first = state.next_request
+        out = RunColumns(k)
+        decision, released_at, enqueued = out.decision, out.released_at, out.enqueued
+        statistic, critical, total, late = out.statistic, out.critical, out.total, out.late
+        by_cell, _, arrival_of = state.queue.dicts()
+        X = state.n_values
+        # records of each target asked for so far: released or waiting in the queue
+        requested = state.sums.n.astype(np.int64).tolist()
+        for cell, arrivals in by_cell.items():
+            requested[cell // X] += len(arrivals)
+        counts = state.sums.C
+
+        def settle(y: int, at: int) -> None:
+            """Release y's queued records while its share allows, each time the earliest
+            record of the cell that passes the ordinary test and brings y's release closest
+            to the common distribution."""
+            while state.sums.n[y] + 1 <= plan.budget(requested[y]):
+                # y's queued values from the closest to r on: the first that passes the
+                # ordinary test is the one released (most often the first looked at)
+                candidates = sorted(
+                    (_step(int(counts[y, x])) - log_release[x], arrivals[0], x)
+                    for x in range(X)
+                    if (arrivals := by_cell.get(y * X + x)) and log_release[x] > -math.inf
+                )
+                chosen = next(
+                    (c for c in candidates if state.exempt(y) or state.check(y, c[2])[0]), None
+                )
+                if chosen is None:
+                    return
+                arrival, record = state.queue.leave(y * X + chosen[2], 0)
+                state.release(record, at)
+                if arrival >= first:
+                    released_at[arrival - first] = at
+                else:
+                    late.append((arrival, at))
+
+        for j in range(k):
+            r = int(records[j])
+            at = first + j
+            if r < 0:
+                decision[j] = UNKNOWN
+            elif state.is_released(r):
+                decision[j] = DUPLICATE
+            elif r in arrival_of:
+                decision[j] = QUEUED
+            else:
+                y, x = state.cell_of(r)
+                if not state.exempt(y):
+                    _, statistic[j], critical[j] = state.check(y, x)
+                state.queue.enter(y * X + x, at, r)
+                requested[y] += 1
+                settle(y, at)
+                if released_at[j] == at:
+                    decision[j] = RELEASED
+                else:
+                    decision[j] = QUEUED
+                    enqueued[j] = True
+            total[j] = state.sums.N_all
+        state.next_request = first + k
+        return out.run(first, records)

@@ -1,0 +1,132 @@
+# The search of a queue pass: the earliest live slot after a position whose cell is safe.
+#
+# The search reads the queue's maps (_queue.pxd) of a list of groups of cells: the
+# position's block's slot bits of the groups, ORed together; else the first block whose
+# map1 bits of the groups, ORed together, are set, skipping empty stretches with one word
+# of map2 per group. So it costs a few words per group, however long the queue and however
+# far the pass position moved since a cell was last safe; with many groups it looks at the
+# live slots of the next few blocks one by one first (they sit in one stretch of memory,
+# the groups' words each in a row of its own).
+#
+# Which groups, and how a slot's cell is judged when the groups' words cannot tell,
+# depends on how the rechecks keep the verdicts:
+#
+# - the safe set (every metric but mis and exposure alone): the groups with a safe cell, a
+#   cell being safe when its bit says so;
+# - the bounds (mis or exposure, with kld or not, and no other family): a release moves
+#   every target's bound and some twenty cells sit at those bounds, so the gate keeps no
+#   verdict per cell. The groups with a safe cell are listed after each release
+#   (_keyed.list_safe_groups), and a cell is safe when its g(x) lies below its target's
+#   ``sure`` edge, or up to its ``maybe`` edge and it passed the exact test that listing
+#   ran (``band_ok``).
+
+from libc.stdint cimport int64_t, uint64_t
+
+from distgate.gate._kernel._bits cimport from_bit, trailing_zeros
+from distgate.gate._kernel._bundles cimport FILL, NOT_FOUND, Queue, Tables, Work
+
+cdef enum:
+    SCAN_FROM = 8  # groups from which a block's live slots are looked at one by one
+    SCAN_BLOCKS = 4  # blocks after the position's looked at so, before the maps are searched
+
+
+cdef inline bint is_safe(int64_t cell, bint by_bounds, const Work* w) noexcept nogil:
+    """Is this cell (with a live entry) safe now?"""
+    cdef int64_t y
+    cdef double g
+    if by_bounds:
+        y = w.target_of[cell]
+        g = w.g[cell]
+        return g < w.sure[y] or (g <= w.maybe[y] and w.band_ok[cell] != 0)
+    return w.safe[cell] != 0
+
+
+cdef inline int64_t first_safe_in(
+    int64_t b, int64_t j, int64_t groups, bint by_bounds, const Tables* t, const Queue* q,
+    const Work* w,
+) noexcept nogil:
+    """The first live slot of block b, from its j-th on, whose cell is safe."""
+    cdef bint scan = groups > SCAN_FROM
+    cdef uint64_t word
+    cdef int64_t k, s
+    if scan:
+        word = q.alive[b]
+    else:
+        word = 0
+        for k in range(groups):
+            word |= q.slots[w.safe_groups[k] * q.slots_row + b]
+    word &= from_bit(j)
+    # a safe group's slot is a safe cell's when every cell has a group of its own
+    cdef bint group_safe = t.group_size == 1 and not scan
+    while word != 0:
+        s = (b << 6) + trailing_zeros(word)
+        if group_safe or is_safe(q.cell[s], by_bounds, w):
+            return s
+        word &= word - 1
+    return NOT_FOUND
+
+
+cdef inline uint64_t group_bits(
+    const uint64_t* maps, Py_ssize_t row, int64_t w_index, int64_t groups, const Work* w
+) noexcept nogil:
+    """Word w_index of ``maps`` (map1 or map2, ``row`` words a group) over the listed
+    groups, ORed together."""
+    cdef uint64_t word = 0
+    cdef int64_t k
+    for k in range(groups):
+        word |= maps[w.safe_groups[k] * row + w_index]
+    return word
+
+
+cdef inline int64_t next_safe(
+    int64_t pos, int64_t groups, bint by_bounds, const Tables* t, const Queue* q,
+    const Work* w,
+) noexcept nogil:
+    """The first live slot after slot ``pos`` (-1: from the start) whose cell is safe, or
+    NOT_FOUND; ``groups``: how many groups ``w.safe_groups`` lists (see the comment at the
+    top)."""
+    cdef int64_t s = pos + 1
+    cdef int64_t fill = q.tally[FILL]
+    cdef int64_t b, found, last_block, near, wi, w2
+    cdef uint64_t word
+    if groups == 0 or s >= fill:
+        return NOT_FOUND
+    b = s >> 6
+    found = first_safe_in(b, s & 63, groups, by_bounds, t, q, w)
+    if found != NOT_FOUND:
+        return found
+    last_block = (fill - 1) >> 6
+    b += 1
+    if groups > SCAN_FROM:
+        # many safe cells: the next safe entry is most often a block or two away
+        near = b + SCAN_BLOCKS
+        if near > last_block + 1:
+            near = last_block + 1
+        while b < near:
+            found = first_safe_in(b, 0, groups, by_bounds, t, q, w)
+            if found != NOT_FOUND:
+                return found
+            b += 1
+    while b <= last_block:
+        wi = b >> 6
+        word = group_bits(q.map1, q.map1_row, wi, groups, w) & from_bit(b & 63)
+        if word != 0:
+            b = (wi << 6) + trailing_zeros(word)
+            found = first_safe_in(b, 0, groups, by_bounds, t, q, w)
+            if found != NOT_FOUND:
+                return found
+            b += 1  # a listed group's block without a safe cell
+            continue
+        # nothing more in word wi: the next word of map1 with a listed group, by map2
+        wi += 1
+        if wi > last_block >> 6:
+            return NOT_FOUND
+        w2 = wi >> 6
+        word = group_bits(q.map2, q.map2_row, w2, groups, w) & from_bit(wi & 63)
+        while word == 0:
+            w2 += 1
+            if w2 > last_block >> 12:
+                return NOT_FOUND
+            word = group_bits(q.map2, q.map2_row, w2, groups, w)
+        b = ((w2 << 6) + trailing_zeros(word)) << 6
+    return NOT_FOUND

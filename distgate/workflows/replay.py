@@ -1,0 +1,437 @@
+"""``replay``: run the gate over a request log, write the decisions, summarise per target.
+
+Python equivalent of ``distgate replay TABLE REQUESTS -o decisions.csv --state gate.db``::
+
+    from distgate.data.config import TableOptions
+    from distgate.data.inputs import load_inputs
+    from distgate.gate import GateSettings
+    from distgate.workflows.replay import replay
+
+    inputs = load_inputs(TableOptions("soldiers.csv", ("age",), ("location",), "id",
+                                      (("age", (18, 20, 25, 30, 35, 40, 45, 50, 55)),)),
+                         need_keys=True)
+    result = replay(inputs, "requests.csv", GateSettings(metrics=["kld"], alpha=0.2),
+                    decisions="decisions.csv", state="gate.db")
+    result.summary  # per target: requested, released at once / from the queue, queued
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import numpy as np
+import pyarrow as pa
+
+from distgate.data.inputs import Inputs
+from distgate.data.requests import KeyColumn, RequestKeys, read_requests
+from distgate.data.tables import display_name
+from distgate.gate.decisions import DECISION_NAMES, QUEUED, RELEASED, UNKNOWN, GateRun, GateStatus
+from distgate.gate.engine import Gate
+from distgate.gate.settings import GateSettings
+from distgate.workflows.decisions_file import write_decisions
+
+T = TypeVar("T")
+
+BATCH = 20_000  # requests decided and committed to the state at a time
+
+
+@dataclass
+class TargetSummary:
+    target: str
+    requested: int
+    released_at_once: int
+    released_from_queue: int
+    still_queued: int
+
+    @property
+    def percent_released(self) -> float:
+        released = self.released_at_once + self.released_from_queue
+        return 100.0 * released / self.requested if self.requested else 0.0
+
+    def to_dict(self) -> dict:
+        return {**dataclasses.asdict(self), "percent_released": round(self.percent_released, 2)}
+
+
+@dataclass
+class ReplayResult:
+    """The decisions of one log (the rows of its decisions file) and the summary."""
+
+    rows: dict[str, np.ndarray]
+    target_labels: list[str]
+    value_labels: list[str]
+    target_codes: np.ndarray
+    value_codes: np.ndarray
+    summary: list[TargetSummary]
+    first_request: int
+    settings: GateSettings
+    resumed: int = 0  # requests of this log found already decided in the state
+    status: GateStatus | None = None  # idle requests, frozen queue (after the log)
+    notes: list[str] = field(default_factory=list)  # what opening the state did (a migration)
+
+    def counts(self) -> dict[str, int]:
+        tally = np.bincount(self.rows["decision"].astype(np.int64), minlength=len(DECISION_NAMES))
+        return {name: int(tally[i]) for i, name in enumerate(DECISION_NAMES)}
+
+    def to_arrow(self, table: str = "decisions") -> pa.Table:
+        """The decisions, one row per request, or the ``summary``, one row per target
+        (:func:`distgate.workflows.replay_frames.replay_table`)."""
+        from distgate.workflows.replay_frames import replay_table
+
+        return replay_table(self, table)
+
+    def to_pandas(self, table: str = "decisions"):
+        """:meth:`to_arrow` as a pandas DataFrame."""
+        from distgate.data.frames import to_pandas
+
+        return to_pandas(self.to_arrow(table))
+
+    def to_dict(self, decisions: str | None = None, state: str | None = None) -> dict:
+        own = self.rows["request"] >= self.first_request
+        decision = self.rows["decision"][own]
+        return {
+            "requests": int(own.sum()),
+            "first_request": self.first_request,
+            "resumed": self.resumed,
+            "decisions": {
+                name: int((decision == i).sum()) for i, name in enumerate(DECISION_NAMES)
+            },
+            "released_from_earlier_runs": int((~own).sum()),
+            "metrics": self.settings.metrics,
+            "alpha": self.settings.alpha,
+            "queue": self.settings.queue,
+            "grace": self.settings.grace,
+            "decisions_file": decisions,
+            "state": state,
+            "targets": [s.to_dict() for s in self.summary],
+            "gate": self.status.to_dict() if self.status else None,
+        }
+
+
+class Interrupted(Exception):
+    """A replay stopped by SIGINT or SIGTERM at a batch boundary (``done`` requests of the
+    log are committed to the state; ``signal`` the signal's number)."""
+
+    def __init__(self, done: int, signal: int, state: str | None) -> None:
+        super().__init__(done, signal)
+        self.done, self.signal, self.state = done, signal, state
+
+
+@contextlib.contextmanager
+def _stop_at_batch_boundaries():
+    """While replaying: the first SIGINT or SIGTERM only asks to stop after the batch being
+    decided (it is then committed); a second one stops at once (an uncommitted batch is
+    rolled back by SQLite). Yields a list that holds the signal once one came."""
+    import signal
+
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received  # signal handlers can only be set in the main thread
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def ask_to_stop(number, frame):
+        received.append(number)
+        for sig, handler in previous.items():  # the next one is not caught
+            signal.signal(sig, handler if sig == signal.SIGINT else signal.SIG_DFL)
+
+    for sig in previous:
+        signal.signal(sig, ask_to_stop)
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def replay(
+    inputs: Inputs,
+    requests: str,
+    settings: GateSettings,
+    *,
+    key: str = "id",
+    skip_unknown: bool = False,
+    decisions: str | None = None,
+    state: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    wait: bool = False,
+    batch: int = BATCH,
+    spreadsheet: bool = False,
+) -> ReplayResult:
+    """Run the gate over the request log ``requests`` (see the module docstring): its
+    record keys in column ``key``; with ``skip_unknown`` a key the table does not have is
+    decided ``unknown`` (without it the log is refused with an InputError naming it).
+
+    With ``state`` the gate starts from (and commits every batch to) the SQLite state;
+    a log already partly recorded there continues after its last committed request, and
+    another replay on the same state is refused (or waited for, with ``wait``). SIGINT or
+    SIGTERM stops the replay after the batch it is deciding, committed, with
+    :class:`Interrupted`. ``progress(done, total)`` is called after every batch of
+    ``batch`` requests (the decisions do not depend on it). ``spreadsheet``: the
+    decisions file quotes text a spreadsheet would run as a formula
+    (:mod:`distgate.data.csv_cells`).
+    """
+    gate = Gate.of_inputs(inputs, settings)
+    prepared = _in_background(gate.prepare)  # critical-value tables while the log is read
+    # a state used before is checked, locked and its history read while the log is read
+    # too (a new one is made only once the log is known to be good, and a wait for
+    # another replay's lock stays in this thread, where a signal reaches it)
+    opening = None
+    if state is not None and not wait:
+        from distgate.state.store import opened_before
+
+        if opened_before(state):
+            opening = _in_background(lambda: _open_state(state, inputs, settings, wait=False))
+    store = None
+    try:
+        log = _read_log(inputs, requests, key, skip_unknown)
+        records = log.records
+        # the reader's scratch memory and the key lookup's hash table go back to the
+        # system before the gate's own arrays are made
+        pa.default_memory_pool().release_unused()
+        prepared()
+        if state is not None:  # its errors come after the log's, as they always did
+            store = opening() if opening else _open_state(state, inputs, settings, wait=wait)
+    except BaseException:
+        if opening is not None and store is None:
+            _discard(opening)
+        raise
+    size = len(records)
+    if state is None:
+        run = gate.run(records)
+        rows = _rows_of_run(run, log.keys)
+        first, resumed = 0, 0
+        if progress:
+            progress(size, size)
+    else:
+        with (
+            store,
+            _stop_at_batch_boundaries() as received,
+            _Committer(store, log, size, progress) as committer,
+        ):
+            from distgate.state.archive import encoding_of, keep_encoding
+
+            keep_encoding(store.db, encoding_of(inputs.table))  # for distgate state export
+            saved = store.gate_state(len(inputs.table.target_labels))
+            if saved is not None:
+                gate.restore(saved)
+            position = store.log_position(log.fingerprint, size)
+            first, resumed = position.first, position.done
+            done = position.done
+            runs = []
+            while done < size:
+                stop = min(done + max(1, batch), size)
+                run = gate.run(records[done:stop])
+                committer.commit(done, stop, run, gate.checked, gate.next_request, gate.counts)
+                runs.append(run)
+                done = stop
+                if received and done < size:
+                    committer.wait()
+                    raise Interrupted(done, received[0], state)
+            committer.wait()
+            # rows decided before this replay come from the state, this replay's from memory
+            stored = store.rows(first, first + size, stored_end=first + resumed)
+            rows = _joined_rows(stored, runs, log.keys, resumed, first + resumed)
+    summary = target_summaries(rows, first, inputs, gate)
+    result = ReplayResult(
+        rows,
+        inputs.table.target_labels,
+        inputs.table.value_labels,
+        inputs.table.target_codes,
+        inputs.table.value_codes,
+        summary,
+        first,
+        settings,
+        resumed,
+        gate.status(),
+        notes=store.notes if state is not None else [],
+    )
+    if decisions:
+        write_decisions(result, decisions, spreadsheet=spreadsheet)
+    return result
+
+
+class _Committer:
+    """Commits the batches to the state in a thread, in order and one at a time, while
+    the gate decides the next batch: SQLite writes and the compiled gate both run without
+    the GIL, so a batch's commit (about half as long as deciding it) overlaps the next
+    one's decisions. At most one batch waits to be committed; :meth:`wait` waits for it
+    and then reports progress, so ``progress`` still counts committed requests only. A
+    replay stopped by an error or a second signal still lets the batch in flight finish:
+    either it commits whole or SQLite rolls it back."""
+
+    def __init__(self, store, log, size: int, progress) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.store, self.log, self.size, self.progress = store, log, size, progress
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="distgate-commit")
+        self.pending = None
+
+    def __enter__(self) -> _Committer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.pool.shutdown(wait=True)
+
+    def commit(self, start: int, stop: int, run, *after):
+        """Hand over requests [start, stop) decided in ``run``, with the gate's grace flags,
+        request counter and counts after them (values, not views of the gate)."""
+        self.wait()
+        keys, size = self.log.keys, stop - start  # sliced in the thread: it makes key text
+        job = self.pool.submit(
+            lambda: self.store.commit(
+                self.log.fingerprint, stop, keys.slice(start, size), run, *after
+            )
+        )
+        self.pending = (job, stop)
+
+    def wait(self) -> None:
+        if self.pending is not None:
+            job, stop = self.pending
+            self.pending = None
+            job.result()
+            if self.progress:
+                self.progress(stop, self.size)
+
+
+def _in_background(work: Callable[[], T]) -> Callable[[], T]:
+    """Start ``work`` in a thread; the returned function waits for it and returns what it
+    returned or raises what it raised. (The work is numpy, compiled code and SQLite, which
+    release the GIL.) A daemon thread, unlike a concurrent.futures executor's, whose
+    threads the interpreter joins at exit: a script whose replay stopped on bad input
+    does not wait at its exit for tables it will not use."""
+    outcome: list[tuple[bool, object]] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, work()))
+        except BaseException as exc:  # handed to the waiting thread
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, name="distgate-prepare", daemon=True)
+    thread.start()
+
+    def wait() -> T:
+        thread.join()
+        done, value = outcome[0]
+        if not done:
+            raise value
+        return value
+
+    return wait
+
+
+def _read_log(inputs: Inputs, requests: str, key: str, skip_unknown: bool):
+    """The request log mapped to the table's record positions."""
+    fmt = inputs.options.text_format
+    if hasattr(inputs.table, "map_requests"):  # an out-of-core engine joins the keys
+        return inputs.table.map_requests(requests, key, fmt, skip_unknown=skip_unknown)
+    # read and mapped a batch at a time: only the record positions are kept
+    return read_requests(
+        requests,
+        key,
+        fmt,
+        table_keys=inputs.table.keys,
+        table_size=inputs.table.size,
+        table_name=f"table {display_name(inputs.table.source)}",
+        skip_unknown=skip_unknown,
+        table_source=inputs.table.source,
+        id_column=inputs.options.id_column or "id",
+    )
+
+
+def _open_state(state: str, inputs: Inputs, settings: GateSettings, *, wait: bool):
+    from distgate.state.records import settings_record, table_record
+    from distgate.state.store import StateStore
+
+    record = settings_record(inputs, settings)
+    return StateStore(state, record, wait=wait, table=table_record(inputs.table))
+
+
+def _discard(opening: Callable[[], object]) -> None:
+    """Close a state opened in the background for a replay that stopped before using it
+    (one that could not be opened holds nothing)."""
+    try:
+        store = opening()
+    except BaseException:
+        return
+    store.__exit__(None, None, None)
+
+
+def _joined_rows(
+    stored: dict, runs: list[GateRun], keys: RequestKeys | pa.Array, resumed: int, start: int
+) -> dict:
+    """Rows read from the state (requests before ``start``) followed by the rows of this
+    replay's batches (the log's requests from ``resumed`` on, whose keys are ``keys``
+    from that request), with the releases of its queued records from later batches."""
+    if not runs:
+        return stored
+    rows = {
+        name: np.concatenate([getattr(run, field) for run in runs])
+        for name, field in (
+            ("request", "request"),
+            ("record", "record"),
+            ("decision", "decision"),
+            ("released_at", "released_at"),
+            ("statistic", "statistic"),
+            ("critical", "critical"),
+            ("released_total", "released_total"),
+        )
+    }
+    late = np.concatenate([run.earlier_request for run in runs])
+    late_at = np.concatenate([run.earlier_released_at for run in runs])
+    mine = late >= start
+    rows["released_at"][late[mine] - start] = late_at[mine]
+    rows["key"] = KeyColumn(stored["key"], KeyColumn(keys).tail(resumed))
+    for name, values in rows.items():
+        if name != "key":
+            rows[name] = np.concatenate([stored[name].astype(values.dtype, copy=False), values])
+    return rows
+
+
+def _rows_of_run(run: GateRun, keys: RequestKeys | pa.Array) -> dict[str, np.ndarray]:
+    released_at = run.released_at.copy()
+    return {
+        "request": run.request,
+        "key": keys,
+        "record": run.record,
+        "decision": run.decision,
+        "released_at": released_at,
+        "statistic": run.statistic,
+        "critical": run.critical,
+        "released_total": run.released_total,
+    }
+
+
+def target_summaries(rows: dict, first: int, inputs: Inputs, gate: Gate) -> list[TargetSummary]:
+    """Replay's per-target table of decision ``rows`` (the decisions file's columns),
+    counting as requested the rows from request ``first`` on, and as still queued what
+    the gate's queue holds now (a durable session's summary over its whole state too)."""
+    labels = inputs.table.target_labels
+    known = rows["record"] >= 0
+    target = inputs.table.target_codes[rows["record"][known]]
+    own = (rows["request"] >= first)[known]
+    decision = rows["decision"][known]
+    from_queue = (decision == QUEUED) & (rows["released_at"][known] >= 0)
+
+    def per_target(chosen: np.ndarray) -> np.ndarray:
+        return np.bincount(target[chosen], minlength=len(labels))
+
+    requested = per_target(own & (decision != UNKNOWN))
+    at_once = per_target(decision == RELEASED)
+    later = per_target(from_queue)
+    still = np.bincount(inputs.table.target_codes[gate.queued_records()], minlength=len(labels))
+    return [
+        TargetSummary(
+            target=label,
+            requested=int(requested[y]),
+            released_at_once=int(at_once[y]),
+            released_from_queue=int(later[y]),
+            still_queued=int(still[y]),
+        )
+        for y, label in enumerate(labels)
+    ]

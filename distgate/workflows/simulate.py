@@ -1,0 +1,503 @@
+"""Experiments over random request orders (SPEC 5, ``simulate``): how much each metric and
+significance level lets the gate release, compared with what a naive "make every target
+look exactly like the baseline" policy could release, and whether the final releases of
+one metric are also safe under the others.
+
+Every sequence is a random sample without replacement of ``requests`` records, seeded by
+(seed, sequence number), so results do not depend on which metric runs first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from distgate.errors import InputError
+from distgate.gate.engine import Gate
+from distgate.observer.view import ObserverView
+from distgate.stats.critical import CriticalValues, check_alpha
+from distgate.stats.metrics.registry import evaluate, parse_metrics
+
+DEFAULT_METRICS = ("mis", "kld", "cst", "dqt")
+RULE_NAME = "indistinguishable"  # the rule's name in the observer's rows
+DEFAULT_ALPHAS = (0.2, 0.05)
+# a sequence whose released total is below this fraction of the median sequence's is named
+# as stalled: an average over sequences hides a gate that locks up on some request orders
+STALL_FRACTION = 0.5
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The released totals of one (metric, alpha) over the sequences."""
+
+    metric: str
+    alpha: float
+    mean: float
+    minimum: int
+    median: float
+    maximum: int
+    standard_error: float  # of the mean: sample std (ddof 1) / sqrt(sequences); 0 for one
+    stalled: tuple[int, ...]  # sequences below STALL_FRACTION x the median
+
+    def to_dict(self) -> dict:
+        return {
+            "metric": self.metric,
+            "alpha": self.alpha,
+            "mean": round(self.mean, 4),
+            "min": self.minimum,
+            "median": self.median,
+            "max": self.maximum,
+            "standard_error": round(self.standard_error, 4),
+            "stalled": list(self.stalled),
+        }
+
+    def stall_sentence(self, sequences: int) -> str | None:
+        if not self.stalled:
+            return None
+        which = ", ".join(str(s) for s in self.stalled)
+        return (
+            f"{self.metric} at alpha {self.alpha:g}: {len(self.stalled)} of {sequences} "
+            f"sequences stalled below {STALL_FRACTION:.0%} of the median "
+            f"({self.median:g} released): sequence {which}"
+        )
+
+
+@dataclass
+class Evolution:
+    """One gate run kept for plotting: per request, the request's target, the statistic and
+    critical value that decided it and |T_r| after it."""
+
+    metric: str
+    alpha: float
+    target: np.ndarray
+    statistic: np.ndarray
+    critical: np.ndarray
+    released_total: np.ndarray
+
+
+@dataclass
+class Simulation:
+    """Results of :func:`simulate`.
+
+    ``released[k, s, y]``: records of target y released by configuration k (a (metric,
+    alpha) pair, in ``configs`` order) in sequence s; ``requested[s, y]``: records of y
+    requested in sequence s; ``final_counts[k, s]``: the released count table C[y, x];
+    ``fit_baseline[y]``: min_x C[y,x] / p(x) of the full table, rounded;
+    ``fit_requested[s, y]``: the same bound over the records requested in sequence s (the
+    base of the release columns); ``observer``: the observer's attacks on every
+    configuration, when asked for; ``shares``: the common share of the indistinguishable
+    rule per alpha, when every gate ran under it.
+    """
+
+    metrics: list[str]
+    alphas: list[float]
+    sequences: int
+    requests: int
+    target_labels: list[str]
+    configs: list[tuple[str, float]]
+    released: np.ndarray
+    requested: np.ndarray
+    final_counts: np.ndarray
+    table_sizes: np.ndarray
+    fit_baseline: np.ndarray
+    cross_safety: dict[float, dict[str, dict[str, int]]]
+    evolutions: list[Evolution] = field(default_factory=list)
+    fit_requested: np.ndarray | None = None
+    observer: ObserverView | None = None
+    shares: dict[float, float] = field(default_factory=dict)
+
+    @property
+    def rule(self) -> str:
+        return RULE_NAME if self.shares else "gate"
+
+    def mean_released(self) -> np.ndarray:
+        """(configs, targets): mean released records per target."""
+        return self.released.mean(axis=1)
+
+    def totals(self) -> np.ndarray:
+        """(configs, sequences): records released in total by each gate run."""
+        return self.released.sum(axis=2)
+
+    def spread(self) -> list[Spread]:
+        """Mean, min, median, max and standard error of the released totals per
+        configuration, with the sequences that stalled."""
+        result = []
+        for k, (metric, alpha) in enumerate(self.configs):
+            totals = self.totals()[k]
+            median = float(np.median(totals))
+            se = float(totals.std(ddof=1) / np.sqrt(len(totals))) if len(totals) > 1 else 0.0
+            stalled = tuple(int(s) for s in np.flatnonzero(totals < STALL_FRACTION * median))
+            result.append(
+                Spread(
+                    metric,
+                    alpha,
+                    float(totals.mean()),
+                    int(totals.min()),
+                    median,
+                    int(totals.max()),
+                    se,
+                    stalled,
+                )
+            )
+        return result
+
+    def percent_released(self) -> np.ndarray:
+        """(configs, targets + 1): percent of the requested records released, per target
+        and (last column) in total, averaged over sequences as a ratio of means."""
+        released = self.released.mean(axis=1)
+        requested = self.requested.mean(axis=0)
+        per_target = 100.0 * released / np.maximum(requested, 1e-300)
+        total = 100.0 * released.sum(axis=1) / requested.sum()
+        return np.column_stack([per_target, total])
+
+    def fit_percent(self) -> np.ndarray:
+        """(targets + 1): the fit-the-baseline bound over the requested records as a
+        percent of the requested records, per target and in total: the same ratio of means
+        as :meth:`percent_released`, so the columns compare like with like."""
+        fit = np.minimum(self.fit_requested, self.requested).mean(axis=0)
+        requested = self.requested.mean(axis=0)
+        per_target = 100.0 * fit / np.maximum(requested, 1e-300)
+        return np.append(per_target, 100.0 * fit.sum() / requested.sum())
+
+    def to_dict(self) -> dict:
+        release = []
+        percents = self.percent_released()
+        means = self.mean_released()
+        for k, (metric, alpha) in enumerate(self.configs):
+            for y, label in enumerate(self.target_labels):
+                release.append(
+                    {
+                        "metric": metric,
+                        "alpha": alpha,
+                        "target": label,
+                        "mean_released": round(float(means[k, y]), 4),
+                        "percent": round(float(percents[k, y]), 4),
+                    }
+                )
+        first = self.alphas[0]
+        return {
+            "sequences": self.sequences,
+            "requests": self.requests,
+            "rule": self.rule,
+            **({"shares": {f"{a:g}": s for a, s in self.shares.items()}} if self.shares else {}),
+            "release": release,
+            "total": [
+                {
+                    "metric": metric,
+                    "alpha": alpha,
+                    "mean_released": round(float(means[k].sum()), 4),
+                    "percent": round(float(percents[k, -1]), 4),
+                }
+                for k, (metric, alpha) in enumerate(self.configs)
+            ],
+            "spread": [s.to_dict() for s in self.spread()],
+            "fit_baseline": {
+                label: int(v)
+                for label, v in zip(self.target_labels, self.fit_baseline, strict=True)
+            },
+            "fit_baseline_percent": {
+                label: round(float(v), 4)
+                for label, v in zip([*self.target_labels, "total"], self.fit_percent(), strict=True)
+            },
+            "cross_safety": self.cross_safety[first],
+            "cross_safety_by_alpha": {f"{a:g}": self.cross_safety[a] for a in self.alphas},
+            **(self.observer.to_dict() if self.observer is not None else {}),
+        }
+
+
+def fit_baseline_bound(counts: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Per target, the largest n with n p(x) <= C[y, x] for every x: min_x C[y,x] / p(x),
+    rounded (values with p(x) = 0 impose no bound)."""
+    counts = np.asarray(counts, dtype=float)
+    with np.errstate(divide="ignore"):
+        ratio = np.where(p > 0, counts / np.where(p > 0, p, 1.0), np.inf)
+    return np.rint(ratio.min(axis=-1)).astype(np.int64)
+
+
+MAX_SEQUENCES = 10_000
+ORDERS_MEMORY = 4 * 2**30  # bytes of request orders simulate holds at most
+
+
+def request_orders(size: int, requests: int, sequences: int, seed: int) -> list[np.ndarray]:
+    """The random request orders: sequence s samples ``requests`` records without
+    replacement with the generator seeded by (seed, s)."""
+    return [
+        np.random.default_rng([seed, s]).choice(size, size=requests, replace=False)
+        for s in range(sequences)
+    ]
+
+
+def simulate(
+    target_codes: np.ndarray,
+    value_codes: np.ndarray,
+    target_labels: Sequence[str],
+    critical: CriticalValues,
+    *,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    alphas: Sequence[float] = DEFAULT_ALPHAS,
+    sequences: int = 20,
+    requests: int | None = None,
+    seed: int = 0,
+    queue: bool = True,
+    grace: str = "none",
+    keep_evolution: bool = False,
+    progress: Callable[[], None] | None = None,
+    workers: int | None = None,
+    cluster=None,
+    attack: bool = False,
+    deviating: Sequence[str] | None = None,
+    indistinguishable: bool = False,
+    share: float | None = None,
+) -> Simulation:
+    """Run the gate for every (metric, alpha) over ``sequences`` random request orders.
+
+    ``requests`` records are requested per sequence: every record of the table when None
+    (the default), and a number larger than the table is reduced to its size. ``progress`` is
+    called once per gate run. With ``keep_evolution`` the first sequence's run of every
+    configuration is kept for plotting. ``workers`` processes share the configurations
+    (default: one per core, at most one per configuration); every gate run is
+    deterministic, so the results do not depend on how many there are. With ``cluster``
+    (a ``dask.distributed`` client) every sequence is a task on its workers instead.
+    With ``attack`` (or ``deviating``), the observer's attacks (:mod:`distgate.observer`)
+    are scored on every configuration's final releases, against the ``deviating``
+    targets named, else the X-outliers of the table. ``indistinguishable`` (or a common
+    ``share``) runs every gate under the rule that keeps the targets alike
+    (:mod:`distgate.gate.indistinguishable`), planned once per alpha from the table.
+    """
+    metrics = parse_metrics(metrics)
+    alphas = [check_alpha(a) for a in alphas]
+    if not alphas:
+        raise InputError("No significance level given: name one or more with --alpha.")
+    if not 1 <= sequences <= MAX_SEQUENCES:
+        raise InputError(
+            f"The number of sequences must lie between 1 and {MAX_SEQUENCES:,}, not "
+            f"{sequences:,} (the spread of the released totals is well estimated by far "
+            "fewer, and each sequence is a whole run of the gate per metric and alpha)."
+        )
+    if requests is not None and requests < 1:
+        raise InputError(f"The number of requests must be at least 1, not {requests}.")
+    target_codes = np.asarray(target_codes)
+    value_codes = np.asarray(value_codes)
+    n_targets, n_values = len(target_labels), len(critical.p)
+    size = len(target_codes)
+    requests = size if requests is None else min(requests, size)
+    if sequences * requests * 8 > ORDERS_MEMORY:
+        raise InputError(
+            f"{sequences:,} sequences of {requests:,} requests would hold "
+            f"{sequences * requests * 8 / 2**30:.1f} GiB of request orders in memory (at most "
+            f"{ORDERS_MEMORY / 2**30:g} GiB): use fewer --sequences or --requests."
+        )
+    full = np.zeros((n_targets, n_values), dtype=np.int64)
+    np.add.at(full, (target_codes, value_codes), 1)
+    watched = None
+    if attack or deviating is not None:
+        from distgate.observer.view import deviating_targets
+
+        watched = deviating_targets(full, critical.p, target_labels, deviating)
+    orders = request_orders(size, requests, sequences, seed)
+    configs = [(m, a) for a in alphas for m in metrics]
+    plans = {}
+    if indistinguishable or share is not None:
+        from distgate.gate.indistinguishable import plan_common_release
+
+        plans = {a: plan_common_release(full, critical.p, a, share) for a in alphas}
+
+    released = np.zeros((len(configs), sequences, n_targets), dtype=np.int64)
+    final = np.zeros((len(configs), sequences, n_targets, n_values), dtype=np.int64)
+    evolutions: list[Evolution] = []
+    job = _Job(
+        target_codes, value_codes, n_targets, critical, orders, queue, grace, keep_evolution, plans
+    )
+    if cluster is not None:
+        from distgate.data.engines.dask import run_configs
+
+        results = run_configs(cluster, job, configs, progress, sequences)
+    else:
+        results = _run_configs(job, configs, workers, progress, sequences)
+    for k, (counts, evolution) in results:
+        final[k] = counts
+        released[k] = counts.sum(axis=2)
+        if evolution is not None:
+            evolutions.append(evolution)
+
+    requested = np.stack([np.bincount(target_codes[o], minlength=n_targets) for o in orders])
+    table_sizes = np.bincount(target_codes, minlength=n_targets)
+    fit_requested = np.stack(
+        [
+            fit_baseline_bound(
+                np.bincount(
+                    target_codes[o] * n_values + value_codes[o], minlength=n_targets * n_values
+                ).reshape(n_targets, n_values),
+                critical.p,
+            )
+            for o in orders
+        ]
+    )
+    cross = {alpha: _cross_safety(final, configs, metrics, alpha, critical) for alpha in alphas}
+    observer = None
+    if watched is not None:
+        from distgate.observer.view import observe
+
+        observer = observe(
+            final,
+            requested,
+            table_sizes,
+            critical.p,
+            configs,
+            watched,
+            target_labels,
+            grace=grace,
+            named=deviating is not None,
+            rule=RULE_NAME if plans else "gate",
+        )
+    return Simulation(
+        metrics=metrics,
+        alphas=alphas,
+        sequences=sequences,
+        requests=requests,
+        target_labels=list(target_labels),
+        configs=configs,
+        released=released,
+        requested=requested,
+        final_counts=final,
+        table_sizes=table_sizes,
+        fit_baseline=fit_baseline_bound(full, critical.p),
+        cross_safety=cross,
+        evolutions=evolutions,
+        fit_requested=fit_requested,
+        observer=observer,
+        shares={a: plan.share for a, plan in plans.items()},
+    )
+
+
+@dataclass
+class _Job:
+    """What every gate run of a simulation shares."""
+
+    target_codes: np.ndarray
+    value_codes: np.ndarray
+    n_targets: int
+    critical: CriticalValues
+    orders: list[np.ndarray]
+    queue: bool
+    grace: str
+    keep_evolution: bool
+    plans: dict  # alpha -> the indistinguishable rule's plan (empty: the ordinary gate)
+
+    def run(self, config: tuple[str, float]) -> tuple[np.ndarray, Evolution | None]:
+        """Final count tables of every sequence under one (metric, alpha), and the first
+        sequence's evolution if asked for."""
+        metric, alpha = config
+        n_values = len(self.critical.p)
+        counts = np.zeros((len(self.orders), self.n_targets, n_values), dtype=np.int64)
+        evolution = None
+        # one gate over every order: the compiled loop's tables are built once
+        gate = Gate(
+            self.target_codes,
+            self.value_codes,
+            self.n_targets,
+            n_values,
+            [metric],
+            alpha,
+            self.critical,
+            queue=self.queue,
+            grace=self.grace,
+            rule=self.plans.get(alpha),
+        )
+        for s, order in enumerate(self.orders):
+            if s:
+                gate.start_over()
+            run = gate.run(order)
+            counts[s] = gate.counts
+            if self.keep_evolution and s == 0:
+                evolution = Evolution(
+                    metric,
+                    alpha,
+                    self.target_codes[run.record],
+                    run.statistic,
+                    run.critical,
+                    run.released_total,
+                )
+        return counts, evolution
+
+
+_FORKED_JOB: _Job | None = None  # the job a forked worker inherits instead of unpickling
+
+
+def _worker_signals() -> None:
+    """A worker leaves Ctrl-C to its parent and ends quietly when the pool is closed (the
+    pool ends its workers with SIGTERM; the command's own handler is not theirs)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _run_in_worker(config: tuple[str, float]) -> tuple[np.ndarray, Evolution | None]:
+    assert _FORKED_JOB is not None
+    return _FORKED_JOB.run(config)
+
+
+def _run_configs(job: _Job, configs, workers: int | None, progress, sequences: int):
+    """(index, result) per configuration, on ``workers`` processes (forked, so the table
+    and the orders are not copied) or in this one."""
+    global _FORKED_JOB
+    import multiprocessing
+    import os
+
+    count = min(workers or os.cpu_count() or 1, len(configs))
+    if count > 1 and "fork" in multiprocessing.get_all_start_methods():
+        _FORKED_JOB = job
+        try:
+            with multiprocessing.get_context("fork").Pool(count, _worker_signals) as pool:
+                for k, result in enumerate(pool.imap(_run_in_worker, configs)):
+                    _tick(progress, sequences)
+                    yield k, result
+        finally:
+            _FORKED_JOB = None
+        return
+    for k, config in enumerate(configs):
+        result = job.run(config)
+        _tick(progress, sequences)
+        yield k, result
+
+
+def _tick(progress, times: int) -> None:
+    if progress is not None:
+        for _ in range(times):
+            progress()
+
+
+def _cross_safety(final, configs, metrics, alpha, critical) -> dict[str, dict[str, int]]:
+    """For each metric (row) at ``alpha``: over the sequences, how many of its final
+    releases are safe under each metric (column) at the same alpha. One batched
+    evaluation per cell of the matrix."""
+    matrix: dict[str, dict[str, int]] = {}
+    for row in metrics:
+        k = configs.index((row, alpha))
+        matrix[row] = {
+            column: int(np.sum(evaluate(column, final[k], alpha, critical).safe))
+            for column in metrics
+        }
+    return matrix
+
+
+def chi_square_fit_sample(
+    critical: CriticalValues, total: int, draws: int, seed: int
+) -> tuple[np.ndarray, int]:
+    """Monte Carlo sample of the G statistic 2 N ln2 I under independence (X ~ baseline,
+    Y ~ the full table's target frequencies) for a release of ``total`` tuples, and the
+    chi-square degrees of freedom (m - 1)|Y| it should follow, m the number of baseline
+    values with p(x) > 0 (SPEC 3.2: values the baseline rules out are not cells)."""
+    from distgate.stats.critical import LN2
+    from distgate.stats.metrics.information import mutual_information
+
+    rng = np.random.default_rng([seed, 7, total])
+    joint = np.outer(critical.target_weights, critical.p).ravel()
+    shape = (critical.full_targets, len(critical.p))
+    sample = rng.multinomial(total, joint, size=draws).reshape(-1, *shape)
+    g = 2.0 * total * LN2 * mutual_information(sample, critical.p)
+    m = int(np.count_nonzero(np.asarray(critical.p) > 0))
+    return g, (m - 1) * critical.full_targets
