@@ -17,6 +17,7 @@ from distgate.observer.attacks import (
     ATTACKS,
     RELEASE_ATTACKS,
     auc,
+    chance_band,
     kendall_tau,
     rate,
     score,
@@ -228,6 +229,20 @@ def test_the_two_sided_reading_follows_the_mean_not_each_order():
     assert found.two_sided == pytest.approx(1 - 0.375)
 
 
+def test_the_chance_band_is_what_random_rankings_exceed_one_time_in_twenty():
+    """8 deviating targets among 90, as on a city's neighbourhoods: the 95th percentile of
+    the two-sided AUC of 20,000 random rankings, against the normal approximation."""
+    deviating = np.zeros(90, dtype=bool)
+    deviating[5::11] = True
+    rankings = np.random.default_rng(1).random((20_000, 90))
+    simulated = np.quantile(two_sided(auc(rankings, deviating)), 0.95)
+    assert chance_band(deviating) == pytest.approx(0.5 + 1.96 * math.sqrt(91 / (12 * 8 * 82)))
+    assert chance_band(deviating) == pytest.approx(simulated, abs=0.005)
+    # one deviating target among five: it lands first or last two times in five
+    assert chance_band([True, False, False, False, False]) == 1.0
+    assert math.isnan(chance_band([True, True]))
+
+
 def test_kendall_tau_is_scipys_tau_b_with_ties_and_zero_for_a_constant_ranking():
     from scipy.stats import kendalltau
 
@@ -327,6 +342,7 @@ def test_observe_reports_each_configuration_and_its_frontier():
     document = view.to_dict()
     assert set(document["attacks"][0]) == ATTACK_KEYS and set(document["prior"]) == PRIOR_KEYS
     assert document["checkpoints"] == [1.0]
+    assert document["chance_two_sided"] == round(chance_band(deviating), 4)
     assert document["attacks"] == document["attacks_by_checkpoint"]
 
 

@@ -51,6 +51,12 @@ How well a ranking finds the deviating targets:
   the direction of the two-sided reading, k the number of deviating targets. Targets tied
   at the k-th place share the places left (the recall expected when ties are broken at
   random), as the AUC counts a tie half.
+- the chance band of the two-sided reading: a ranking unrelated to the deviating targets
+  still reads above 0.5 two-sided. With k deviating targets and m others its AUC has mean
+  1/2 and standard deviation sqrt((k + m + 1) / (12 k m)) (the Mann-Whitney null without
+  ties); 1.96 of them above 1/2 is what such a ranking exceeds one time in twenty (normal
+  approximation). With 3 deviating targets of 20 that is 0.86: a single fixed ranking of
+  a few deviating targets says little below it.
 - Kendall's tau-b between the suspicion and a ground truth that needs no named outliers,
   each target's KL distance D(y) over its whole table: +1 when the ranking follows D(y),
   -1 when it is reversed, 0 when unrelated (Kendall, Biometrika 30, 1938; tau-b corrects
@@ -62,6 +68,7 @@ configurations) and the targets on the last one.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -166,6 +173,23 @@ def two_sided(auc_value) -> np.ndarray:
     """
     value = np.asarray(auc_value, dtype=float)
     return np.where(value < 0.5, 1.0 - value, value)
+
+
+def chance_band(deviating) -> float:
+    """The two-sided AUC a ranking unrelated to the ``deviating`` targets (boolean mask)
+    exceeds one time in twenty: 1/2 + 1.96 sqrt((k + m + 1) / (12 k m)), the normal
+    approximation to the Mann-Whitney null distribution of the AUC (Mann and Whitney 1947;
+    no ties), capped at 1. NaN when either group is empty.
+
+    >>> round(chance_band([True] * 3 + [False] * 17), 3)
+    0.863
+    """
+    deviating = np.asarray(deviating, dtype=bool)
+    k = int(deviating.sum())
+    m = deviating.size - k
+    if k == 0 or m == 0:
+        return float("nan")
+    return min(1.0, 0.5 + 1.96 * math.sqrt((k + m + 1) / (12.0 * k * m)))
 
 
 def top_k_recall(scores, deviating) -> np.ndarray:

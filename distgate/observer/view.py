@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from distgate.errors import InputError
-from distgate.observer.attacks import AttackScore, score, signals, size_prior
+from distgate.observer.attacks import AttackScore, chance_band, score, signals, size_prior
 
 RULE = "gate"  # the gate's own rule: every request judged by the chosen metrics alone
 NAMES_SHOWN = 8  # targets named at most in a message
@@ -108,7 +108,6 @@ class FrontierPoint:
     two_sided: float
     auc_sd: float
     checkpoint: float
-    advantage: float
 
 
 @dataclass(frozen=True)
@@ -116,13 +115,16 @@ class ObserverView:
     """The attacks on every configuration of a simulation. ``deviating``: the targets
     they are scored against; ``named``: whether the user named them (else they are the
     X-outliers of the table); ``rows``: every configuration, attack and checkpoint;
-    ``prior``: the size-only prior."""
+    ``prior``: the size-only prior; ``chance``: the two-sided AUC a ranking unrelated to
+    the deviating targets exceeds one time in twenty
+    (:func:`~distgate.observer.attacks.chance_band`)."""
 
     deviating: list[str]
     named: bool
     checkpoints: tuple[float, ...]
     prior: PriorRow
     rows: list[AttackRow]
+    chance: float
 
     def worst(self) -> list[AttackRow]:
         """Each configuration's attacks at their worst checkpoint (the highest two-sided
@@ -147,9 +149,7 @@ class ObserverView:
             if row.checkpoint == self.checkpoints[-1]
         }
         return [
-            FrontierPoint(
-                *key, released[key], r.attack, r.two_sided, r.auc_sd, r.checkpoint, r.advantage
-            )
+            FrontierPoint(*key, released[key], r.attack, r.two_sided, r.auc_sd, r.checkpoint)
             for key, r in best.items()
         ]
 
@@ -158,6 +158,7 @@ class ObserverView:
             "deviating": self.deviating,
             "deviating_from": "named" if self.named else "x-outliers",
             "checkpoints": list(self.checkpoints),
+            "chance_two_sided": round(self.chance, 4),
             "prior": self.prior.to_dict(),
             "attacks": [row.to_dict() for row in self.worst()],
             "attacks_by_checkpoint": [row.to_dict() for row in self.rows],
@@ -258,7 +259,7 @@ def observe(
                     )
                 )
     labels = [label for label, out in zip(target_labels, deviating, strict=True) if out]
-    return ObserverView(labels, named, tuple(checkpoints), prior, rows)
+    return ObserverView(labels, named, tuple(checkpoints), prior, rows, chance_band(deviating))
 
 
 def _row(config, found: AttackScore, c: int, checkpoint, prior: PriorRow, released, asked):

@@ -50,9 +50,10 @@ def attack_table(report: Report, view: ObserverView, requests: int, records: int
         "better than chance. vs prior: the AUC minus that of the size-only prior, which "
         f"ranks the targets by their records in the table alone. top-{k}: the share of "
         f"the deviating targets among the {k} most suspicious, read in the direction of "
-        "the AUC. tau: Kendall's tau-b of the ranking with each target's distance D(y) "
-        "over the whole table (ties counted by tau-b; needs no named targets). released: "
-        "the share of the requested records."
+        f"the AUC. A ranking unrelated to {'it' if k == 1 else 'them'} reads above "
+        f"{view.chance:.2f} two-sided one time in twenty. tau: Kendall's tau-b of the "
+        "ranking with each target's distance D(y) over the whole table (ties counted by "
+        "tau-b; needs no named targets). released: the share of the requested records."
     )
     columns = [Column("metric"), Column("alpha", True), Column("rule"), Column("attack")]
     if stream:
@@ -67,7 +68,7 @@ def attack_table(report: Report, view: ObserverView, requests: int, records: int
         Column("released", True),
     ]
     title = "Attacks at their worst checkpoint" if stream else "Attacks on the final releases"
-    table = report.table(title, columns, name="attacks")
+    table = report.table(title, columns, name="attacks", key=4)
     prior = view.prior
     table.add(
         NONE,
@@ -102,7 +103,7 @@ def attack_table(report: Report, view: ObserverView, requests: int, records: int
         _stream_table(report, view)
     frontier = report.table(
         "The frontier: the best attack (highest two-sided AUC at its worst checkpoint) of "
-        "each metric, alpha and rule",
+        f"each metric, alpha and rule; the size-only prior: {prior.two_sided:.3f}",
         [
             Column("metric"),
             Column("alpha", True),
@@ -111,9 +112,9 @@ def attack_table(report: Report, view: ObserverView, requests: int, records: int
             Column("best attack"),
             *([Column("at", True)] if stream else []),
             Column("AUC", True),
-            Column("vs prior", True),
         ],
         name="frontier",
+        key=3,
     )
     for point in view.frontier():
         frontier.add(
@@ -128,7 +129,6 @@ def attack_table(report: Report, view: ObserverView, requests: int, records: int
                 round(point.two_sided, 4),
                 _warn(point.two_sided, point.auc_sd),
             ),
-            Cell(f"{point.advantage:+.3f}", round(point.advantage, 4)),
         )
 
 
@@ -141,6 +141,7 @@ def _stream_table(report: Report, view: ObserverView) -> None:
         [Column("metric"), Column("alpha", True), Column("rule"), Column("attack")]
         + [Column(name, True) for name in shown],
         name="checkpoints",
+        key=4,
     )
     by_attack: dict[tuple, list[AttackRow]] = {}
     for row in view.rows:
@@ -167,11 +168,16 @@ def _warn(two_sided: float, sd: float) -> str | None:
     return WARN if two_sided > CHANCE + sd else None
 
 
-def frontier_figure(points: Sequence[FrontierPoint], title: str, prior: float | None = None):
+def frontier_figure(
+    points: Sequence[FrontierPoint],
+    title: str,
+    prior: float | None = None,
+    chance: float | None = None,
+):
     """The share of records released (x) against the best attack's two-sided AUC at its
     worst checkpoint (y, with its sd as an error bar): one marker per alpha, coloured by
     alpha, one marker shape per metric and rule; a dotted line at the size-only prior's
-    two-sided AUC when given."""
+    two-sided AUC and a grey band up to the ``chance`` band, when given."""
     from matplotlib import colormaps
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import Normalize
@@ -200,6 +206,8 @@ def frontier_figure(points: Sequence[FrontierPoint], title: str, prior: float | 
             zorder=3,
         )
     ax.axhline(CHANCE, color="grey", linestyle="--", linewidth=1, label="chance (AUC 0.5)")
+    if chance is not None:
+        ax.axhspan(CHANCE, chance, color="grey", alpha=0.15, label="a ranking unrelated: 95% below")
     if prior is not None:
         ax.axhline(prior, color="firebrick", linestyle=":", linewidth=1.2, label="size-only prior")
     figure.colorbar(ScalarMappable(scale, colours), ax=ax, label="alpha")

@@ -213,6 +213,7 @@ def frontier_plot(sim: Simulation):
         sim.observer.frontier(),
         f"simulate --attack: {sim.sequences} orders, deviating {', '.join(sim.observer.deviating)}",
         sim.observer.prior.two_sided,
+        sim.observer.chance,
     )
 
 
