@@ -47,7 +47,7 @@ GOAL = 0.65
 SHARES = (0.5, 0.6, 0.66)  # common shares given to the rule at alpha 0.2
 QUARTERS = (0.25, 0.5, 0.75, 1.0)
 ORDERS = 10  # request orders per table and rule (the rule decides in Python: ~0.2 ms each)
-ATTACK_NAMES = (
+ATTACK_NAMES = (  # the first three need only the released records (and sizes)
     "released-distance",
     "released-p",
     "release-share",
@@ -123,11 +123,17 @@ def units() -> None:
         point = run.observer.frontier()[0]
         planned = run.shares[point.alpha]
         reached = "meets" if point.two_sided <= GOAL and point.released_share >= 0.5 else "misses"
+        released_only = max(
+            (r for r in run.observer.worst() if r.attack in ATTACK_NAMES[:3]),
+            key=lambda r: r.two_sided,
+        )
         print(
             f"  {name:<26}  share {planned:.2f}, released {100 * point.released_share:5.1f}% "
             f"(ratio to the 50% goal {point.released_share / 0.5:4.2f}; alpha alone at AUC "
             f"<= {GOAL} {100 * alone:.1f}%), best attack {point.attack} AUC "
-            f"{point.two_sided:.3f} ± {point.auc_sd:.3f}, {reached} the goal"
+            f"{point.two_sided:.3f} ± {point.auc_sd:.3f}, {reached} the goal; best on the "
+            f"released records alone {released_only.attack} {released_only.two_sided:.3f} ± "
+            f"{released_only.auc_sd:.3f}"
         )
 
 
@@ -331,15 +337,19 @@ def measure_table(name: str, orders: int) -> None:
     ends = np.array([max(1, math.ceil(f * size)) for f in QUARTERS])
     prior = pairwise_auc(-table["sizes"], deviating)
     prior_tau = pairwise_tau_b(-table["sizes"], kl_bits(full, p))
+    # a heading line, then "WHAT  RESULT" lines (docs/bench_table.py reads them so)
     print(
-        f"\n{name}: {size:,} records, {len(labels)} targets of {int(full.sum(1).min())} to "
+        f"{name}, {size:,} records, {len(labels)} targets of {int(full.sum(1).min())} to "
         f"{int(full.sum(1).max()):,}, {deviating.sum()} deviating "
-        f"({', '.join(np.array(labels)[deviating])}); empty cells {int((full == 0).sum())}"
+        f"({', '.join(np.array(labels)[deviating])}), empty cells {int((full == 0).sum())}"
     )
     print(
-        f"  size-only prior: AUC {prior:.3f} (two-sided {max(prior, 1 - prior):.3f}), "
-        f"tau {prior_tau:+.3f}; a ranking unrelated to the deviating targets reads above "
-        f"{random_rankings_band(deviating):.3f} two-sided one time in twenty"
+        f"  size-only prior  AUC {prior:.3f}, two-sided {max(prior, 1 - prior):.3f}, "
+        f"tau {prior_tau:+.3f}"
+    )
+    print(
+        f"  chance band  {random_rankings_band(deviating):.3f} (a ranking unrelated to the "
+        "deviating targets reads above it two-sided one time in twenty)"
     )
     for rule in ("gate", "indistinguishable"):
         plan = None
@@ -347,29 +357,27 @@ def measure_table(name: str, orders: int) -> None:
             try:
                 plan = plan_common_release(full, p, 0.2, None)
             except InputError as refused:
-                print(f"  indistinguishable, share planned: refused ({refused})")
+                print(f"  indistinguishable, share planned  refused ({refused})")
                 plan = plan_common_release(full, p, 0.2, largest_common_share(full))
         start = time.perf_counter()
         runs = gate_runs(inputs, plan, orders)
         elapsed = time.perf_counter() - start
         scored = score_runs(runs, table, p, ends)
-        shared = f", share {plan.share:.2f}" if plan is not None else ""
-        print(f"  {rule}{shared} ({orders} orders, {elapsed:.0f} s)")
-        quarters = "  ".join(f"{100 * q:>6g}%" for q in QUARTERS)
-        print(f"    {'':<18} {quarters}   tau at 100% (mean over the orders)")
-        released = "  ".join(f"{100 * r:6.1f}%" for r in scored.released)
-        print(f"    {'released':<18} {released}")
+        name_shown = rule if plan is None else f"{rule} (share {plan.share:.2f})"
+        released = " / ".join(f"{100 * r:.1f}%" for r in scored.released)
+        print(f"  {name_shown}, released at 25/50/75/100%  {released} ({elapsed:.0f} s)")
         for attack in ATTACK_NAMES:
-            row = "  ".join(f"{v:7.3f}" for v in scored.two_sided(attack))
+            row = " / ".join(f"{v:.3f}" for v in scored.two_sided(attack))
             tau = scored.taus[attack][:, -1].mean()
-            print(f"    {attack:<18} {row}   {tau:+.3f}")
+            print(f"  {name_shown}, {attack}  {row}; tau at 100% {tau:+.3f}")
         worst = max(
             ((a, c, scored.two_sided(a)[c]) for a in ATTACK_NAMES for c in range(len(ends))),
             key=lambda found: found[2],
         )
         print(
-            f"    worst point: {worst[0]} at {100 * QUARTERS[worst[1]]:g}%, two-sided AUC "
-            f"{worst[2]:.3f}, {worst[2] - max(prior, 1 - prior):+.3f} over the prior"
+            f"  {name_shown}, worst point  {worst[0]} at {100 * QUARTERS[worst[1]]:g}%, "
+            f"two-sided AUC {worst[2]:.3f}, {worst[2] - max(prior, 1 - prior):+.3f} over the "
+            "prior"
         )
         theirs = distgate_scores(runs, inputs, deviating, ends)
         gap = max(
@@ -379,13 +387,13 @@ def measure_table(name: str, orders: int) -> None:
             )
             for a in ATTACK_NAMES
         )
-        print(f"    distgate.observer on the same runs: largest difference {gap:.2e}")
+        print(f"  {name_shown}, distgate.observer on the same runs  largest difference {gap:.1e}")
 
 
 def tables(orders: int) -> None:
     print(
-        "The realistic tables (bench/observer_tables.py), kld at alpha 0.2: two-sided AUC "
-        "(mean over the orders, read either way up) at each quarter of the requests"
+        f"the realistic tables (bench/observer_tables.py), kld at alpha 0.2, {orders} orders: "
+        "two-sided AUC (of the mean over the orders) at 25, 50, 75 and 100% of the requests"
     )
     for name in TABLES:
         measure_table(name, orders)
