@@ -1,7 +1,8 @@
 """Make docs/observer_frontier.png: the frontier on the many-target sample table
 (sample_data/units.csv) of the ordinary gate, kld at alpha 0.05 to 0.95, beside the gate
 under --indistinguishable at alpha 0.05, 0.2 and 0.5: records released against the best
-attack's AUC, 20 random orders each.
+attack's two-sided AUC, 20 random orders each, beside the size-only prior and the chance
+band.
 
 Run from the top of the checkout: python docs/make_observer_plot.py
 """
@@ -21,8 +22,12 @@ RULE_ALPHAS = (0.05, 0.2, 0.5)
 inputs = units_inputs()
 points = []
 for alphas, rule in ((ALPHAS, False), (RULE_ALPHAS, True)):
-    points += simulated(inputs, alphas, indistinguishable=rule).observer.frontier()
+    view = simulated(inputs, alphas, indistinguishable=rule).observer
+    points += view.frontier()
 figure = frontier_figure(
-    points, "units.csv, kld: records released against the best attack, 20 orders"
+    points,
+    "units.csv, kld: records released against the best attack, 20 orders",
+    view.prior.two_sided,
+    view.chance,
 )
 figure.savefig(DOCS / "observer_frontier.png", format="png", dpi=100)

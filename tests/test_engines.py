@@ -267,7 +267,8 @@ def test_duplicate_key_is_refused_by_duckdb(write_csv, tmp_path):
 @pytest.mark.slow
 def test_simulate_on_the_cluster_equals_a_local_run(scheduler):
     flags = ["--config", str(SAMPLE / "distgate.toml"), "--sequences", "3", "--requests",
-             "1500", "-m", "kld,cst", "-a", "0.2", "--json", "-q"]  # fmt: skip
+             "1500", "-m", "kld,cst", "-a", "0.2", "--checkpoints", "0.5,1", "--json",
+             "-q"]  # fmt: skip
     local = run("simulate", str(SAMPLE / "soldiers.csv"), *flags, "--workers", "1")
     cluster = run(
         "simulate", str(SAMPLE / "soldiers.csv"), *flags, "--engine", "dask",

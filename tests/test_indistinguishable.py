@@ -15,6 +15,7 @@ from distgate.errors import InputError
 from distgate.gate import Gate
 from distgate.gate.decisions import DUPLICATE, QUEUED, RELEASED
 from distgate.gate.indistinguishable import PER, CommonRelease, plan_common_release
+from distgate.observer.attacks import RELEASE_ATTACKS, TIMING_ATTACKS
 from distgate.stats.critical import CriticalValues
 from tests.cli_helpers import assert_bad_input, run
 from tests.conftest import SAMPLE
@@ -110,18 +111,40 @@ def test_every_release_passes_the_ordinary_test_and_fits_the_share(seed, metric,
     assert set(np.unique(result.decision[order >= 0]).tolist()) <= {RELEASED, QUEUED, DUPLICATE}
 
 
+@pytest.fixture(scope="module")
+def under_the_rule():
+    return distgate_simulation(indistinguishable=True, sequences=8)
+
+
 @pytest.mark.slow
-def test_on_many_alike_targets_no_attack_finds_the_deviating_ones():
+def test_on_many_alike_targets_the_released_records_do_not_find_the_deviating_ones(
+    under_the_rule,
+):
     """units.csv: 20 units of 500, three tilted toward high grades. The ordinary gate lets
-    every attack find them (AUC 1 at every alpha that releases anything); under the rule
-    the best attack stays near chance over the orders while more than half of the
-    records are released."""
-    result = distgate_simulation(indistinguishable=True, sequences=8)
-    best = max(result.observer.rows, key=lambda row: row.auc)
-    assert best.auc <= 0.65, best
-    assert result.observer.rows[0].released_share >= 0.5
+    every attack on the released records find them (AUC 1 at every alpha that releases
+    anything); under the rule the best of them stays near chance over the orders, read
+    either way up, while more than half of the records are released."""
+    rows = [r for r in under_the_rule.observer.rows if r.attack in RELEASE_ATTACKS]
+    best = max(rows, key=lambda row: row.two_sided)
+    assert best.two_sided <= 0.65, best
+    assert rows[0].released_share >= 0.5
     ordinary = distgate_simulation(indistinguishable=False, sequences=3)
-    assert max(row.auc for row in ordinary.observer.rows) > 0.95
+    assert max(row.two_sided for row in ordinary.observer.rows) > 0.95
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="under the rule a tilted unit's own record is released on arrival more often "
+    "than an ordinary unit's (4.2% against 2.5% of requests, one order): the tilted units "
+    "set the common distribution's low grades, so each low-grade record one receives is "
+    "the value steering wants at once, while an ordinary unit holds a backlog of them and "
+    "releases the earliest first; queued-share finds them, two-sided AUC 0.87 over 8 "
+    "orders (raw 0.13)",
+)
+def test_on_many_alike_targets_the_answers_do_not_find_the_deviating_ones(under_the_rule):
+    rows = [r for r in under_the_rule.observer.rows if r.attack in TIMING_ATTACKS]
+    assert max(row.two_sided for row in rows) <= 0.65
 
 
 def distgate_simulation(*, indistinguishable: bool, sequences: int):

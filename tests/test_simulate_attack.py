@@ -4,10 +4,11 @@ import json
 
 import pytest
 
+from distgate.observer.attacks import ATTACKS
 from tests.cli_helpers import assert_bad_input, run
 from tests.conftest import SAMPLE
 from tests.test_observer import ATTACK_KEYS as KEYS
-from tests.test_observer import brute_force_auc
+from tests.test_observer import PRIOR_KEYS, brute_force_auc
 
 SOLDIERS = str(SAMPLE / "soldiers.csv")
 TABLE = [SOLDIERS, "-x", "age", "-y", "location", "--bins", "age=18,20,25,30,35,40,45,50,55"]
@@ -23,8 +24,14 @@ def test_json_scores_every_attack_against_the_x_outlier():
     doc = attacks("--attack")
     assert doc["deviating"] == ["L2"] and doc["deviating_from"] == "x-outliers"
     rows = {row["attack"]: row for row in doc["attacks"]}
-    assert list(rows) == ["released-distance", "released-p", "release-share", "withheld-share"]
+    assert list(rows) == list(ATTACKS)
     assert all(set(row) == KEYS for row in doc["attacks"])
+    assert doc["checkpoints"] == [1.0] and doc["attacks_by_checkpoint"] == doc["attacks"]
+    # L2 is also the smallest of the five locations: sizes alone find it, and no attack
+    # finds it better than that
+    assert set(doc["prior"]) == PRIOR_KEYS and doc["prior"]["attack"] == "size-only prior"
+    assert doc["prior"]["auc"] == 1.0 and doc["prior"]["top_k_recall"] == 1.0
+    assert max(row["advantage"] for row in rows.values()) == 0.0
     assert {(r["metric"], r["alpha"], r["rule"], r["grace"]) for r in rows.values()} == {
         ("kld", 0.2, "gate", "none")
     }
@@ -35,8 +42,10 @@ def test_json_scores_every_attack_against_the_x_outlier():
     # ... while L1 keeps back a larger share than L2 in every order: L2 is second of five
     assert rows["release-share"]["auc"] == 0.75 and rows["release-share"]["top_k_recall"] == 0.0
     assert rows["withheld-share"]["auc"] == 0.75
+    assert rows["release-share"]["advantage"] == -0.25
     total = doc["total"][0]["percent"] / 100
-    assert [r["released_share"] for r in rows.values()] == [pytest.approx(total, abs=1e-4)] * 4
+    assert [r["released_share"] for r in rows.values()] == [pytest.approx(total, abs=1e-4)] * 6
+    assert all(r["auc_two_sided"] == max(r["auc"], 1 - r["auc"]) for r in rows.values())
     assert {r["requested_share"] for r in rows.values()} == {1.0}
 
 
@@ -68,9 +77,32 @@ def test_the_table_lists_the_attacks_and_the_frontier():
     out = " ".join(result.stdout.split())  # the sentences are wrapped at 80 columns
     assert "Deviating targets (the X-outliers of the table): L2." in out
     assert "Attacks on the final releases" in out and "The frontier" in out
-    for attack in ("released-distance", "released-p", "release-share", "withheld-share"):
+    for attack in (*ATTACKS, "size-only prior"):
         assert attack in out
     assert "1.000 ± 0.000" in out  # released-distance, the best attack
+
+
+def test_checkpoints_score_each_quarter_and_report_the_worst():
+    doc = attacks("--checkpoints", "quarters", "--sequences", "3")
+    assert doc["checkpoints"] == [0.25, 0.5, 0.75, 1.0]
+    points = doc["attacks_by_checkpoint"]
+    assert len(points) == 4 * len(ATTACKS) and all(set(row) == KEYS for row in points)
+    assert [r["requested_share"] for r in points[:4]] == [0.25, 0.5, 0.75, 1.0]
+    for row in doc["attacks"]:
+        own = [r for r in points if r["attack"] == row["attack"]]
+        assert row["auc_two_sided"] == max(r["auc_two_sided"] for r in own)
+        assert row in own
+
+
+def test_the_table_shows_each_checkpoint():
+    result = run(
+        "simulate", *TABLE, "--metric", "kld", "--alpha", "0.2", "--sequences", "2",
+        "--checkpoints", "0.5,1", "--requests", "4000",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.stdout.split())
+    assert "Attacks at their worst checkpoint" in out
+    assert "Two-sided AUC at each checkpoint" in out and "50%" in out
 
 
 def test_plot_writes_the_frontier(tmp_path):
@@ -111,6 +143,8 @@ def test_without_attack_the_json_has_no_attacks():
     [
         (["--deviating", "L2,L9,Lx"], ["--deviating names L9, Lx", "L1, L2, L3, L4, L5"]),
         (["--deviating", "L1,L2,L3,L4,L5"], ["Every target"]),
+        (["--checkpoints", "half"], ["--checkpoints takes 'quarters'", "not 'half'"]),
+        (["--checkpoints", "0.5,2"], ["in (0, 1]"]),
     ],
 )
 def test_bad_deviating_targets_exit_2(args, words):

@@ -35,6 +35,17 @@ Deviating = list_option(
     help="The deviating targets the attacks are scored against, comma-separated or "
     "repeated (implies --attack) [default: the X-outliers of the table].",
 )
+Checkpoints = Annotated[
+    str | None,
+    typer.Option(
+        "--checkpoints",
+        metavar="quarters|F[,F...]",
+        help="Score the attacks on the release part of the way through each order too: "
+        "'quarters' (after 25%, 50%, 75% and 100% of the requests) or fractions of the "
+        "requests, e.g. 0.1,0.5,1; the report keeps each attack's worst point (implies "
+        "--attack) [default: the end of each order].",
+    ),
+]
 
 
 @handles_bad_input
@@ -95,13 +106,15 @@ def simulate_command(
         typer.Option(
             "--attack",
             help="Also score what an observer learns by comparing the targets: for each "
-            "metric and alpha, how well four rankings of the targets (released distance, "
-            "its p-value, release share, withheld share) find the deviating ones (AUC, "
-            "top-k recall); --plot adds the frontier of released share against the best "
-            "attack's AUC.",
+            "metric and alpha, how well six rankings of the targets (released distance, "
+            "its p-value, release share, withheld share, queued share, release delay) "
+            "find the deviating ones (two-sided AUC beside a ranking by size alone, top-k "
+            "recall, Kendall's tau with each target's distance); --plot adds the frontier "
+            "of released share against the best attack's AUC.",
         ),
     ] = False,
     deviating: Deviating = None,
+    checkpoints: Checkpoints = None,
     shown_as: OutputFlags = AS_GIVEN,
 ) -> None:
     """Repeat the gate over random request orders and compare metrics and significance
@@ -114,6 +127,7 @@ def simulate_command(
     from distgate.data.atomic import check_outputs
     from distgate.data.config import alpha_list, joined, setting
     from distgate.errors import InputError
+    from distgate.observer.stream import parse_checkpoints
     from distgate.report.common import progress
     from distgate.stats.metrics.registry import parse_metrics
     from distgate.workflows.simulate import chi_square_fit_sample, simulate
@@ -154,6 +168,7 @@ def simulate_command(
             cluster=getattr(inputs.table, "client", None),
             attack=attack,
             deviating=None if deviating is None else joined(deviating, "").split(","),
+            checkpoints=None if checkpoints is None else parse_checkpoints(checkpoints),
             indistinguishable=indistinguishable,
             share=share,
         )

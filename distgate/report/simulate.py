@@ -203,7 +203,7 @@ def write_plots(sim: Simulation, folder: str, fit_sample: tuple[np.ndarray, int]
     return written
 
 
-FRONTIER_TITLE = "What an observer learns: records released against the best attack's AUC"
+FRONTIER_TITLE = "What an observer learns: records released against the best attack's two-sided AUC"
 
 
 def frontier_plot(sim: Simulation):
@@ -212,6 +212,8 @@ def frontier_plot(sim: Simulation):
     return frontier_figure(
         sim.observer.frontier(),
         f"simulate --attack: {sim.sequences} orders, deviating {', '.join(sim.observer.deviating)}",
+        sim.observer.prior.two_sided,
+        sim.observer.chance,
     )
 
 

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from distgate.errors import InputError
+from distgate.gate.decisions import RELEASED
 from distgate.gate.engine import Gate
+from distgate.observer.stream import StreamPoints
 from distgate.observer.view import ObserverView
 from distgate.stats.critical import CriticalValues, check_alpha
 from distgate.stats.metrics.registry import evaluate, parse_metrics
@@ -248,6 +250,7 @@ def simulate(
     cluster=None,
     attack: bool = False,
     deviating: Sequence[str] | None = None,
+    checkpoints: Sequence[float] | None = None,
     indistinguishable: bool = False,
     share: float | None = None,
 ) -> Simulation:
@@ -260,11 +263,13 @@ def simulate(
     (default: one per core, at most one per configuration); every gate run is
     deterministic, so the results do not depend on how many there are. With ``cluster``
     (a ``dask.distributed`` client) every sequence is a task on its workers instead.
-    With ``attack`` (or ``deviating``), the observer's attacks (:mod:`distgate.observer`)
-    are scored on every configuration's final releases, against the ``deviating``
-    targets named, else the X-outliers of the table. ``indistinguishable`` (or a common
-    ``share``) runs every gate under the rule that keeps the targets alike
-    (:mod:`distgate.gate.indistinguishable`), planned once per alpha from the table.
+    With ``attack`` (or ``deviating``, or ``checkpoints``), the observer's attacks
+    (:mod:`distgate.observer`) are scored on every configuration's releases at the
+    ``checkpoints`` (fractions of the requests; default: the end of each order), against
+    the ``deviating`` targets named, else the X-outliers of the table.
+    ``indistinguishable`` (or a common ``share``) runs every gate under the rule that keeps
+    the targets alike (:mod:`distgate.gate.indistinguishable`), planned once per alpha
+    from the table.
     """
     metrics = parse_metrics(metrics)
     alphas = [check_alpha(a) for a in alphas]
@@ -291,11 +296,14 @@ def simulate(
         )
     full = np.zeros((n_targets, n_values), dtype=np.int64)
     np.add.at(full, (target_codes, value_codes), 1)
-    watched = None
-    if attack or deviating is not None:
+    watched, ends = None, None
+    if attack or deviating is not None or checkpoints is not None:
+        from distgate.observer.stream import END, checked_checkpoints, checkpoint_ends
         from distgate.observer.view import deviating_targets
 
         watched = deviating_targets(full, critical.p, target_labels, deviating)
+        checkpoints = checked_checkpoints(END if checkpoints is None else checkpoints)
+        ends = checkpoint_ends(checkpoints, requests)
     orders = request_orders(size, requests, sequences, seed)
     configs = [(m, a) for a in alphas for m in metrics]
     plans = {}
@@ -308,7 +316,16 @@ def simulate(
     final = np.zeros((len(configs), sequences, n_targets, n_values), dtype=np.int64)
     evolutions: list[Evolution] = []
     job = _Job(
-        target_codes, value_codes, n_targets, critical, orders, queue, grace, keep_evolution, plans
+        target_codes,
+        value_codes,
+        n_targets,
+        critical,
+        orders,
+        queue,
+        grace,
+        keep_evolution,
+        plans,
+        ends,
     )
     if cluster is not None:
         from distgate.data.engines.dask import run_configs
@@ -316,11 +333,13 @@ def simulate(
         results = run_configs(cluster, job, configs, progress, sequences)
     else:
         results = _run_configs(job, configs, workers, progress, sequences)
-    for k, (counts, evolution) in results:
+    streams = [None] * len(configs)  # what the observer saw, per configuration
+    for k, (counts, evolution, points) in results:
         final[k] = counts
         released[k] = counts.sum(axis=2)
         if evolution is not None:
             evolutions.append(evolution)
+        streams[k] = points
 
     requested = np.stack([np.bincount(target_codes[o], minlength=n_targets) for o in orders])
     table_sizes = np.bincount(target_codes, minlength=n_targets)
@@ -341,9 +360,9 @@ def simulate(
         from distgate.observer.view import observe
 
         observer = observe(
-            final,
-            requested,
-            table_sizes,
+            streams,
+            checkpoints,
+            full,
             critical.p,
             configs,
             watched,
@@ -385,10 +404,13 @@ class _Job:
     grace: str
     keep_evolution: bool
     plans: dict  # alpha -> the indistinguishable rule's plan (empty: the ordinary gate)
+    ends: np.ndarray | None = None  # requests seen at each checkpoint of the observer
 
-    def run(self, config: tuple[str, float]) -> tuple[np.ndarray, Evolution | None]:
-        """Final count tables of every sequence under one (metric, alpha), and the first
-        sequence's evolution if asked for."""
+    def run(self, config: tuple[str, float]):
+        """Final count tables of every sequence under one (metric, alpha), the first
+        sequence's evolution if asked for, and what the observer saw at the checkpoints
+        (a :class:`~distgate.observer.stream.StreamPoints` over the sequences) when
+        there are checkpoints."""
         metric, alpha = config
         n_values = len(self.critical.p)
         counts = np.zeros((len(self.orders), self.n_targets, n_values), dtype=np.int64)
@@ -406,11 +428,14 @@ class _Job:
             grace=self.grace,
             rule=self.plans.get(alpha),
         )
+        points = []
         for s, order in enumerate(self.orders):
             if s:
                 gate.start_over()
             run = gate.run(order)
             counts[s] = gate.counts
+            if self.ends is not None:
+                points.append(self._stream_points(order, run, n_values))
             if self.keep_evolution and s == 0:
                 evolution = Evolution(
                     metric,
@@ -420,7 +445,21 @@ class _Job:
                     run.critical,
                     run.released_total,
                 )
-        return counts, evolution
+        return counts, evolution, StreamPoints.stack(points) if points else None
+
+    def _stream_points(self, order: np.ndarray, run, n_values: int):
+        from distgate.observer.stream import stream_points
+
+        first = run.request[0]
+        return stream_points(
+            self.target_codes[order],
+            self.value_codes[order],
+            run.decision != RELEASED,
+            np.where(run.released_at >= 0, run.released_at - first, -1),
+            self.ends,
+            self.n_targets,
+            n_values,
+        )
 
 
 _FORKED_JOB: _Job | None = None  # the job a forked worker inherits instead of unpickling
@@ -435,7 +474,7 @@ def _worker_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _run_in_worker(config: tuple[str, float]) -> tuple[np.ndarray, Evolution | None]:
+def _run_in_worker(config: tuple[str, float]):
     assert _FORKED_JOB is not None
     return _FORKED_JOB.run(config)
 

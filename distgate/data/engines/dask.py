@@ -275,17 +275,20 @@ def run_configs(client, job, configs, progress, sequences: int):
     """simulate's (index, result) per configuration, every (configuration, sequence) a
     task on the workers; the job (codes, orders) is sent to each worker once. A sequence's
     run does not depend on where it runs, so the results equal a local run's."""
+    from distgate.observer.stream import StreamPoints
+
     shared = client.scatter(job, broadcast=True)
     for k, config in enumerate(configs):
         futures = [
             client.submit(_one_sequence, shared, config, s, pure=False) for s in range(sequences)
         ]
         results = client.gather(futures)
-        counts = np.concatenate([c for c, _ in results])
+        counts = np.concatenate([c for c, _, _ in results])
+        points = [p for _, _, p in results if p is not None]
         if progress is not None:
             for _ in range(sequences):
                 progress()
-        yield k, (counts, results[0][1])
+        yield k, (counts, results[0][1], StreamPoints.concatenate(points) if points else None)
 
 
 def _one_sequence(job, config, s: int):
