@@ -392,6 +392,7 @@ class _Slots:
         self.critical = np.full(size, np.nan)
         self.total = np.empty(size, dtype=np.int64)
         self.enqueued = np.zeros(size, dtype=bool)
+        self.view = np.full(size, -1, dtype=np.int16)
 
     def fits(self, first: int, k: int) -> bool:
         return self.first <= first and first + k - self.first <= self.size
@@ -409,6 +410,7 @@ class _Slots:
             self.critical[part],
             self.total[part],
             self.enqueued[part],
+            self.view[part],
             kept.late,
             kept.late_at,
         )

@@ -91,6 +91,9 @@ cdef enum:
     REGROUPS = 2
 
 
+cdef struct Joint  # (below: a Work points to it)
+
+
 cdef struct Tables:
     const char* target_codes  # (records,) signed integers of target_width bytes
     const char* value_codes  # (records,) signed integers of value_width bytes
@@ -130,6 +133,7 @@ cdef struct Tables:
     bint distances
     const int64_t* group_of
     int64_t group_size
+    int64_t views  # views the gate protects: more than one keeps each view's verdicts
 
 
 cdef struct Counts:
@@ -208,6 +212,27 @@ cdef struct Work:
     int64_t* place
     int64_t* counters
     uint8_t* ready
+    int64_t* cell_alive  # queued entries per cell of this view (the queue's own, one view)
+    Joint* joint  # the joint cells of several views (NULL: one view)
+    int64_t view  # this view's place among them
+
+
+cdef struct Joint:
+    # Several views: the queue holds joint cells (a record's cells in every view at once),
+    # safe when each of their cells is safe in its own view. Each view keeps its verdicts
+    # in its Work (``safe``), and a change of one is passed on to the joint cells holding
+    # that cell, which enter or leave the queue's safe set (``queue_work``).
+    Py_ssize_t views
+    Py_ssize_t cells  # joint cells
+    const int64_t* view_cells  # (cells, views): a joint cell's cell in each view
+    const int64_t* of_record  # (records,): a record's joint cell
+    const int64_t* starts  # each view's cells' first place in members, view after view
+    const int64_t* view_start  # (views,): where a view's cells begin in starts
+    const int64_t* members  # the joint cells holding each cell of each view
+    int64_t* unsafe  # (cells,): views in which a joint cell's cell is not safe
+    const int64_t* alive  # (cells,): queued entries per joint cell (the queue's)
+    const int64_t* group_of  # (cells,): a joint cell's group in the queue's maps
+    Work* queue_work  # the safe set of joint cells (and the queue's counters)
 
 
 cdef struct Outputs:
@@ -217,6 +242,7 @@ cdef struct Outputs:
     double* critical
     int64_t* total
     uint8_t* enqueued
+    int16_t* view  # the first view that blocked the request (-1: none)
     int64_t* late_request
     int64_t* late_at
 
