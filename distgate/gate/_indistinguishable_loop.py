@@ -21,9 +21,10 @@ def _step(count: int) -> float:
 
 
 class IndistinguishableLoop(Loop):
-    """Decides runs on ``state`` under ``plan``. A duplicate of a released record is
-    ``duplicate``, of a queued one ``queued``; a new request is ``released`` if its own
-    record is the one its target's share and steering release now, else ``queued``."""
+    """Decides runs on ``state`` (of one view) under ``plan``. A duplicate of a released
+    record is ``duplicate``, of a queued one ``queued``; a new request is ``released`` if
+    its own record is the one its target's share and steering release now, else
+    ``queued``."""
 
     def __init__(self, state: ReleaseState, plan: CommonRelease) -> None:
         self.state, self.plan = state, plan
@@ -41,18 +42,23 @@ class IndistinguishableLoop(Loop):
         decision, released_at, enqueued = out.decision, out.released_at, out.enqueued
         statistic, critical, total, late = out.statistic, out.critical, out.total, out.late
         by_cell, _, arrival_of = state.queue.dicts()
-        X = state.n_values
+        view, sums = state.views[0], state.sums[0]
+        X = view.n_values
         # records of each target asked for so far: released or waiting in the queue
-        requested = state.sums.n.astype(np.int64).tolist()
+        requested = sums.n.astype(np.int64).tolist()
         for cell, arrivals in by_cell.items():
             requested[cell // X] += len(arrivals)
-        counts = state.sums.C
+        counts = sums.C
+
+        def passes(y: int, x: int) -> bool:
+            """y's grace, or the ordinary tests of the release plus (y, x)."""
+            return not sums.checked[y] or view.checks.check(sums, y, x)[0]
 
         def settle(y: int, at: int) -> None:
             """Release y's queued records while its share allows, each time the earliest
             record of the cell that passes the ordinary test and brings y's release closest
             to the common distribution."""
-            while state.sums.n[y] + 1 <= plan.budget(requested[y]):
+            while sums.n[y] + 1 <= plan.budget(requested[y]):
                 # y's queued values from the closest to r on: the first that passes the
                 # ordinary test is the one released (most often the first looked at)
                 candidates = sorted(
@@ -60,9 +66,7 @@ class IndistinguishableLoop(Loop):
                     for x in range(X)
                     if (arrivals := by_cell.get(y * X + x)) and log_release[x] > -math.inf
                 )
-                chosen = next(
-                    (c for c in candidates if state.exempt(y) or state.check(y, c[2])[0]), None
-                )
+                chosen = next((c for c in candidates if passes(y, c[2])), None)
                 if chosen is None:
                     return
                 arrival, record = state.queue.leave(y * X + chosen[2], 0)
@@ -82,9 +86,9 @@ class IndistinguishableLoop(Loop):
             elif r in arrival_of:
                 decision[j] = QUEUED
             else:
-                y, x = state.cell_of(r)
-                if not state.exempt(y):
-                    _, statistic[j], critical[j] = state.check(y, x)
+                y, x = int(view.target_codes[r]), int(view.value_codes[r])
+                if sums.checked[y]:
+                    _, statistic[j], critical[j] = view.checks.check(sums, y, x)
                 state.queue.enter(y * X + x, at, r)
                 requested[y] += 1
                 settle(y, at)
@@ -93,6 +97,6 @@ class IndistinguishableLoop(Loop):
                 else:
                     decision[j] = QUEUED
                     enqueued[j] = True
-            total[j] = state.sums.N_all
+            total[j] = sums.N_all
         state.next_request = first + k
         return out.run(first, records)
