@@ -309,7 +309,9 @@ def test_the_kernel_refuses_bundles_of_the_wrong_type_or_size():
     counts, work = kept.counts[0], kept.work[0]
     _run.KernelBinding(tables, counts, layout, work)  # as the gate binds it
     with pytest.raises(TypeError, match="logp has dtype float32"):
-        _run.KernelBinding(tables._replace(logp=tables.logp.astype(np.float32)), counts, layout, work)
+        _run.KernelBinding(
+            tables._replace(logp=tables.logp.astype(np.float32)), counts, layout, work
+        )
     with pytest.raises(ValueError, match="need_n has 1 elements"):
         _run.KernelBinding(tables._replace(need_n=tables.need_n[:1]), counts, layout, work)
     with pytest.raises(ValueError, match="writes its counts n"):

@@ -398,10 +398,7 @@ def encode_views(
         fmt=fmt,
     )
     dropping = [
-        c
-        for v in views
-        if (v.missing or missing) == "drop"
-        for c in (*v.attributes, *v.targets)
+        c for v in views if (v.missing or missing) == "drop" for c in (*v.attributes, *v.targets)
     ]
     table, dropped = handle_missing(
         table, list(dict.fromkeys(dropping)), name, "drop", also=encoded_columns

@@ -23,8 +23,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from distgate.errors import InputError
 
 SIDES = "@"  # between a view's X and its Y

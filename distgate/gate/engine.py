@@ -108,8 +108,7 @@ class Gate:
             )
         if rule is not None and more_views:
             raise InputError(
-                "The indistinguishable rule keeps the targets of one view alike: give it "
-                "one view."
+                "The indistinguishable rule keeps the targets of one view alike: give it one view."
             )
         given = [(target_codes, value_codes, n_targets, n_values, critical, name), *more_views]
         self.views = [
