@@ -3,8 +3,10 @@
 Looked up in the working directory (or given with ``--config FILE``). Keys: ``id``,
 ``attributes``, ``targets``, ``[bins]``, ``[order]``, ``weight``, ``missing``,
 ``delimiter``, ``encoding``, ``baseline``, ``metric``, ``alpha`` (and ``critical``,
-``seed``, ``engine``, ``scheduler``). Command-line flags override the file. A relative
-``baseline`` path is taken relative to the config file's folder.
+``seed``, ``engine``, ``scheduler``), and ``[[view]]`` tables, one per view of the table
+(SPEC 4.1: ``x``, ``y``, and optionally ``bins``, ``baseline``, ``missing``). Command-line
+flags override the file. A relative ``baseline`` path is taken relative to the config
+file's folder.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +100,10 @@ VALIDATORS: dict[str, tuple[Any, str]] = {
         lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
         "a whole number >= 0",
     ),
+    "view": (
+        lambda v: isinstance(v, list) and bool(v) and all(isinstance(t, dict) for t in v),
+        "[[view]] tables, each with x and y (and optionally bins, baseline, missing)",
+    ),
 }
 KNOWN_KEYS = frozenset(VALIDATORS)
 
@@ -151,7 +157,31 @@ def load_config(path: str | None = None) -> dict[str, Any]:
         data["metric"] = ",".join(data["metric"])
     if "baseline" in data and not Path(data["baseline"]).is_absolute():
         data["baseline"] = str(candidate.parent / data["baseline"])
+    if "view" in data:
+        data["view"] = _config_views(data["view"], candidate, text)
     return data
+
+
+def _config_views(tables: list[dict], candidate: Path, text: str) -> list:
+    """The ``[[view]]`` tables as views (:class:`distgate.data.views.View`), a relative
+    baseline path taken relative to the file's folder."""
+    from distgate.data.views import view_of
+
+    line = _line_of(text, "[view]")
+    views = []
+    for i, table in enumerate(tables):
+        where = f"Config file '{candidate}', [[view]] number {i + 1}"
+        if line is not None:
+            where += f" (from line {line})"
+        view = view_of(table, where)
+        baseline = table.get("baseline")
+        if baseline is not None:
+            if not _is_text(baseline):
+                raise InputError(f"{where}: baseline must be a file path in quotes.")
+            if not Path(baseline).is_absolute():
+                view = replace(view, baseline=str(candidate.parent / baseline))
+        views.append(view)
+    return views
 
 
 @dataclass(frozen=True)
@@ -178,6 +208,10 @@ class TableOptions:
     order: tuple[tuple[str, tuple[str, ...]], ...] = ()  # value order per column
     delimiter: str | None = None  # None: tab for .tsv names, else a comma
     encoding: str | None = None  # None: UTF-8
+    # several views of the table (SPEC 4.1; distgate.data.views.View), each with its own
+    # columns, bins, baseline and missing values; the first is also the options above.
+    # Empty: the one view of the options above
+    views: tuple = ()
 
     @property
     def bins_dict(self) -> dict[str, list[float]]:
@@ -199,16 +233,35 @@ def table_options(source: Any, config: dict[str, Any], **given: Any) -> TableOpt
     """The options to read ``source`` with: each table option ``given`` (by its keyword,
     :data:`distgate.data.spec.TABLE_KEYWORDS`, in the command line's forms; None or left
     out: not given) over the settings file's ``config`` over the default. The columns are
-    checked where they are named (:meth:`distgate.data.spec.TableSpec.options`)."""
+    checked where they are named (:meth:`distgate.data.spec.TableSpec.options`).
+
+    Views (SPEC 4.1): those ``given`` (``--view``), else the settings file's ``[[view]]``
+    tables unless -x or -y is given. One view is the options' own columns; several are
+    kept in ``views``, each with its bins (the flags' and the file's for its attributes,
+    then its own), its missing values and its baseline, the first also as the options'
+    own."""
     from distgate.data.values import parse_bins, parse_order
 
+    views = _chosen_views(config, given)
+    table_missing = given.get("missing") or config.get("missing") or "error"
+    if views:
+        first = views[0]
+        given = {
+            **given,
+            "attributes": list(first.attributes),
+            "targets": list(first.targets),
+            "baseline": first.baseline or given.get("baseline"),
+            "missing": first.missing or given.get("missing"),
+        }
     attrs = split_names(given.get("attributes")) or list(config.get("attributes") or [])
     targs = split_names(given.get("targets")) or list(config.get("targets") or [])
     # the file's bins and orders serve the columns in use (flags may name other columns);
     # a flag's bins or order for a column that is not in use is still an error
-    merged_bins = {c: e for c, e in parse_bins(config.get("bins")).items() if c in attrs}
-    merged_bins.update(parse_bins(given.get("bins")))
-    used = attrs + targs
+    file_bins = parse_bins(config.get("bins"))
+    flag_bins = parse_bins(given.get("bins"))
+    used = set(attrs + targs) | {c for v in views for c in (*v.attributes, *v.targets)}
+    merged_bins = {c: e for c, e in file_bins.items() if c in attrs}
+    merged_bins.update(flag_bins)
     merged_order = {c: v for c, v in parse_order(config.get("order")).items() if c in used}
     merged_order.update(parse_order(given.get("order")))
     fmt = text_format(config, given.get("delimiter"), given.get("encoding"))
@@ -224,6 +277,15 @@ def table_options(source: Any, config: dict[str, Any], **given: Any) -> TableOpt
         if value is not None
     }  # those left out take TableOptions' defaults
     scheduler = given.get("scheduler") or config.get("scheduler")
+    if len(views) > 1:
+        views = tuple(_view_options(v, file_bins, flag_bins, table_missing) for v in views)
+        unused = [c for c in flag_bins if not any(c in v.attributes for v in views)]
+        if unused:
+            raise InputError(f"Bins are given for '{unused[0]}', which no view's attribute is.")
+        merged_bins = dict(views[0].bins)
+        chosen["missing"] = views[0].missing
+    elif views:
+        merged_bins.update(views[0].bins_dict)
     return TableOptions(
         source=source,
         attributes=tuple(attrs),
@@ -233,8 +295,49 @@ def table_options(source: Any, config: dict[str, Any], **given: Any) -> TableOpt
         order=tuple((c, tuple(v)) for c, v in merged_order.items()),
         delimiter=fmt.delimiter,
         encoding=fmt.encoding,
+        views=views if len(views) > 1 else (),
         **chosen,
     )
+
+
+def _view_options(view: Any, file_bins: dict, flag_bins: dict, missing: str) -> Any:
+    """A view of several with the bins of its attributes (the file's, then the flags',
+    then its own) and its missing values (its own, else the table's)."""
+    bins = {c: e for c, e in file_bins.items() if c in view.attributes}
+    bins.update({c: e for c, e in flag_bins.items() if c in view.attributes})
+    bins.update(view.bins_dict)
+    return replace(
+        view,
+        bins=tuple((c, tuple(e)) for c, e in bins.items()),
+        missing=view.missing or missing,
+    )
+
+
+def _chosen_views(config: dict[str, Any], given: dict[str, Any]) -> tuple:
+    """The views given (``--view``, the ``views`` keyword), else the settings file's
+    unless -x or -y is given; () for the one view of -x and -y."""
+    from distgate.data.views import check_views, view_of
+
+    flags = given.get("views")
+    named = split_names(given.get("attributes")) or split_names(given.get("targets"))
+    if flags:
+        if named:
+            raise InputError(
+                "Give the views with --view only: -x and -y name one view (the same as "
+                "--view X@Y)."
+            )
+        views = tuple(view_of(v, "--view") for v in flags)
+    elif not named and config.get("view"):
+        views = tuple(config["view"])
+    else:
+        return ()
+    if given.get("baseline") and len(views) > 1:
+        raise InputError(
+            "--baseline is one view's baseline: with several views give each its own in the "
+            "[[view]] tables of distgate.toml (or in the views keyword's mappings)."
+        )
+    check_views(views)
+    return views
 
 
 def text_format(config: dict[str, Any], delimiter: str | None, encoding: str | None):

@@ -64,9 +64,12 @@ class TableSpec:
     (``"age,sex"`` too); ``bins`` and ``order`` a mapping (``{"age": [18, 20]}``) or the
     flag's texts (``"age=18,20"``); ``baseline`` a file, a table in memory, or a
     :class:`~distgate.data.baseline.Baseline` (or a profile holding one); ``config`` a
-    settings file. ``local_config``: with no ``config``, read ``./distgate.toml`` when
-    there is one, as the command line does (a function reads no settings file unless it
-    is named)."""
+    settings file; ``views`` several groupings of the table to protect at once (SPEC 4.1:
+    ``"rank@branch"`` texts, (x, y) pairs, :class:`~distgate.data.views.View` objects or
+    mappings with ``x``, ``y``, ``bins``, ``baseline`` and ``missing``), instead of
+    ``attributes`` and ``targets``. ``local_config``: with no ``config``, read
+    ``./distgate.toml`` when there is one, as the command line does (a function reads no
+    settings file unless it is named)."""
 
     table: Any = _given(
         metavar="TABLE",
@@ -156,6 +159,15 @@ class TableSpec:
         metavar="FILE",
         help="Settings file (default: ./distgate.toml if present).",
     )
+    views: Any = _given(
+        "--view",
+        metavar="X@Y",
+        help="A view to protect: attribute column(s) X grouped by target column(s) Y, "
+        "several of one side joined with '+', e.g. rank@branch+gender; repeat for several "
+        "views, all protected at once (instead of -x/-y; distgate.toml: [[view]] tables).",
+        repeat=True,
+        parameter="view",
+    )
     local_config: bool = False
 
     def settings(self) -> dict[str, Any]:
@@ -187,11 +199,14 @@ class TableSpec:
         """The table options (all but the table and the settings file) in the command
         line's forms: a list option as a list of texts (a mapping of bins or orders as it
         is), None where not given."""
-        return {
+        given = {
             name: _as_flag(getattr(self, name)) if flag.repeat else getattr(self, name)
             for name, flag in FLAGS.items()
-            if name not in ("table", "config")
+            if name not in ("table", "config", "views")
         }
+        views = self.views  # texts, View objects, (x, y) pairs or mappings, as they are
+        given["views"] = [views] if isinstance(views, str) else views
+        return given
 
     def options(self, settings: dict[str, Any]) -> TableOptions:
         """The options the readers take: each one given over the settings file's over the
@@ -201,6 +216,8 @@ class TableSpec:
 
         given = self.given()
         for role in ("attributes", "targets"):
+            if given["views"] or (not given[role] and settings.get("view")):
+                break  # the views name the columns
             if not split_names(given[role]) and not settings.get(role):
                 raise InputError(self._none_named(role))
         given["baseline"] = _baseline_source(self.baseline)

@@ -142,12 +142,12 @@ class Gate:
         return cls(t, v, nt, nv, metrics, alpha, cv, name=name, more_views=more, **options)
 
     @classmethod
-    def of_inputs(cls, inputs: Inputs | Sequence[Inputs], settings: GateSettings) -> Gate:
-        """A gate over a table read with :func:`distgate.data.inputs.load_inputs` (or
-        over its views, one Inputs each, read with :func:`distgate.data.inputs.load_views`),
+    def of_inputs(cls, inputs: Inputs, settings: GateSettings) -> Gate:
+        """A gate over a table read with :func:`distgate.data.inputs.load_inputs`, in each
+        of its views (``inputs.views``: one unless the table was read in several),
         deciding under ``settings`` (each view's critical values from its baseline)."""
-        several = not hasattr(inputs, "table")
-        views = list(inputs) if several else [inputs]
+        views = list(inputs.views)
+        several = len(views) > 1
         rule = None
         if settings.indistinguishable:
             if len(views) > 1:
