@@ -64,7 +64,7 @@ def _layout(cells_of_slots, live, groups):
         queued=np.zeros(1, dtype=bool),
         tally=np.array([room, int(np.sum(live))], dtype=np.int64),
     )
-    _run.build_maps(tables, queue)
+    _run.build_maps(tables.group_of, queue)
     return tables, queue
 
 
@@ -303,9 +303,9 @@ def test_the_kernel_refuses_bundles_of_the_wrong_type_or_size():
     critical = CriticalValues(np.array([0.5, 0.5]), np.array([2.0, 2.0]), mode="asymptotic")
     gate = Gate(codes, codes, 2, 2, ["kld"], 0.2, critical)
     tables = kernel_tables(gate.views[0], True)
-    kept = KernelState(gate.release_state, None)
     none = np.zeros(0, np.int64)
-    layout = lay_out_queue(gate.release_state, tables, none, none, 8)
+    layout = lay_out_queue(gate.release_state, tables.group_of, none, none, 8)
+    kept = KernelState(gate.release_state, None, layout)
     counts, work = kept.counts[0], kept.work[0]
     _run.KernelBinding(tables, counts, layout, work)  # as the gate binds it
     with pytest.raises(TypeError, match="logp has dtype float32"):

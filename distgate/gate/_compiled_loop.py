@@ -240,12 +240,30 @@ class JointLayout:
         self.starts = np.concatenate(starts).astype(np.int64)
         self.view_start = np.array(view_start, dtype=np.int64)
         self.members = np.concatenate(members).astype(np.int64)
-        self.group_of, self.group_size, self.groups = cell_groups(count)
+        # each joint cell is a group of the safe set of its own; the queue's maps have one
+        # group (a search walks the safe joint cells' slots: _search.next_safe_joint)
+        self.group_of = np.arange(count, dtype=np.int64)
+        self.map_group = np.zeros(count, dtype=np.int64)
 
-    def fresh(self) -> Joint:
-        """The joint cells with no view's verdict yet: every joint cell blocked by every
-        view, the safe set empty."""
+    def fresh(self, layout: Queue) -> Joint:
+        """The joint cells of the queue ``layout`` with no view's verdict yet: every joint
+        cell blocked by every view, the safe set empty; each joint cell's slots linked in
+        arrival order."""
         count = self.count
+        room, fill = len(layout.arrival), int(layout.tally[0])
+        next_slot = np.full(room, -1, dtype=np.int64)
+        head = np.full(count, -1, dtype=np.int64)
+        tail = np.full(count, -1, dtype=np.int64)
+        if fill:
+            cells = layout.cell[:fill]
+            by_cell = np.argsort(cells, kind="stable")  # each cell's slots, in order
+            ordered = cells[by_cell]
+            same = ordered[1:] == ordered[:-1]
+            next_slot[by_cell[:-1][same]] = by_cell[1:][same]
+            starts = np.flatnonzero(np.r_[True, ~same])
+            ends = np.r_[starts[1:], fill] - 1
+            head[ordered[starts]] = by_cell[starts]
+            tail[ordered[starts]] = by_cell[ends]
         return Joint(
             view_cells=self.view_cells,
             of_record=self.of_record,
@@ -254,28 +272,39 @@ class JointLayout:
             members=self.members,
             unsafe=np.full(count, self.views, dtype=np.int64),
             group_of=self.group_of,
-            group_size=self.group_size,
+            map_group=self.map_group,
+            next_slot=next_slot,
+            head=head,
+            tail=tail,
+            cursor=np.full(count, -1, dtype=np.int64),
+            cursor_pass=np.full(count, -1, dtype=np.int64),
+            # room for each cell's entry and as many stale ones before a rebuild
+            heap_slot=np.zeros(2 * count + 64, dtype=np.int64),
+            heap_cell=np.zeros(2 * count + 64, dtype=np.int64),
+            key=np.full(count, -1, dtype=np.int64),
+            pending=np.zeros(count, dtype=np.int64),
+            is_pending=np.zeros(count, dtype=bool),
             safe=np.zeros(count, dtype=np.uint8),
-            group_safe=np.zeros(self.groups, dtype=np.int64),
-            safe_groups=np.zeros(self.groups, dtype=np.int64),
-            group_place=np.full(self.groups, -1, dtype=np.int64),
+            group_safe=np.zeros(count, dtype=np.int64),
+            safe_groups=np.zeros(count, dtype=np.int64),
+            group_place=np.full(count, -1, dtype=np.int64),
             counters=np.array([0, 0, 0, 0, -1, 0, 0], dtype=np.int64),
             ready=np.zeros(1, dtype=bool),
         )
 
 
 def lay_out_queue(
-    state: ReleaseState, grouped, arrivals: np.ndarray, records: np.ndarray, room: int
+    state: ReleaseState, group_of: np.ndarray, arrivals: np.ndarray, records: np.ndarray, room: int
 ) -> Queue:
     """The queue (``arrivals``, ``records``, in arrival order) of the release ``state``
     laid out for the kernel in a layout of ``room`` slots: the entries in the first slots,
-    their maps built by the groups of ``grouped`` (the view's tables, or the joint
-    cells')."""
+    their maps built by ``group_of``, each cell's group (the one view's tables', or the
+    joint cells' one group)."""
     from distgate.gate._kernel._run import build_maps
 
     n = len(arrivals)
     cells_total = state.n_cells
-    _, _, groups = cell_groups(cells_total)
+    groups = int(group_of.max(initial=0)) + 1
     blocks = room // 64 + 1
     cells = state.cells[records]
     layout = Queue(
@@ -296,7 +325,7 @@ def lay_out_queue(
     layout.alive[:whole] = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
     if part:
         layout.alive[whole] = np.uint64((1 << part) - 1)
-    build_maps(grouped, layout)
+    build_maps(group_of, layout)
     return layout
 
 
@@ -308,7 +337,7 @@ class KernelState:
     Rebuilt whenever the queue is laid out again (so after anything but the kernel changed
     the release state)."""
 
-    def __init__(self, state: ReleaseState, joint: JointLayout | None) -> None:
+    def __init__(self, state: ReleaseState, joint: JointLayout | None, layout: Queue) -> None:
         self.counts, self.work = [], []
         several = joint is not None
         for view, sums in zip(state.views, state.sums, strict=True):
@@ -338,7 +367,7 @@ class KernelState:
             metrics = [record.name for record in view.checks.records]
             cst = KERNEL_CST in (kernel_codes(metrics) or ())
             self.work.append(work_space(view.n_targets, view.n_values, groups, cst))
-        self.joint = joint.fresh() if several else None
+        self.joint = joint.fresh(layout) if several else None
         self.late = np.zeros(0, dtype=np.int64)
         self.late_at = np.zeros(0, dtype=np.int64)
         self.binding = None  # the kernel bound to these arrays, once a run has made it
@@ -400,9 +429,12 @@ class CompiledLoop(Loop):
             room = len(arrivals) + k
             if self.runs > 0:
                 room = 2 * (len(arrivals) + 4 * k) + 64
-            grouped = self.tables[0] if self.joint is None else self.joint
-            layout = lay_out_queue(state, grouped, arrivals, queued, room)
-            kept = self.kept = KernelState(state, self.joint)
+            if self.joint is None:
+                group_of = self.tables[0].group_of
+            else:
+                group_of = self.joint.map_group
+            layout = lay_out_queue(state, group_of, arrivals, queued, room)
+            kept = self.kept = KernelState(state, self.joint, layout)
             old = len(arrivals)
         if len(kept.late) <= old:
             kept.late = np.zeros(2 * old + 1, dtype=np.int64)

@@ -233,6 +233,23 @@ cdef struct Joint:
     const int64_t* alive  # (cells,): queued entries per joint cell (the queue's)
     const int64_t* group_of  # (cells,): a joint cell's group in the queue's maps
     Work* queue_work  # the safe set of joint cells (and the queue's counters)
+    # each joint cell's slots in arrival order (a search walks the safe ones', _search.pxd)
+    int64_t* next_slot  # (slots,): the next slot of the same joint cell, -1 after its last
+    int64_t* head  # (cells,): a joint cell's first slot that may be live (-1: none)
+    int64_t* tail  # (cells,): its last slot (-1: none)
+    int64_t* cursor  # (cells,): its first live slot after the pass position last asked
+    int64_t* cursor_pass  # (cells,): the pass that cursor is of
+    int64_t pass_id  # the queue pass under way (a new one starts from the queue's start)
+    # the safe joint cells by their first live slot after the pass position: a binary heap
+    # of (slot, cell) entries, an entry standing while its cell's key is its slot
+    int64_t* heap_slot  # (heap_room,)
+    int64_t* heap_cell  # (heap_room,)
+    int64_t heap_size
+    int64_t heap_room
+    int64_t* key  # (cells,): a safe joint cell's slot in the heap (-1: none stands)
+    int64_t* pending  # (cells,): joint cells made safe since the last search
+    int64_t pending_count
+    uint8_t* is_pending  # (cells,)
 
 
 cdef struct Outputs:

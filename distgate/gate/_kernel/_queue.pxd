@@ -115,19 +115,24 @@ cdef inline void mark_safe(
 
 cdef inline void pass_on(Joint* j, int64_t view, int64_t cell, bint on) noexcept nogil:
     """View ``view``'s verdict on its ``cell`` changed to ``on``: the joint cells holding
-    it count one view less (or more) that blocks them, and those that no view blocks and
-    that hold queued entries are safe."""
+    it count one view less (or more) that blocks them. One that no view blocks any more
+    waits in ``pending`` until the next search, which puts it in the safe set if no view
+    blocks it then: the rechecks of the other views, after a release, often block it
+    again, and would otherwise move it in and out of the safe set for nothing."""
     cdef int64_t start = j.view_start[view] + cell
     cdef int64_t i, joint
     for i in range(j.starts[start], j.starts[start + 1]):
         joint = j.members[i]
         if on:
             j.unsafe[joint] -= 1
-            if j.unsafe[joint] == 0 and j.alive[joint] > 0:
-                mark_safe(joint, True, j.group_of, j.queue_work)
+            if j.unsafe[joint] == 0 and not j.is_pending[joint]:
+                j.is_pending[joint] = True
+                j.pending[j.pending_count] = joint
+                j.pending_count += 1
         else:
-            if j.unsafe[joint] == 0:
+            if j.unsafe[joint] == 0 and j.queue_work.safe[joint]:
                 mark_safe(joint, False, j.group_of, j.queue_work)
+                j.key[joint] = -1  # its heap entry no longer stands
             j.unsafe[joint] += 1
 
 

@@ -71,9 +71,9 @@ from distgate.gate._kernel._keyed cimport (
     moves_every_bound,
     sort_by_g,
 )
-from distgate.gate._kernel._queue cimport append, clear_safe, mark, remove, set_safe
+from distgate.gate._kernel._queue cimport append, clear_safe, mark, mark_safe, remove, set_safe
 from distgate.gate._kernel._rechecks cimport exempt_cells, recheck_after
-from distgate.gate._kernel._search cimport next_safe
+from distgate.gate._kernel._search cimport joint_taken, link_slot, next_safe, next_safe_joint
 from distgate.gate._kernel._statistics cimport check, use_mc
 from distgate.gate._kernel._sums cimport refresh_distance, release
 
@@ -209,7 +209,9 @@ cdef inline void enqueue_views(
     another view only, and a pass needs every view's verdict on a joint cell)."""
     cdef Py_ssize_t v
     cdef int64_t y, x, cell, place
-    append(at, r, j.of_record[r], tq, q)
+    cdef int64_t joint = j.of_record[r]
+    link_slot(q.tally[FILL], joint, j)
+    append(at, r, joint, tq, q)
     for v in range(V):
         y = ys[v]
         x = xs[v]
@@ -281,8 +283,11 @@ cdef int64_t run_loop(
     cdef Py_ssize_t V = 1  # a constant of the one view's compilation
     if Views is SeveralViews:
         V = views
-    # mis and exposure move every target's bound: nearly every release changes a verdict
+    # mis and exposure move every target's bound: nearly every release changes a verdict;
+    # with several views the search is a heap's least entry, and nothing is gained so
     cdef bint look_ahead = not moves_every_bound(t)
+    if Views is SeveralViews:
+        look_ahead = False
     cdef bint bounds = by_bounds(t)  # no verdict kept: the safe cells listed after a release
     cdef Py_ssize_t jj, v
     cdef int64_t r, later, at, y, x, record, pos, ahead, seen, groups, chosen, cell, arrival
@@ -359,21 +364,29 @@ cdef int64_t run_loop(
                             counters[SETTLE] += 1
                     if bounds:
                         groups = list_safe_groups(t, c, q, w)
+                    elif Views is SeveralViews:  # (and those that may be: a search admits)
+                        groups = counters[SAFE_GROUPS] + j.pending_count
                     else:
                         groups = counters[SAFE_GROUPS]
                     if pos == -2:
                         if groups == 0:
                             break  # nothing queued became safe: no pass
                         pos = -1
+                        if Views is SeveralViews:
+                            j.pass_id += 1
                     while True:
                         if seen == counters[VERSION]:  # set only after a pass's release
                             chosen = ahead  # no verdict changed: the same search, done
+                        elif Views is SeveralViews:
+                            chosen = next_safe_joint(pos, j, q, wq)
                         else:
                             chosen = next_safe(pos, groups, bounds, tq, q, wq)
                         seen = -1
                         if chosen != NOT_FOUND or pos == -1:
                             break
                         pos = -1  # a pass released something: walk the queue again
+                        if Views is SeveralViews:
+                            j.pass_id += 1
                     if chosen == NOT_FOUND:
                         break
                     record = q.record[chosen]
@@ -383,7 +396,11 @@ cdef int64_t run_loop(
                     cell = q.cell[chosen]
                     arrival = q.arrival[chosen]
                     remove(chosen, cell, tq, q)
-                    if q.cell_alive[cell] == 0:
+                    if Views is SeveralViews:
+                        joint_taken(cell, j)
+                        if q.cell_alive[cell] == 0:  # (the safe set's groups: one a cell)
+                            mark_safe(cell, False, j.group_of, wq)
+                    elif q.cell_alive[cell] == 0:
                         set_safe(cell, False, tq, wq)
                     if Views is SeveralViews:
                         dequeue_views(cell, V, t, c, w, j, ys, xs)
@@ -397,7 +414,10 @@ cdef int64_t run_loop(
                     # the next pass step, should this release change no verdict, found
                     # now so that its entry is fetched while the release is worked out
                     if look_ahead:
-                        ahead = next_safe(pos, counters[SAFE_GROUPS], False, tq, q, wq)
+                        if Views is SeveralViews:
+                            ahead = next_safe_joint(pos, j, q, wq)
+                        else:
+                            ahead = next_safe(pos, counters[SAFE_GROUPS], False, tq, q, wq)
                         seen = counters[VERSION]
                         if ahead != NOT_FOUND:
                             prefetch(&q.record[ahead])
@@ -657,7 +677,7 @@ cdef int bind_work(Work* w, object work, Py_ssize_t Y, Py_ssize_t X, Py_ssize_t 
 
 cdef int bind_joint(
     Joint* j, Work* wq, Tables* tq, object joint, Py_ssize_t records, Py_ssize_t V,
-    const Counts* cs, const Queue* q,
+    const Counts* cs, const Queue* q, Py_ssize_t room,
 ) except -1:
     """The joint cells of V views (a :class:`~distgate.gate._kernel.bundles.Joint`), the
     queue's safe set of them in ``wq`` and their groups in ``tq`` (whose other fields are
@@ -702,8 +722,25 @@ cdef int bind_joint(
     wq.joint = NULL
     wq.view = 0
     j.queue_work = wq
-    tq.group_of = j.group_of
-    tq.group_size = joint.group_size
+    j.next_slot = <int64_t*>_data(joint.next_slot, I, room, True, "joint next_slot")
+    j.head = <int64_t*>_data(joint.head, I, cells, True, "joint head")
+    j.tail = <int64_t*>_data(joint.tail, I, cells, True, "joint tail")
+    j.cursor = <int64_t*>_data(joint.cursor, I, cells, True, "joint cursor")
+    j.cursor_pass = <int64_t*>_data(joint.cursor_pass, I, cells, True, "joint cursor_pass")
+    j.pass_id = 0
+    j.heap_room = _size(joint.heap_slot)
+    j.heap_slot = <int64_t*>_data(joint.heap_slot, I, j.heap_room, True, "joint heap_slot")
+    j.heap_cell = <int64_t*>_data(joint.heap_cell, I, j.heap_room, True, "joint heap_cell")
+    j.heap_size = 0
+    j.key = <int64_t*>_data(joint.key, I, cells, True, "joint key")
+    j.pending = <int64_t*>_data(joint.pending, I, cells, True, "joint pending")
+    j.pending_count = 0
+    j.is_pending = <uint8_t*>_data(joint.is_pending, cnp.NPY_BOOL, cells, True, "joint is_pending")
+    if j.heap_room < cells + 1:
+        raise ValueError("the joint cells' heap must hold more entries than there are cells")
+    # the queue's maps have one group: a search walks the safe joint cells' slots instead
+    tq.group_of = <const int64_t*>_data(joint.map_group, I, cells, False, "joint map_group")
+    tq.group_size = 0
     return 0
 
 
@@ -788,7 +825,7 @@ cdef class KernelBinding:
                 raise ValueError("the views' counts must share released and released_at")
         if several:
             queue_cells = _size(joint.unsafe)
-            groups = _size(joint.group_safe)
+            groups = int(joint.map_group.max(initial=0)) + 1  # the maps' (the safe set: one a cell)
         else:
             queue_cells = self.counts[0].Y * self.counts[0].X
             groups = _size(work.group_safe)
@@ -801,7 +838,7 @@ cdef class KernelBinding:
             self.queue_tables = self.tables[0]
             bind_joint(
                 &self.joint, &self.queue_work, &self.queue_tables, joint, self.records, V,
-                self.counts, &self.queue,
+                self.counts, &self.queue, _size(queue.arrival),
             )
             for v in range(V):
                 space = views[2][v]
@@ -860,16 +897,16 @@ def run_kernel(records, first_request, tables, counts, queue, out, work, joint=N
     return KernelBinding(tables, counts, queue, work, joint).run(records, first_request, out)
 
 
-def build_maps(tables, queue) -> None:
+def build_maps(group_of, queue) -> None:
     """The bits and counts of the queue's slots 0 .. FILL - 1 from their cells and live
     bits (the gate's layout of a queue sets ``alive``, ``cell`` and ``tally`` and clears
-    the rest)."""
+    the rest); ``group_of``: each cell's group in the maps."""
     cdef Tables t
     cdef Queue q
     cdef Py_ssize_t cells = _size(queue.cell_alive)
-    cdef Py_ssize_t groups = int(tables.group_of[cells - 1]) + 1 if cells else 1
+    cdef Py_ssize_t groups = int(group_of[:cells].max()) + 1 if cells else 1
     cdef Py_ssize_t room = _size(queue.arrival)
-    t.group_of = <const int64_t*>_data(tables.group_of, cnp.NPY_INT64, cells, False, "group_of")
+    t.group_of = <const int64_t*>_data(group_of, cnp.NPY_INT64, cells, False, "group_of")
     bind_queue(&q, queue, _size(queue.queued), groups)
     for s in range(min(q.tally[FILL], room)):
         if not 0 <= q.cell[s] < cells:

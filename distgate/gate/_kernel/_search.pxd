@@ -22,8 +22,9 @@
 
 from libc.stdint cimport int64_t, uint64_t
 
-from distgate.gate._kernel._bits cimport from_bit, trailing_zeros
-from distgate.gate._kernel._bundles cimport FILL, NOT_FOUND, Queue, Tables, Work
+from distgate.gate._kernel._bits cimport bit, from_bit, trailing_zeros
+from distgate.gate._kernel._bundles cimport FILL, NOT_FOUND, SAFE_GROUPS, Joint, Queue, Tables, Work
+from distgate.gate._kernel._queue cimport mark_safe
 
 cdef enum:
     SCAN_FROM = 8  # groups from which a block's live slots are looked at one by one
@@ -130,3 +131,147 @@ cdef inline int64_t next_safe(
             word = group_bits(q.map2, q.map2_row, w2, groups, w)
         b = ((w2 << 6) + trailing_zeros(word)) << 6
     return NOT_FOUND
+
+
+# With several views the queue holds joint cells, and a verdict of one view makes the
+# joint cells of one of its cells safe together: many joint cells are safe at once, each
+# with a few of the queue's entries among many unsafe ones. A search then walks the slots
+# of each safe joint cell (in arrival order, as they were linked when queued: enqueue's
+# link_slot) from where the pass last looked: each joint cell's cursor moves forward
+# within a pass, so a pass costs each safe joint cell's entries once, and a search the
+# number of safe joint cells.
+
+
+cdef inline void link_slot(int64_t s, int64_t cell, Joint* j) noexcept nogil:
+    """Slot s, just taken by an entry of joint ``cell``, goes last in the cell's slots."""
+    j.next_slot[s] = NOT_FOUND
+    if j.tail[cell] == NOT_FOUND:
+        j.head[cell] = s
+    else:
+        j.next_slot[j.tail[cell]] = s
+    j.tail[cell] = s
+
+
+cdef inline bint slot_alive(int64_t s, const Queue* q) noexcept nogil:
+    return (q.alive[s >> 6] & bit(s & 63)) != 0
+
+
+cdef inline int64_t first_live_after(
+    int64_t cell, int64_t pos, Joint* j, const Queue* q
+) noexcept nogil:
+    """Joint ``cell``'s first live slot after ``pos`` (NOT_FOUND: none), walking on from
+    its cursor when this pass asked before (a pass's positions only grow), else from its
+    first slot, which leaves the released ones behind for good."""
+    cdef int64_t s
+    if j.cursor_pass[cell] == j.pass_id:
+        s = j.cursor[cell]
+    else:
+        s = j.head[cell]
+        while s != NOT_FOUND and not slot_alive(s, q):
+            s = j.next_slot[s]
+        j.head[cell] = s
+        if s == NOT_FOUND:
+            j.tail[cell] = NOT_FOUND
+        j.cursor_pass[cell] = j.pass_id
+    while s != NOT_FOUND and (s <= pos or not slot_alive(s, q)):
+        s = j.next_slot[s]
+    j.cursor[cell] = s
+    return s
+
+
+cdef inline void heap_push(int64_t s, int64_t cell, Joint* j) noexcept nogil:
+    """(s, cell) into the heap (its room holds every push between two rebuilds)."""
+    cdef int64_t i = j.heap_size
+    cdef int64_t parent
+    j.heap_size += 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if j.heap_slot[parent] <= s:
+            break
+        j.heap_slot[i] = j.heap_slot[parent]
+        j.heap_cell[i] = j.heap_cell[parent]
+        i = parent
+    j.heap_slot[i] = s
+    j.heap_cell[i] = cell
+    j.key[cell] = s
+
+
+cdef inline void heap_pop(Joint* j) noexcept nogil:
+    """The heap's least entry out."""
+    cdef int64_t size = j.heap_size - 1
+    cdef int64_t s = j.heap_slot[size]
+    cdef int64_t cell = j.heap_cell[size]
+    cdef int64_t i = 0
+    cdef int64_t child
+    j.heap_size = size
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and j.heap_slot[child + 1] < j.heap_slot[child]:
+            child += 1
+        if j.heap_slot[child] >= s:
+            break
+        j.heap_slot[i] = j.heap_slot[child]
+        j.heap_cell[i] = j.heap_cell[child]
+        i = child
+    if size > 0:
+        j.heap_slot[i] = s
+        j.heap_cell[i] = cell
+
+
+cdef inline void enter(int64_t cell, int64_t pos, Joint* j, const Queue* q) noexcept nogil:
+    """A safe joint cell into the heap, by its first live slot after ``pos``."""
+    cdef int64_t s = first_live_after(cell, pos, j, q)
+    if s != NOT_FOUND:
+        heap_push(s, cell, j)
+
+
+cdef inline void rebuild(int64_t pos, Joint* j, const Queue* q, const Work* w) noexcept nogil:
+    """The heap made anew from the safe set: at a pass's start, or when stale entries
+    fill its room."""
+    cdef int64_t k, cell
+    j.heap_size = 0
+    for k in range(w.counters[SAFE_GROUPS]):
+        cell = w.safe_groups[k]
+        j.key[cell] = -1
+        enter(cell, pos, j, q)
+
+
+cdef inline int64_t next_safe_joint(int64_t pos, Joint* j, const Queue* q, Work* w) noexcept nogil:
+    """The first live slot after slot ``pos`` (-1: a pass's start) whose joint cell is
+    safe now, or NOT_FOUND: the least of the heap's standing entries, once the joint
+    cells made safe since the last search are in it (``w``: the joint cells' safe set)."""
+    cdef int64_t k, cell
+    cdef bint anew = pos == -1 or j.heap_size + j.pending_count >= j.heap_room
+    # the joint cells that no view blocked when their last view passed them (pass_on),
+    # or whose entry was taken: into the safe set if none blocks them now and they hold
+    # queued entries, and into the heap by their first live slot after pos
+    for k in range(j.pending_count):
+        cell = j.pending[k]
+        j.is_pending[cell] = False
+        if j.unsafe[cell] == 0 and q.cell_alive[cell] > 0:
+            if not w.safe[cell]:
+                mark_safe(cell, True, j.group_of, w)
+            if not anew and j.key[cell] == -1:
+                enter(cell, pos, j, q)
+    j.pending_count = 0
+    if anew:
+        rebuild(pos, j, q, w)
+    while j.heap_size > 0:
+        cell = j.heap_cell[0]
+        if j.key[cell] == j.heap_slot[0] and w.safe[cell]:
+            return j.heap_slot[0]
+        heap_pop(j)  # an entry that no longer stands
+    return NOT_FOUND
+
+
+cdef inline void joint_taken(int64_t cell, Joint* j) noexcept nogil:
+    """The least entry, of joint ``cell``, was taken: out of the heap, the cell back in
+    (by its next live slot) at the next search if it is still safe then."""
+    heap_pop(j)
+    j.key[cell] = -1
+    if not j.is_pending[cell]:
+        j.is_pending[cell] = True
+        j.pending[j.pending_count] = cell
+        j.pending_count += 1

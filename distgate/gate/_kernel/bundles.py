@@ -290,8 +290,19 @@ class Joint(NamedTuple):
     view_start: np.ndarray  # (views,) int64: a view's first entry in starts
     members: np.ndarray  # (cells * views,) int64: the joint cells of each view's cells
     unsafe: np.ndarray  # (cells,) int64: views whose verdict on the joint cell's cell is no
-    group_of: np.ndarray  # (cells,) int64: a joint cell's group in the queue's maps
-    group_size: int
+    group_of: np.ndarray  # (cells,) int64: a joint cell's group in the safe set: its own
+    map_group: np.ndarray  # (cells,) int64: its group in the queue's maps: one for all (the
+    # search walks the safe joint cells' slots instead: _search.next_safe_joint)
+    next_slot: np.ndarray  # (slots,) int64: the next slot of the same joint cell (-1: none)
+    head: np.ndarray  # (cells,) int64: a joint cell's first slot that may be live
+    tail: np.ndarray  # (cells,) int64: its last slot
+    cursor: np.ndarray  # (cells,) int64: where a pass's search of it stands
+    cursor_pass: np.ndarray  # (cells,) int64: the pass of that cursor (-1: none yet)
+    heap_slot: np.ndarray  # (room,) int64: the search's heap of the safe joint cells by
+    heap_cell: np.ndarray  # (room,) int64: their first live slot after the pass position
+    key: np.ndarray  # (cells,) int64: a joint cell's standing heap entry (-1: none)
+    pending: np.ndarray  # (cells,) int64: joint cells made safe since the last search
+    is_pending: np.ndarray  # (cells,) bool
     # the queue's safe set of joint cells (see Work)
     safe: np.ndarray  # uint8, cells
     group_safe: np.ndarray  # int64, groups
