@@ -323,8 +323,7 @@ def _chosen_views(config: dict[str, Any], given: dict[str, Any]) -> tuple:
     if flags:
         if named:
             raise InputError(
-                "Give the views with --view only: -x and -y name one view (the same as "
-                "--view X@Y)."
+                "Give the views with --view only: -x and -y name one view (the same as --view X@Y)."
             )
         views = tuple(view_of(v, "--view") for v in flags)
     elif not named and config.get("view"):

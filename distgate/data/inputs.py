@@ -143,8 +143,7 @@ def _load_views(options: TableOptions, need_keys: bool) -> Inputs:
         reason = choose_engine(options.source, "auto")[1]
     views = options.views
     baselines = [
-        read_baseline(view.baseline, view.attributes) if view.baseline else None
-        for view in views
+        read_baseline(view.baseline, view.attributes) if view.baseline else None for view in views
     ]
     tables = encode_views(
         options.source,
