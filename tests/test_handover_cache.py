@@ -196,11 +196,10 @@ def test_dqts_r10_values_are_kept_in_the_shared_store(tmp_path, monkeypatch):
 
 SHIPPED_CHECK = """
 import os
-from distgate.data.config import load_config, table_options
-from distgate.data.inputs import load_inputs
+from distgate.data.spec import TableSpec
 from distgate.gate import Gate, GateSettings
 
-inputs = load_inputs(table_options("soldiers.csv", load_config("distgate.toml")), need_keys=True)
+inputs, _ = TableSpec("soldiers.csv", config="distgate.toml").read(need_keys=True)
 for mode in ("auto", "auto-paper"):
     for alpha in (0.2, 0.05):
         for metric in ("kld", "cst", "mis", "dqt"):
@@ -235,11 +234,10 @@ def test_the_shipped_tables_serve_the_sample_data_without_simulating(tmp_path):
 
 PUBLISHED_CHECK = """
 import os, sys
-from distgate.data.config import load_config, table_options
-from distgate.data.inputs import load_inputs
+from distgate.data.spec import TableSpec
 from distgate.workflows.simulate import simulate
 
-inputs = load_inputs(table_options("soldiers.csv", load_config("distgate.toml")))
+inputs, _ = TableSpec("soldiers.csv", config="distgate.toml").read()
 table = inputs.table
 values = inputs.critical_values(sys.argv[1])
 simulate(table.target_codes, table.value_codes, table.target_labels, values, sequences=1, workers=1)

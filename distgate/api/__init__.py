@@ -1,12 +1,15 @@
 """The functions a pandas user reaches for, those of the ``distgate`` commands:
 :func:`assess` (with the classic models :func:`k_anonymity`, :func:`l_diversity` and
 :func:`t_closeness`), :func:`baseline`, :func:`audit`, :func:`randomize`,
-:func:`calibrate`, :func:`replay` and :func:`open_gate`, each importable from
-``distgate`` itself. The command line calls them too: ``assess``, ``baseline``,
-``audit``, ``randomize`` and ``calibrate`` parse their flags, call their function and
-print what it returns. One module per concern: :mod:`~distgate.api.release` (a whole
-release: assess, the classic models, baseline, audit), :mod:`~distgate.api.randomization`,
-:mod:`~distgate.api.calibration` and :mod:`~distgate.api.workflows` (the online gate).
+:func:`calibrate`, :func:`replay`, :func:`open_gate` (and :func:`gate_opener`),
+:func:`simulate`, and for a gate's state file :func:`inspect_state`, :func:`verify_state`
+and :func:`export_state`, each importable from ``distgate`` itself. Every command calls
+its function: it parses its flags, calls it once and prints what it returns. One module
+per concern: :mod:`~distgate.api.release` (a whole release: assess, the classic models,
+baseline, audit), :mod:`~distgate.api.randomization`, :mod:`~distgate.api.calibration`,
+:mod:`~distgate.api.workflows` (the online gate: replay, open_gate, simulate) and
+:mod:`~distgate.api.state`. Importing this package loads no numeric library: each
+function imports what it uses.
 
 Each takes the table as a file name (CSV or TSV, compressed or not, Parquet, Excel; ``-``
 for standard input) or as a table in memory: a pandas or polars DataFrame, a pyarrow
@@ -26,6 +29,11 @@ say how to read it; they are named like the command line's flags and mean the sa
 - ``config``: a settings file (``distgate.toml``) whose values serve where a keyword is
   not given. Unlike the command line, no settings file is read unless it is named.
 
+The functions of the online gate take the *gate keywords* too, the options of
+:class:`~distgate.gate.settings.GateSettings` (``metric``, ``alpha``, ``critical``,
+``seed``, ``draws``, ``threshold``, ``no_queue``, ``grace``, ``indistinguishable``,
+``share``: :mod:`distgate.api.workflows`), declared once with replay's flags.
+
 The table and its keywords can also be given as one
 :class:`~distgate.data.spec.TableSpec` (``TableSpec("soldiers.csv", attributes="age",
 targets="location")``), which several calls can share; keywords given beside a spec
@@ -43,7 +51,8 @@ out by ``missing="drop"``).
 from distgate.api.calibration import calibrate
 from distgate.api.randomization import randomize
 from distgate.api.release import assess, audit, baseline, k_anonymity, l_diversity, t_closeness
-from distgate.api.workflows import open_gate, replay
+from distgate.api.state import export_state, inspect_state, verify_state
+from distgate.api.workflows import gate_opener, open_gate, replay, simulate
 from distgate.data.spec import TableSpec
 from distgate.errors import InputError
 
@@ -54,10 +63,15 @@ __all__ = [
     "audit",
     "baseline",
     "calibrate",
+    "export_state",
+    "gate_opener",
+    "inspect_state",
     "k_anonymity",
     "l_diversity",
     "open_gate",
     "randomize",
     "replay",
+    "simulate",
     "t_closeness",
+    "verify_state",
 ]
