@@ -14,11 +14,10 @@ if TYPE_CHECKING:
     from distgate.state.inspection import StateSummary
     from distgate.state.verify import Verification
 
-# the table keywords verify_state takes: the table is read with the state's own columns,
-# key and bins, and one record per request (no weight)
-VERIFY_KEYWORDS = tuple(
-    name for name in TABLE_KEYWORDS if name not in ("attributes", "targets", "id", "bins", "weight")
-)
+# what the state says of its table: it is read with the state's own columns, key and bins,
+# one record per request (no weight); verify_state takes the other table keywords
+READ_BY_THE_STATE = ("attributes", "targets", "id", "bins", "weight")
+VERIFY_KEYWORDS = tuple(name for name in TABLE_KEYWORDS if name not in READ_BY_THE_STATE)
 
 
 def inspect_state(state: File) -> StateSummary:

@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from distgate.api.state import READ_BY_THE_STATE
 from distgate.cli.common import EXIT_OK, EXIT_UNSAFE, handles_bad_input
 from distgate.cli.options import AS_GIVEN, OutputFlags, bundled
 from distgate.cli.output import describe, show
@@ -60,8 +61,6 @@ def inspect_command(
     show(shown, chosen, summary.to_dict, outputs=shown_as)
 
 
-# the state's own columns, key and bins read its table, one record per request
-TABLE_READ_BY_THE_STATE = ("attributes", "targets", "id", "bins", "weight")
 TABLE_HELP = (
     "The table the state decides on: also check the state against it (read with the "
     "state's own columns, key and bins)."
@@ -71,7 +70,7 @@ TABLE_HELP = (
 @app.command("verify")
 @handles_bad_input
 @bundled(
-    without=("quiet", *TABLE_READ_BY_THE_STATE),
+    without=("quiet", *READ_BY_THE_STATE),  # the state says how its table is read
     worded={"table": {"help": TABLE_HELP}},
     optional=("table",),
 )

@@ -30,6 +30,7 @@ import pyarrow as pa
 from distgate.data.inputs import Inputs
 from distgate.data.requests import KeyColumn, RequestKeys, read_requests
 from distgate.data.tables import display_name
+from distgate.defaults import DEFAULT_KEY
 from distgate.errors import Interrupted
 from distgate.gate.decisions import DECISION_NAMES, QUEUED, RELEASED, UNKNOWN, GateRun, GateStatus
 from distgate.gate.engine import Gate
@@ -149,7 +150,7 @@ def replay(
     requests: str,
     settings: GateSettings,
     *,
-    key: str = "id",
+    key: str = DEFAULT_KEY,
     skip_unknown: bool = False,
     decisions: str | None = None,
     state: str | None = None,
