@@ -30,9 +30,8 @@ say how to read it; they are named like the command line's flags and mean the sa
   not given. Unlike the command line, no settings file is read unless it is named.
 
 The functions of the online gate take the *gate keywords* too, the options of
-:class:`~distgate.gate.settings.GateSettings` (``metric``, ``alpha``, ``critical``,
-``seed``, ``draws``, ``threshold``, ``no_queue``, ``grace``, ``indistinguishable``,
-``share``: :mod:`distgate.api.workflows`), declared once with replay's flags.
+:class:`~distgate.gate.settings.GateSettings`, declared once with replay's flags (see
+:mod:`distgate.api.workflows`).
 
 The table and its keywords can also be given as one
 :class:`~distgate.data.spec.TableSpec` (``TableSpec("soldiers.csv", attributes="age",
