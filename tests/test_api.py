@@ -96,7 +96,7 @@ def test_import_distgate_loads_no_numeric_library_and_the_api_on_first_use():
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["[]", "distgate.api", "True"]
+    assert result.stdout.split() == ["[]", "distgate.api.release", "True"]
 
 
 def test_an_unknown_attribute_of_distgate_is_an_attribute_error():

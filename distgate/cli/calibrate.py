@@ -10,14 +10,18 @@ import typer
 from distgate.cli.common import (
     EXIT_OK,
     EXIT_UNSAFE,
-    CriticalOption,
-    DrawsOption,
-    SeedOption,
     alphas_option,
     handles_bad_input,
     metrics_option,
 )
-from distgate.cli.options import AS_GIVEN, OutputFlags, bundled
+from distgate.cli.options import (
+    AS_GIVEN,
+    CriticalOption,
+    DrawsOption,
+    OutputFlags,
+    SeedOption,
+    bundled,
+)
 from distgate.cli.output import describe, print_notes, show
 from distgate.data.spec import TableSpec
 from distgate.defaults import (

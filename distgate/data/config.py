@@ -9,14 +9,13 @@ Looked up in the working directory (or given with ``--config FILE``). Keys: ``id
 
 from __future__ import annotations
 
-import os
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from distgate.defaults import DEFAULT_ALPHA, DEFAULT_CRITICAL, DEFAULT_METRIC, DEFAULT_SEED
+from distgate.defaults import DEFAULT_METRIC
 from distgate.errors import InputError
 
 CONFIG_NAME = "distgate.toml"
@@ -195,48 +194,6 @@ class TableOptions:
         return TextFormat(self.delimiter, self.encoding)
 
 
-def table_options(source: Any, config: dict[str, Any], **given: Any) -> TableOptions:
-    """The options to read ``source`` with: each table option ``given`` (by its keyword,
-    :data:`distgate.data.spec.TABLE_KEYWORDS`, in the command line's forms; None or left
-    out: not given) over the settings file's ``config`` over the default. The columns are
-    checked where they are named (:meth:`distgate.data.spec.TableSpec.options`)."""
-    from distgate.data.values import parse_bins, parse_order
-
-    attrs = split_names(given.get("attributes")) or list(config.get("attributes") or [])
-    targs = split_names(given.get("targets")) or list(config.get("targets") or [])
-    # the file's bins and orders serve the columns in use (flags may name other columns);
-    # a flag's bins or order for a column that is not in use is still an error
-    merged_bins = {c: e for c, e in parse_bins(config.get("bins")).items() if c in attrs}
-    merged_bins.update(parse_bins(given.get("bins")))
-    used = attrs + targs
-    merged_order = {c: v for c, v in parse_order(config.get("order")).items() if c in used}
-    merged_order.update(parse_order(given.get("order")))
-    fmt = text_format(config, given.get("delimiter"), given.get("encoding"))
-    chosen = {
-        name: value
-        for name, value in (
-            ("id_column", given.get("id") or config.get("id")),
-            ("baseline", given.get("baseline") or config.get("baseline")),
-            ("missing", given.get("missing") or config.get("missing")),
-            ("engine", given.get("engine") or config.get("engine")),
-            ("weight", given.get("weight") or config.get("weight")),
-        )
-        if value is not None
-    }  # those left out take TableOptions' defaults
-    scheduler = given.get("scheduler") or config.get("scheduler")
-    return TableOptions(
-        source=source,
-        attributes=tuple(attrs),
-        targets=tuple(targs),
-        bins=tuple((c, tuple(e)) for c, e in merged_bins.items()),
-        scheduler=scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS"),
-        order=tuple((c, tuple(v)) for c, v in merged_order.items()),
-        delimiter=fmt.delimiter,
-        encoding=fmt.encoding,
-        **chosen,
-    )
-
-
 def text_format(config: dict[str, Any], delimiter: str | None, encoding: str | None):
     """How text input is written: --delimiter and --encoding (checked) over the config's."""
     from distgate.data.tables import TextFormat, check_delimiter, check_encoding
@@ -299,22 +256,3 @@ def alpha_list(value: str | Sequence[Any] | float | None, default: str | Sequenc
 def metric_setting(flag: Sequence[str] | str | None, config: dict[str, Any]) -> str:
     """The chosen metrics: every one given, else the settings file's, else kld."""
     return joined(flag or config.get("metric"), DEFAULT_METRIC)
-
-
-def gate_choices(
-    config: dict[str, Any],
-    *,
-    metric: Sequence[str] | str | None,
-    alpha: float | None,
-    critical: str | None,
-    seed: int | None,
-) -> dict[str, Any]:
-    """The online gate's metrics, alpha, critical values and seed (keywords of
-    :class:`~distgate.gate.settings.GateSettings`): each given one over the settings
-    file's over the default."""
-    return {
-        "metrics": metric_setting(metric, config).split(","),
-        "alpha": setting(alpha, config, "alpha", DEFAULT_ALPHA),
-        "critical": setting(critical, config, "critical", DEFAULT_CRITICAL),
-        "seed": setting(seed, config, "seed", DEFAULT_SEED),
-    }

@@ -5,7 +5,7 @@ and a flag of the command line (``--attr age``); ``None`` means not given. A fie
 metadata (:class:`Flag`) says how the command line offers it (its flags, metavar and
 help: :mod:`distgate.cli.options` builds the options from it); the settings file's key of
 the same name (``distgate.toml``) serves when it is not given. So a new table option is
-one field here (and its rule in :func:`distgate.data.config.table_options`).
+one field here (and its rule in :meth:`TableSpec.options`).
 
 :meth:`TableSpec.options` resolves the spec against the settings file into the
 :class:`~distgate.data.config.TableOptions` the readers take; :meth:`TableSpec.read`
@@ -195,16 +195,49 @@ class TableSpec:
 
     def options(self, settings: dict[str, Any]) -> TableOptions:
         """The options the readers take: each one given over the settings file's over the
-        default (:func:`~distgate.data.config.table_options`). InputError when no
-        attribute or target column is named anywhere."""
-        from distgate.data.config import split_names, table_options
+        default (:class:`~distgate.data.config.TableOptions`'s). The file's bins and orders
+        serve the columns in use (the spec may name other columns); a bin or order the spec
+        gives for a column not in use is still an error. InputError when no attribute or
+        target column is named anywhere."""
+        from distgate.data.config import TableOptions, split_names, text_format
+        from distgate.data.values import parse_bins, parse_order
 
         given = self.given()
-        for role in ("attributes", "targets"):
-            if not split_names(given[role]) and not settings.get(role):
+        attributes = split_names(given["attributes"]) or list(settings.get("attributes") or [])
+        targets = split_names(given["targets"]) or list(settings.get("targets") or [])
+        for role, named in (("attributes", attributes), ("targets", targets)):
+            if not named:
                 raise InputError(self._none_named(role))
+        bins = {c: e for c, e in parse_bins(settings.get("bins")).items() if c in attributes}
+        bins.update(parse_bins(given["bins"]))
+        used = attributes + targets
+        order = {c: v for c, v in parse_order(settings.get("order")).items() if c in used}
+        order.update(parse_order(given["order"]))
+        fmt = text_format(settings, given["delimiter"], given["encoding"])
         given["baseline"] = _baseline_source(self.baseline)
-        return table_options(self.source, settings, **given)
+        chosen = {
+            option: value
+            for option, name in (
+                ("id_column", "id"),
+                ("baseline", "baseline"),
+                ("missing", "missing"),
+                ("engine", "engine"),
+                ("weight", "weight"),
+            )
+            if (value := given[name] or settings.get(name)) is not None
+        }  # those left out take TableOptions' defaults
+        scheduler = given["scheduler"] or settings.get("scheduler")
+        return TableOptions(
+            source=self.source,
+            attributes=tuple(attributes),
+            targets=tuple(targets),
+            bins=tuple((c, tuple(e)) for c, e in bins.items()),
+            scheduler=scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS"),
+            order=tuple((c, tuple(v)) for c, v in order.items()),
+            delimiter=fmt.delimiter,
+            encoding=fmt.encoding,
+            **chosen,
+        )
 
     def read(
         self,
@@ -294,18 +327,22 @@ def table_spec(
     keywords: Mapping[str, Any],
     function: str,
     taken: Sequence[str] = TABLE_KEYWORDS,
+    also: Mapping[str, Sequence[str]] | None = None,
 ) -> TableSpec:
     """The spec of a function's table argument and its table keywords: ``table`` is a
     :class:`TableSpec` (the keywords given replace its fields) or what a spec's ``table``
     holds. ``taken``: the table keywords ``function`` takes; TypeError naming them for any
-    other keyword given (or field set), as Python's own for an unknown keyword."""
+    other keyword given (or field set), as Python's own for an unknown keyword, and the
+    keywords of each other kind it takes (``also``: ``{"gate": (...)}``), taken apart
+    before."""
     unknown = [name for name in keywords if name not in taken]
     if isinstance(table, TableSpec):  # a field set that the function does not take
         unknown += [n for n in TABLE_KEYWORDS if n not in taken and getattr(table, n) is not None]
     if unknown:
+        kinds = [("table", taken), *(also or {}).items()]
+        listed = "; ".join(f"its {kind} keywords are: {', '.join(names)}" for kind, names in kinds)
         raise TypeError(
-            f"{function}() got an unexpected keyword argument '{unknown[0]}' (its table "
-            f"keywords are: {', '.join(taken)})"
+            f"{function}() got an unexpected keyword argument '{unknown[0]}' ({listed})"
         )
     if isinstance(table, TableSpec):
         return dataclasses.replace(table, **keywords)

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from distgate.defaults import DEFAULT_GRACE
 from distgate.errors import InputError
 from distgate.gate.checks import Checks
 from distgate.gate.decisions import GateRun, GateState, GateStatus
@@ -78,7 +79,7 @@ class Gate:
         critical: CriticalValues,
         *,
         queue: bool = True,
-        grace: str = "none",
+        grace: str = DEFAULT_GRACE,
         threshold: float | None = None,
         rule: CommonRelease | None = None,
     ) -> None:

@@ -23,19 +23,9 @@ class TableChecks:
         self.encoded = inputs.table
 
     def _gate_settings(self):
-        from distgate.gate.settings import GateSettings
+        from distgate.state.records import settings_of_record
 
-        s = self.parts.settings
-        return GateSettings(
-            metrics=str(s.get("metric", "kld")).split(","),
-            alpha=s.get("alpha", 0.2),
-            critical=s.get("critical", "auto"),
-            seed=s.get("seed", 0),
-            draws=s.get("draws", 10_000),
-            threshold=s.get("threshold"),
-            queue=s.get("queue", True),
-            grace=s.get("grace", "none"),
-        )
+        return settings_of_record(self.parts.settings)
 
     def table(self) -> str:
         from distgate.state.records import settings_record, table_fingerprint

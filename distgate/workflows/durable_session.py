@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from distgate.data.inputs import Inputs
+from distgate.data.spec import TableReading
 from distgate.data.values import JOINT_SEPARATOR
 from distgate.errors import InputError
 from distgate.gate.decisions import DECISION_NAMES, Columns, Decided, Decision, GateStatus, parts_of
@@ -107,6 +108,7 @@ class DurableSession:
         from distgate.data.key_index import KeyIndex, RowNumbers
 
         self.inputs, self.settings, self.path = inputs, settings, str(state)
+        self.reading: TableReading | None = None  # how the table was read (open_gate says)
         table = inputs.table
         if not hasattr(table, "target_codes") or getattr(table, "weights", None) is not None:
             raise InputError(

@@ -22,7 +22,7 @@ import dataclasses
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -30,10 +30,15 @@ import pyarrow as pa
 from distgate.data.inputs import Inputs
 from distgate.data.requests import KeyColumn, RequestKeys, read_requests
 from distgate.data.tables import display_name
+from distgate.defaults import DEFAULT_KEY
+from distgate.errors import Interrupted
 from distgate.gate.decisions import DECISION_NAMES, QUEUED, RELEASED, UNKNOWN, GateRun, GateStatus
 from distgate.gate.engine import Gate
 from distgate.gate.settings import GateSettings
 from distgate.workflows.decisions_file import write_decisions
+
+if TYPE_CHECKING:
+    from distgate.data.spec import TableReading
 
 T = TypeVar("T")
 
@@ -72,6 +77,7 @@ class ReplayResult:
     resumed: int = 0  # requests of this log found already decided in the state
     status: GateStatus | None = None  # idle requests, frozen queue (after the log)
     notes: list[str] = field(default_factory=list)  # what opening the state did (a migration)
+    reading: TableReading | None = None  # how the table was read (distgate.replay says)
 
     def counts(self) -> dict[str, int]:
         tally = np.bincount(self.rows["decision"].astype(np.int64), minlength=len(DECISION_NAMES))
@@ -112,15 +118,6 @@ class ReplayResult:
         }
 
 
-class Interrupted(Exception):
-    """A replay stopped by SIGINT or SIGTERM at a batch boundary (``done`` requests of the
-    log are committed to the state; ``signal`` the signal's number)."""
-
-    def __init__(self, done: int, signal: int, state: str | None) -> None:
-        super().__init__(done, signal)
-        self.done, self.signal, self.state = done, signal, state
-
-
 @contextlib.contextmanager
 def _stop_at_batch_boundaries():
     """While replaying: the first SIGINT or SIGTERM only asks to stop after the batch being
@@ -153,7 +150,7 @@ def replay(
     requests: str,
     settings: GateSettings,
     *,
-    key: str = "id",
+    key: str = DEFAULT_KEY,
     skip_unknown: bool = False,
     decisions: str | None = None,
     state: str | None = None,
@@ -170,8 +167,8 @@ def replay(
     a log already partly recorded there continues after its last committed request, and
     another replay on the same state is refused (or waited for, with ``wait``). SIGINT or
     SIGTERM stops the replay after the batch it is deciding, committed, with
-    :class:`Interrupted`. ``progress(done, total)`` is called after every batch of
-    ``batch`` requests (the decisions do not depend on it). ``spreadsheet``: the
+    :class:`~distgate.errors.Interrupted`. ``progress(done, total)`` is called after every
+    batch of ``batch`` requests (the decisions do not depend on it). ``spreadsheet``: the
     decisions file quotes text a spreadsheet would run as a formula
     (:mod:`distgate.data.csv_cells`).
     """
