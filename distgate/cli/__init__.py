@@ -93,11 +93,12 @@ def _terminated(number, frame) -> None:
 
 
 def main() -> None:
-    """Console-script entry point: :func:`run` the command line without pandas, then leave
-    at once (both workarounds are explained in :mod:`distgate._runtime`)."""
-    from distgate._runtime import exit_now, keep_pandas_out
+    """Console-script entry point: :func:`run` the command line with pyarrow's looks for
+    pandas refused, then leave at once (both workarounds are explained in
+    :mod:`distgate._runtime`)."""
+    from distgate._runtime import exit_now, refuse_pandas_probes
 
-    keep_pandas_out()
+    refuse_pandas_probes()
     exit_now(run())
 
 

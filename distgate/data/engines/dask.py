@@ -16,13 +16,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from distgate._runtime import allow_pandas
 from distgate.data.engines.plan import SUMS, Plan
 from distgate.data.engines.sources import is_remote, resolve_local, resolve_remote, spool_folder
 from distgate.data.tables import display_name
 from distgate.errors import InputError
-
-allow_pandas()  # dask.dataframe and distributed are built on pandas
 
 CONNECT_TIMEOUT = "5s"
 CSV_BLOCK = "64MB"  # bytes of a plain CSV file per partition
