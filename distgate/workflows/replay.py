@@ -30,7 +30,16 @@ import pyarrow as pa
 from distgate.data.inputs import Inputs
 from distgate.data.requests import KeyColumn, RequestKeys, read_requests
 from distgate.data.tables import display_name
-from distgate.gate.decisions import DECISION_NAMES, QUEUED, RELEASED, UNKNOWN, GateRun, GateStatus
+from distgate.gate.decisions import (
+    DECISION_NAMES,
+    DENIED,
+    DUPLICATE,
+    QUEUED,
+    RELEASED,
+    UNKNOWN,
+    GateRun,
+    GateStatus,
+)
 from distgate.gate.engine import Gate
 from distgate.gate.settings import GateSettings
 from distgate.workflows.decisions_file import write_decisions
@@ -57,6 +66,43 @@ class TargetSummary:
         return {**dataclasses.asdict(self), "percent_released": round(self.percent_released, 2)}
 
 
+@dataclass(frozen=True)
+class ReplayTotals:
+    """What a replay did, over the records it was asked for: each requested record (a
+    known key) ends released (at once, or later from the queue), still queued or denied,
+    so ``released + still_queued + denied == records``; the sums are those of the
+    per-target table. ``requests`` counts the log's rows: ``repeated`` asked for a record
+    asked for before in the log, ``duplicate`` of them after it was released (the others
+    while it was queued), and ``unknown`` named a key the table lacks."""
+
+    records: int
+    released_at_once: int
+    released_from_queue: int
+    still_queued: int
+    denied: int
+    requests: int
+    repeated: int
+    duplicate: int
+    unknown: int
+
+    @property
+    def released(self) -> int:
+        return self.released_at_once + self.released_from_queue
+
+    def to_dict(self) -> dict:
+        return {
+            "records": {
+                "requested": self.records,
+                "released": self.released,
+                "released_at_once": self.released_at_once,
+                "released_from_queue": self.released_from_queue,
+                "still_queued": self.still_queued,
+                "denied": self.denied,
+            },
+            "repeated_requests": self.repeated,
+        }
+
+
 @dataclass
 class ReplayResult:
     """The decisions of one log (the rows of its decisions file) and the summary."""
@@ -76,6 +122,28 @@ class ReplayResult:
     def counts(self) -> dict[str, int]:
         tally = np.bincount(self.rows["decision"].astype(np.int64), minlength=len(DECISION_NAMES))
         return {name: int(tally[i]) for i, name in enumerate(DECISION_NAMES)}
+
+    def totals(self) -> ReplayTotals:
+        """The records released, still queued and denied, and the repeated requests (see
+        :class:`ReplayTotals`)."""
+        rows = self.rows
+        own = rows["request"] >= self.first_request
+        record, decision = rows["record"][own], rows["decision"][own]
+        known = record >= 0
+        released = (decision == RELEASED) | ((decision == QUEUED) & (rows["released_at"][own] >= 0))
+        denied = np.setdiff1d(record[decision == DENIED], record[released])
+        records = np.unique(record[known]).size
+        return ReplayTotals(
+            records=records,
+            released_at_once=sum(s.released_at_once for s in self.summary),
+            released_from_queue=sum(s.released_from_queue for s in self.summary),
+            still_queued=sum(s.still_queued for s in self.summary),
+            denied=denied.size,
+            requests=int(own.sum()),
+            repeated=int(known.sum()) - records,
+            duplicate=int((decision == DUPLICATE).sum()),
+            unknown=int((~known).sum()),
+        )
 
     def to_arrow(self, table: str = "decisions") -> pa.Table:
         """The decisions, one row per request, or the ``summary``, one row per target
@@ -100,6 +168,7 @@ class ReplayResult:
             "decisions": {
                 name: int((decision == i).sum()) for i, name in enumerate(DECISION_NAMES)
             },
+            **self.totals().to_dict(),
             "released_from_earlier_runs": int((~own).sum()),
             "metrics": self.settings.metrics,
             "alpha": self.settings.alpha,
