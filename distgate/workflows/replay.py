@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from distgate.data.inputs import Inputs
-from distgate.data.requests import KeyColumn, RequestKeys, read_requests
+from distgate.data.requests import KeyColumn, RequestKeys, key_column, read_requests
 from distgate.data.tables import display_name
 from distgate.gate.decisions import (
     DECISION_NAMES,
@@ -222,7 +222,7 @@ def replay(
     requests: str,
     settings: GateSettings,
     *,
-    key: str = "id",
+    key: str | None = None,
     skip_unknown: bool = False,
     decisions: str | None = None,
     state: str | None = None,
@@ -232,8 +232,10 @@ def replay(
     spreadsheet: bool = False,
 ) -> ReplayResult:
     """Run the gate over the request log ``requests`` (see the module docstring): its
-    record keys in column ``key``; with ``skip_unknown`` a key the table does not have is
-    decided ``unknown`` (without it the log is refused with an InputError naming it).
+    record keys in column ``key`` (None: the table's key column when the log has a column
+    of that name, else ``id``; :func:`distgate.data.requests.key_column`); with
+    ``skip_unknown`` a key the table does not have is decided ``unknown`` (without it the
+    log is refused with an InputError naming it).
 
     With ``state`` the gate starts from (and commits every batch to) the SQLite state;
     a log already partly recorded there continues after its last committed request, and
@@ -394,9 +396,10 @@ def _in_background(work: Callable[[], T]) -> Callable[[], T]:
     return wait
 
 
-def _read_log(inputs: Inputs, requests: str, key: str, skip_unknown: bool):
+def _read_log(inputs: Inputs, requests: str, key: str | None, skip_unknown: bool):
     """The request log mapped to the table's record positions."""
     fmt = inputs.options.text_format
+    key = key_column(requests, key, inputs.options.id_column, fmt)
     if hasattr(inputs.table, "map_requests"):  # an out-of-core engine joins the keys
         return inputs.table.map_requests(requests, key, fmt, skip_unknown=skip_unknown)
     # read and mapped a batch at a time: only the record positions are kept
