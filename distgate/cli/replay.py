@@ -56,8 +56,14 @@ def replay_command(
         typer.Option("--wait", help="Wait for another replay on the same --state to finish."),
     ] = False,
     key: Annotated[
-        str, typer.Option("--key", metavar="COLUMN", help="Key column of the request log.")
-    ] = "id",
+        str | None,
+        typer.Option(
+            "--key",
+            metavar="COLUMN",
+            help="Key column of the request log [default: the --id column when the log "
+            "has one of that name, else id].",
+        ),
+    ] = None,
     no_queue: NoQueueOption = False,
     grace: GraceOption = "none",
     indistinguishable: IndistinguishableOption = False,
