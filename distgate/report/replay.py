@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from distgate.gate.decisions import DENIED, QUEUED, RELEASED
+from distgate.report.figures import figure_path
 from distgate.report.model import BLOCKED, WARN, Cell, Column, Report, count
 from distgate.workflows.replay import ReplayResult, ReplayTotals
 
@@ -120,7 +121,7 @@ def replay_report(result: ReplayResult, decisions: str | None, plot: str | None 
     report.plot(
         f"{s.metrics[0]} statistic and critical value against released tuples",
         lambda: evolution(result),
-        plot,
+        figure_path(plot, EVOLUTION_NAME) if plot else None,
     )
     return report
 
@@ -178,12 +179,13 @@ def evolution(result: ReplayResult):
     )
 
 
-def plot_evolution(result: ReplayResult, path: str) -> None:
-    """Write :func:`evolution` as a PNG file."""
-    from distgate.data.atomic import atomic_path
-    from distgate.report.plots import pyplot
+EVOLUTION_NAME = "replay_evolution"
 
-    figure = evolution(result)
-    with atomic_path(path) as tmp:
-        figure.savefig(tmp, format="png", dpi=100)
-    pyplot().close(figure)
+
+def plot_evolution(result: ReplayResult, path: str) -> str:
+    """Write :func:`evolution` under ``--plot path`` (an image file, or a folder:
+    :mod:`distgate.report.figures`); the file written."""
+    from distgate.report.figures import Figure, write_figures
+
+    written = write_figures([Figure(EVOLUTION_NAME, lambda: evolution(result))], path)
+    return written[EVOLUTION_NAME]
