@@ -26,6 +26,7 @@ from distgate.data.spec import TableSpec
 from distgate.defaults import DEFAULT_DRAWS
 from distgate.errors import InputError
 from distgate.extras import require_plots
+from distgate.report.figures import check_plot_path
 
 
 @handles_bad_input
@@ -78,7 +79,7 @@ def replay_command(
             "--plot",
             metavar="FILE.png",
             help="Write a plot: the first metric's statistic and critical value against "
-            "released tuples.",
+            "released tuples (a .png, .svg or .pdf file; any other path is a folder).",
         ),
     ] = None,
     metric: MetricOption = None,
@@ -105,6 +106,7 @@ def replay_command(
     check_outputs([table.table, requests, state], [output, plot, *shown_as.files])
     if plot:
         require_plots("replay --plot")
+        check_plot_path(plot)
     check_outputs([table.table, requests], [state])
     from distgate.gate.settings import gate_settings, refuse_weight
 

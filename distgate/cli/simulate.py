@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
@@ -24,6 +23,7 @@ from distgate.cli.output import describe, print_notes, show
 from distgate.data.spec import TableSpec
 from distgate.defaults import DEFAULT_CRITICAL, DEFAULT_DRAWS, DEFAULT_SEED
 from distgate.extras import require_plots
+from distgate.report.figures import check_plot_path
 
 DEFAULT_METRICS = "mis,kld,cst,dqt"
 DEFAULT_ALPHAS = "0.2,0.05"
@@ -86,9 +86,12 @@ def simulate_command(
         typer.Option(
             "--plots",
             "--plot",
-            metavar="DIR",
-            help="Write the evolution plots (one per metric and alpha) and the chi-square "
-            "fit plot into this folder (--plot is the same option).",
+            metavar="DIR|FILE.png",
+            help="Write every figure into the folder DIR as PNG files: the evolution plots "
+            "(one per metric and alpha), the chi-square fit plot and, with --attack, the "
+            "frontier; or one figure into a .png, .svg or .pdf file: the frontier with "
+            "--attack, else the first metric's evolution at the first alpha (--plots is the "
+            "same option).",
         ),
     ] = None,
     workers: Annotated[
@@ -126,7 +129,6 @@ def simulate_command(
     """
     from distgate.data.atomic import check_outputs
     from distgate.data.config import alpha_list, joined, setting
-    from distgate.errors import InputError
     from distgate.observer.stream import parse_checkpoints
     from distgate.report.common import progress
     from distgate.stats.metrics.registry import parse_metrics
@@ -137,8 +139,7 @@ def simulate_command(
     check_outputs(table.files, shown_as.files)
     if plots is not None:
         require_plots("simulate --plot")
-    if plots is not None and os.path.exists(plots) and not os.path.isdir(plots):
-        raise InputError(f"--plots names a folder for the plots, and '{plots}' is a file.")
+        check_plot_path(plots)
     settings = table.settings()
     metrics = parse_metrics(joined(metric, DEFAULT_METRICS))
     alphas = alpha_list(alpha, DEFAULT_ALPHAS)
@@ -174,7 +175,7 @@ def simulate_command(
         )
     from distgate.report.simulate import simulation_report, write_plots
 
-    written, sample = [], None
+    written, sample = {}, None
     if plots or report:
         sample = chi_square_fit_sample(values, result.requests, draws, seed_value)
     if plots:
@@ -183,5 +184,5 @@ def simulate_command(
     describe(shown, context, [table.table, table.baseline], settings)
     show(shown, chosen, lambda: {**result.to_dict(), "engine": inputs.engine}, outputs=shown_as)
     if chosen == "table":
-        for path in written:
+        for path in written.values():
             typer.echo(f"wrote {path}", err=True)
