@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from distgate.api.common import File, Table, path
 from distgate.data.spec import Names, TableSpec, table_spec
-from distgate.defaults import DEFAULT_KEY, DEFAULT_SEQUENCES
+from distgate.defaults import DEFAULT_SEQUENCES
 from distgate.errors import InputError
 from distgate.gate.settings import GATE_KEYWORDS, GateSettings, gate_settings
 
@@ -69,7 +69,7 @@ def replay(
     table: Table,
     requests: Table,
     *,
-    key: str = DEFAULT_KEY,
+    key: str | None = None,
     skip_unknown: bool = False,
     output: File | None = None,
     state: File | None = None,
@@ -79,7 +79,8 @@ def replay(
     **keywords: Any,
 ) -> ReplayResult:
     """Run the online gate over the request log ``requests`` (a file or a table in
-    memory, one row per request in arrival order, its record keys in column ``key``), as
+    memory, one row per request in arrival order, its record keys in column ``key``; None:
+    the table's ``id`` column when the log has a column of that name, else ``id``), as
     ``distgate replay`` does. ``output`` writes the decisions CSV (``spreadsheet_safe`` as
     the flag), ``state`` keeps the gate's state in a SQLite file between replays
     (``wait``: wait for another replay on it); ``skip_unknown`` as the flag;

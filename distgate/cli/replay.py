@@ -11,9 +11,9 @@ from distgate.cli.options import AS_GIVEN, GATE_AS_GIVEN, GateFlags, OutputFlags
 from distgate.cli.output import describe, print_notes, show
 from distgate.data.atomic import check_outputs
 from distgate.data.spec import TableSpec
-from distgate.defaults import DEFAULT_KEY
 from distgate.errors import Interrupted
 from distgate.extras import require_plots
+from distgate.report.figures import check_plot_path
 
 
 @handles_bad_input
@@ -44,8 +44,14 @@ def replay_command(
         typer.Option("--wait", help="Wait for another replay on the same --state to finish."),
     ] = False,
     key: Annotated[
-        str, typer.Option("--key", metavar="COLUMN", help="Key column of the request log.")
-    ] = DEFAULT_KEY,
+        str | None,
+        typer.Option(
+            "--key",
+            metavar="COLUMN",
+            help="Key column of the request log [default: the --id column when the log "
+            "has one of that name, else id].",
+        ),
+    ] = None,
     skip_unknown: Annotated[
         bool,
         typer.Option("--skip-unknown", help="Mark keys the table lacks as unknown and go on."),
@@ -56,7 +62,7 @@ def replay_command(
             "--plot",
             metavar="FILE.png",
             help="Write a plot: the first metric's statistic and critical value against "
-            "released tuples.",
+            "released tuples (a .png, .svg or .pdf file; any other path is a folder).",
         ),
     ] = None,
     gate: GateFlags = GATE_AS_GIVEN,
@@ -73,6 +79,7 @@ def replay_command(
     check_outputs([table.table, requests, state], [output, plot, *shown_as.files])
     if plot:
         require_plots("replay --plot")
+        check_plot_path(plot)
     with progress(shown_as.quiet or chosen != "table") as bar:
         task = bar.add_task("replay", total=None)
         try:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
@@ -20,6 +19,7 @@ from distgate.defaults import (
     DEFAULT_SIMULATE_METRICS,
 )
 from distgate.extras import require_plots
+from distgate.report.figures import check_plot_path
 
 Metrics = metrics_option(",".join(DEFAULT_SIMULATE_METRICS))
 Alphas = alphas_option(",".join(map(str, DEFAULT_SIMULATE_ALPHAS)))
@@ -68,9 +68,12 @@ def simulate_command(
         typer.Option(
             "--plots",
             "--plot",
-            metavar="DIR",
-            help="Write the evolution plots (one per metric and alpha) and the chi-square "
-            "fit plot into this folder (--plot is the same option).",
+            metavar="DIR|FILE.png",
+            help="Write every figure into the folder DIR as PNG files: the evolution plots "
+            "(one per metric and alpha), the chi-square fit plot and, with --attack, the "
+            "frontier; or one figure into a .png, .svg or .pdf file: the frontier with "
+            "--attack, else the first metric's evolution at the first alpha (--plots is the "
+            "same option).",
         ),
     ] = None,
     workers: Annotated[
@@ -108,7 +111,6 @@ def simulate_command(
     """
     from distgate.api import simulate
     from distgate.data.atomic import check_outputs
-    from distgate.errors import InputError
     from distgate.report.common import progress
 
     chosen = shown_as.chosen(judges=False)
@@ -116,8 +118,7 @@ def simulate_command(
     check_outputs(table.files, shown_as.files)
     if plots is not None:
         require_plots("simulate --plot")
-    if plots is not None and os.path.exists(plots) and not os.path.isdir(plots):
-        raise InputError(f"--plots names a folder for the plots, and '{plots}' is a file.")
+        check_plot_path(plots)
     with progress(shown_as.quiet) as bar:
         task = bar.add_task("simulate", total=None)
         result = simulate(
@@ -137,7 +138,7 @@ def simulate_command(
     print_notes(result.reading, quiet=shown_as.quiet, silent=shown_as.silent)
     from distgate.report.simulate import simulation_report, write_plots
 
-    written = write_plots(result, plots, result.fit_sample) if plots else []
+    written = write_plots(result, plots, result.fit_sample) if plots else {}
     shown = simulation_report(result, result.fit_sample, written)
     describe(shown, context, [table.table, table.baseline], result.reading.settings)
     show(
@@ -147,5 +148,5 @@ def simulate_command(
         outputs=shown_as,
     )
     if chosen == "table":
-        for path in written:
+        for path in written.values():
             typer.echo(f"wrote {path}", err=True)

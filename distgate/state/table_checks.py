@@ -66,9 +66,20 @@ class TableChecks:
         known = np.flatnonzero(record >= 0)
         stored = rows["key"].take(pa.array(known)).combine_chunks()
         keys = getattr(self.encoded, "keys", None)
+        positions_of = getattr(self.encoded, "positions_of", None)  # out-of-core engines
+        found = positions_of(stored.cast(pa.string())) if keys is None and positions_of else None
         if keys is not None:
             wanted = keys.take(pa.array(record[known])).cast(pa.string())
             same = pc.fill_null(pc.equal(stored, wanted), False).to_numpy(zero_copy_only=False)
+        elif found is not None:  # the engine finds each key's record
+            same = found == record[known]
+            if not same.all():
+                i = int(np.argmin(same))
+                where = f"record {found[i]}" if found[i] >= 0 else "no record"
+                raise Disagreement(
+                    f"request {known[i]} asked for the key {stored[i].as_py()!r}, its record "
+                    f"{record[known[i]]}, but the key is {where}'s in this table."
+                )
         else:  # keyed by row number: the key is the record's number
             wanted = pa.array(record[known]).cast(pa.string())
             same = np.array(

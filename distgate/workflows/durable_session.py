@@ -117,6 +117,8 @@ class DurableSession:
             )
         self.gate = Gate.of_inputs(inputs, settings)
         keys = table.keys
+        if keys is None and hasattr(table, "record_keys"):  # an out-of-core engine's table
+            keys = table.record_keys()
         self.index = RowNumbers(table.size) if keys is None else KeyIndex(keys.cast(pa.string()))
         if self.index.repeated is not None:
             first, second = self.index.repeated
