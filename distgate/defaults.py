@@ -13,6 +13,11 @@ DEFAULT_CRITICAL = "auto"
 DEFAULT_SEED = 0
 DEFAULT_DRAWS = 10_000
 
+# the online gate: when a target's releases start being checked (none: from the first),
+# and the request log's key column
+DEFAULT_GRACE = "none"
+DEFAULT_KEY = "id"
+
 # ldiv's l: the number of distinct values of X (or "entropy": e to their entropy)
 DEFAULT_DIVERSITY = "distinct"
 
@@ -34,3 +39,16 @@ DEFAULT_SIDE = "both"
 DEFAULT_CALIBRATION_ALPHAS = (0.05, 0.2)
 DEFAULT_CALIBRATION_SIZES = (20, 40, 100, 400, 2000)
 DEFAULT_RELEASES = 4000
+
+# simulate: the metrics and levels compared, and the random request orders
+DEFAULT_SIMULATE_METRICS = ("mis", "kld", "cst", "dqt")
+DEFAULT_SIMULATE_ALPHAS = (0.2, 0.05)
+DEFAULT_SEQUENCES = 20
+
+# serve: where it listens, and what one request may hold
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DEFAULT_MAX_BATCH = 10_000  # keys in one POST
+DEFAULT_MAX_BODY = 4 << 20  # bytes of one request body
+DEFAULT_MAX_KEY_BYTES = 256  # bytes of one key (UTF-8)
+DEFAULT_BODY_TIMEOUT = 10.0  # seconds to receive a body

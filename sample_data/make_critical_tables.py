@@ -29,14 +29,11 @@ def main() -> None:
     made = Path(tempfile.mkdtemp(prefix="distgate-tables-"))
     os.environ["DISTGATE_CACHE_DIR"] = str(made)
     sys.path.insert(0, str(HERE.parent))
-    from distgate.data.config import load_config, table_options
-    from distgate.data.inputs import load_inputs
+    from distgate.data.spec import TableSpec
     from distgate.gate import Gate, GateSettings
 
     os.chdir(HERE)
-    settings = load_config("distgate.toml")
-    options = table_options("soldiers.csv", settings)
-    inputs = load_inputs(options, need_keys=True)
+    inputs, _ = TableSpec("soldiers.csv", config="distgate.toml").read(need_keys=True)
     shutil.rmtree(SHIPPED, ignore_errors=True)  # the shipped ones are not read meanwhile
     for mode in MODES:
         for alpha in ALPHAS:

@@ -96,7 +96,7 @@ def test_import_distgate_loads_no_numeric_library_and_the_api_on_first_use():
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["[]", "distgate.api", "True"]
+    assert result.stdout.split() == ["[]", "distgate.api.release", "True"]
 
 
 def test_an_unknown_attribute_of_distgate_is_an_attribute_error():
@@ -444,9 +444,9 @@ def test_a_frame_keeps_pandas_categories_and_text_labels(soldiers):
 
 def test_to_pandas_works_in_a_process_where_the_command_line_kept_pandas_out():
     probe = (
-        "from distgate._runtime import keep_pandas_out\n"
+        "from distgate._runtime import refuse_pandas_probes\n"
         "import pyarrow.csv\n"
-        "keep_pandas_out()\n"
+        "refuse_pandas_probes()\n"
         "import distgate\n"
         f"a = distgate.assess(pyarrow.csv.read_csv({SOLDIERS!r}), attributes='age', "
         "targets='location')\n"

@@ -291,7 +291,20 @@ LIBRARY = (
 READING = ("distgate.data.inputs", "distgate.data.config", "distgate.data.contingency")
 
 
-@pytest.mark.parametrize("command", ["assess", "baseline", "audit", "randomize", "calibrate"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "assess",
+        "baseline",
+        "audit",
+        "randomize",
+        "calibrate",
+        "replay",
+        "simulate",
+        "serve",
+        "state",
+    ],
+)
 def test_a_command_is_one_call_of_the_python_api(command):
     """The command parses its options, calls its distgate function and renders what it
     returns: it neither reads the table nor assembles the library's calls itself."""

@@ -26,6 +26,15 @@ Every ```python block of the pages is run too, in its own namespace, from a fres
 ``sample_data/``, and must be followed directly (after one blank line) by a ```text block
 of what it prints: an example that printed nothing to compare would pass whatever it did.
 
+Every command the pages show outside those blocks is checked too: an inline code span that
+starts with ``distgate`` or a command name (``assess -m kanon,ldiv,tclose``, ``distgate
+replay --state gate.db``) and each ``distgate`` line of a ```sh block. A span that names a
+command alone is checked to name one; a synopsis (a placeholder such as ``FILE``, ``...``,
+``[TABLE]``, or a flag without its value: ``replay --state``) to name options the command
+has; a command that runs a server or reaches a scheduler to parse; any other is run from a
+fresh copy of ``sample_data/`` (given the sample's files when it names none: ``assess
+--fix`` runs ``assess soldiers.csv --fix``) and must not end with exit code 2.
+
 After a deliberate change of output, ``python tests/test_docs_examples.py --update``
 rewrites the expected output of every block in place, or of the pages named after it
 (then read the diff).
@@ -293,6 +302,152 @@ def test_a_python_example_runs_and_prints_what_the_page_shows(snippet, tmp_path)
         f"{snippet.name}: the code printed something else: "
         "run 'python tests/test_docs_examples.py --update' and read the diff"
     )
+
+
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
+SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
+COMMAND_NAMES = ("baseline", "assess", "audit", "randomize", "replay", "simulate", "serve",
+                 "calibrate", "state")  # fmt: skip
+# what a prose command that names no input is given, from sample_data/
+SAMPLE_INPUTS = {
+    "replay": ["soldiers.csv", "requests.csv"],
+    "audit": ["published_counts.csv"],
+    "state": ["gate.db"],
+}
+# a word standing for a value (FILE, DIR, [TABLE], ..., kanon=K)
+PLACEHOLDER = re.compile(r"^(.*=)?(\[.*\]|\.\.\.|[A-Z][A-Z0-9_]*(\[,.*)?)$")
+
+
+@dataclass
+class ProseCommand:
+    page: str
+    line: int
+    words: list[str]  # after 'distgate', up to a pipe
+
+    @property
+    def name(self) -> str:
+        return f"{self.page}:{self.line}:{' '.join(self.words)}"
+
+
+def prose_commands() -> list[ProseCommand]:
+    """The commands of the pages outside console blocks (see the module docstring)."""
+    found: dict[tuple[str, ...], ProseCommand] = {}
+    for path in pages():
+        if path.name == "cli-reference.md":  # the commands' own --help, generated
+            continue
+        text = path.read_text()
+        page = str(path.relative_to(REPO))
+        prose, last = [], 0
+        for match in FENCE.finditer(text):
+            prose.append((last, text[last : match.start()]))
+            last = match.end()
+            if match.group(1) in ("sh", "bash", "shell"):
+                line = text.count("\n", 0, match.start()) + 2
+                for command in match.group(2).replace("\\\n", " ").splitlines():
+                    words = shlex.split(command.split(" #")[0])
+                    if words[:1] == ["distgate"]:
+                        found.setdefault(tuple(words), ProseCommand(page, line, words[1:]))
+        prose.append((last, text[last:]))
+        for offset, chunk in prose:
+            for span in SPAN.finditer(chunk):
+                words = span.group(1).split("|")[0].split()
+                if words[:1] == ["distgate"]:
+                    words = words[1:]
+                elif not (words[:1] and words[0] in COMMAND_NAMES and len(words) > 1):
+                    continue
+                if not words or not (words[0] in COMMAND_NAMES or words[0].startswith("-")):
+                    continue
+                line = text.count("\n", 0, offset + span.start()) + 1
+                found.setdefault(tuple(words), ProseCommand(page, line, words))
+    return list(found.values())
+
+
+def _command_of(words: list[str]):
+    """(the click command the words run, the words after its name or names)."""
+    import typer
+
+    from distgate.cli import make_app
+
+    command = typer.main.get_command(make_app(only=words[0]))
+    rest = list(words)
+    while hasattr(command, "commands") and rest and rest[0] in command.commands:
+        command = command.commands[rest.pop(0)]
+    return command, rest
+
+
+def _check_options(prose: ProseCommand) -> None:
+    """Every option the prose command names is one of its command's."""
+    command, rest = _command_of(prose.words)
+    known = {name for param in command.params for name in (*param.opts, *param.secondary_opts)}
+    known |= {"-h", "--help"}
+    named = {word.split("=")[0] for word in rest if word.startswith("-")}
+    assert named <= known, f"{prose.name}: no such option {sorted(named - known)}"
+
+
+def _runnable(prose: ProseCommand) -> list[str] | None:
+    """The command line to run for the prose command, or None when it is a name, a
+    synopsis or needs a server or a scheduler (then its options are checked)."""
+    words = prose.words
+    command, rest = _command_of(words)
+    if not rest or any(PLACEHOLDER.match(word) for word in rest):
+        return None  # a command's name, or a synopsis
+    if words[0] == "serve" or "--scheduler" in rest:
+        command.make_context(command.name, list(rest))  # a usage error raises here
+        return None
+    takes_value = {
+        name
+        for p in command.params
+        if p.param_type_name == "option" and not p.is_flag and not p.count
+        for name in p.opts
+    }
+    if rest[-1] in takes_value:
+        return None  # a flag named, not given
+    given = command.make_context(command.name, list(rest), resilient_parsing=True).params
+    arguments = [p for p in command.params if p.param_type_name == "argument"]
+    head = words[: len(words) - len(rest)]
+    if arguments and all(given.get(p.name) in (None, ()) for p in arguments):
+        inputs = SAMPLE_INPUTS.get(words[0], ["soldiers.csv"])
+        return [*head, *inputs, *rest]
+    return list(words)
+
+
+PROSE = prose_commands()
+
+
+def test_the_prose_commands_are_found():
+    named = {" ".join(p.words) for p in PROSE}
+    assert {"assess -m kanon,ldiv,tclose --threshold kanon=1000 --threshold ldiv=5",
+            "assess -m kanon,ldiv,tclose --threshold kanon=K --threshold ldiv=L",
+            "replay --state"} <= named  # fmt: skip
+    assert len(PROSE) > 40
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        pytest.param(
+            p,
+            id=p.name,
+            marks=[pytest.mark.slow] if p.words[0] in SLOW_COMMANDS else [],
+        )
+        for p in PROSE
+    ],
+)
+def test_a_command_shown_in_prose_runs_without_a_usage_error(prose, tmp_path):
+    _check_options(prose)
+    argv = _runnable(prose)
+    if argv is None:
+        return
+    folder = sample_copy(tmp_path)
+    if argv[0] == "state":  # a state file to read
+        with contextlib.chdir(folder):
+            assert (
+                run_distgate(["replay", "soldiers.csv", "requests.csv", "--state", "gate.db"])[0]
+                == 0
+            )
+    with contextlib.chdir(folder):
+        code, output = run_distgate(argv)
+    assert code in (0, 1), f"{prose.name}: 'distgate {' '.join(argv)}' ended with {code}: {output}"
 
 
 def update(pages: list[str]) -> None:

@@ -2,8 +2,8 @@
 assessments and replay decisions on the same records, whether they come as one CSV file,
 a compressed one or a folder of Parquet files; every --missing mode included.
 
-Dask runs on a LocalCluster of two worker processes started here, shared by the module
-(the tests are grouped on one pytest-xdist worker)."""
+Dask runs on the session's local cluster of two worker processes (tests/conftest.py), shared
+with the other tests that use one (grouped on one pytest-xdist worker)."""
 
 import gzip
 import json
@@ -92,23 +92,10 @@ def tables(tmp_path_factory):
     return {"csv": str(plain), "gzip": str(packed), "parquet": str(parts)}
 
 
-@pytest.fixture(scope="module")
-def scheduler():
-    """A two-process LocalCluster's address, for this module's tests (closed when they are
-    done: its idle processes kept to the end of a session cost over a minute of CPU)."""
-    import logging
-
-    from distributed import LocalCluster
-
-    cluster = LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=":0",
-        silence_logs=logging.CRITICAL,
-    )
-    yield cluster.scheduler_address
-    cluster.close()
+@pytest.fixture
+def scheduler(dask_cluster):
+    """The address of the session's local Dask cluster (tests/conftest.py)."""
+    return dask_cluster.address
 
 
 def _load(source, engine, scheduler=None, *, missing="keep", attributes=("city", "age"),

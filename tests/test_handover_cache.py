@@ -169,38 +169,39 @@ def test_the_published_rules_correction_of_mis_is_stored_and_read_back_exactly(t
     assert len(list(tmp_path.glob("paper-mis-*.npz"))) == 2
 
 
-def test_dqts_r10_values_are_kept_in_the_shared_store(tmp_path, monkeypatch):
+def test_dqts_r10_values_are_kept_in_the_store_of_the_critical_values(tmp_path, monkeypatch):
     """dqt's r10 critical values depend on no baseline: they are kept, by number of
-    targets, in the store the cache shares, and read back exactly."""
-    from distgate.stats import cache_keys
+    targets, in the store of the critical values that ask for them, and read back
+    exactly."""
     from distgate.stats.metrics import dixon
 
     expected = {n: dixon._solved(n, 0.2) for n in (4, 6)}
-    monkeypatch.setattr(cache_keys, "_shared_store", FolderStore(tmp_path))
+    values = CriticalValues(np.array([0.5, 0.5]), np.ones(3), store=FolderStore(tmp_path))
     dixon.dixon_critical.cache_clear()
     try:
-        assert dixon.dixon_critical(4, 0.2) == expected[4]
+        assert values.r10(4, 0.2) == expected[4]
         (path,) = tmp_path.glob("table-r10-dqt-*.npz")
-        assert dixon.dixon_critical(6, 0.2) == expected[6]  # the same table, grown
+        assert values.r10(6, 0.2) == expected[6]  # the same table, grown
         with np.load(path) as arrays:
             kept = arrays["table"]
         assert kept.tolist()[4] == expected[4] and kept.tolist()[6] == expected[6]
         assert np.isnan(kept[[0, 1, 2, 3, 5]]).all()
         dixon.dixon_critical.cache_clear()
         monkeypatch.setattr(dixon, "_solved", _refuse)
-        assert [dixon.dixon_critical(n, 0.2) for n in (4, 6)] == [expected[4], expected[6]]
-        assert np.isnan(dixon.dixon_critical(2, 0.2))  # fewer than three: not applicable
+        assert [values.r10(n, 0.2) for n in (4, 6)] == [expected[4], expected[6]]
+        lent = values.lent(np.array([0.25, 0.75]), np.ones(5))  # its lender's store
+        assert lent.r10(4, 0.2) == expected[4]
+        assert np.isnan(values.r10(2, 0.2))  # fewer than three: not applicable
     finally:
         dixon.dixon_critical.cache_clear()
 
 
 SHIPPED_CHECK = """
 import os
-from distgate.data.config import load_config, table_options
-from distgate.data.inputs import load_inputs
+from distgate.data.spec import TableSpec
 from distgate.gate import Gate, GateSettings
 
-inputs = load_inputs(table_options("soldiers.csv", load_config("distgate.toml")), need_keys=True)
+inputs, _ = TableSpec("soldiers.csv", config="distgate.toml").read(need_keys=True)
 for mode in ("auto", "auto-paper"):
     for alpha in (0.2, 0.05):
         for metric in ("kld", "cst", "mis", "dqt"):
@@ -235,11 +236,10 @@ def test_the_shipped_tables_serve_the_sample_data_without_simulating(tmp_path):
 
 PUBLISHED_CHECK = """
 import os, sys
-from distgate.data.config import load_config, table_options
-from distgate.data.inputs import load_inputs
+from distgate.data.spec import TableSpec
 from distgate.workflows.simulate import simulate
 
-inputs = load_inputs(table_options("soldiers.csv", load_config("distgate.toml")))
+inputs, _ = TableSpec("soldiers.csv", config="distgate.toml").read()
 table = inputs.table
 values = inputs.critical_values(sys.argv[1])
 simulate(table.target_codes, table.value_codes, table.target_labels, values, sequences=1, workers=1)

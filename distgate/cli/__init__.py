@@ -84,49 +84,65 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'distgate.cli' has no attribute {name!r}")
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised like Ctrl-C's KeyboardInterrupt so that temporary files go."""
+class Stopped(BaseException):
+    """SIGINT (Ctrl-C) or SIGTERM, raised in the command's place so that temporary files go
+    and the command line, not typer (which turns a KeyboardInterrupt into a silent exit
+    130), says what the command wrote."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.number = number
 
 
-def _terminated(number, frame) -> None:
-    raise Terminated
+def _stopped(number, frame) -> None:
+    raise Stopped(number)
 
 
 def main() -> None:
-    """Console-script entry point: :func:`run` the command line without pandas, then leave
-    at once (both workarounds are explained in :mod:`distgate._runtime`)."""
-    from distgate._runtime import exit_now, keep_pandas_out
+    """Console-script entry point: :func:`run` the command line with pyarrow's looks for
+    pandas refused, then leave at once (both workarounds are explained in
+    :mod:`distgate._runtime`)."""
+    from distgate._runtime import exit_now, refuse_pandas_probes
 
-    keep_pandas_out()
+    refuse_pandas_probes()
     exit_now(run())
 
 
 def run(argv: list[str] | None = None) -> int:
     """Run one command line (default: the process's arguments) and return its exit code.
     Usage errors (an unknown option, a missing argument, a value of the wrong type) get
-    distgate's one error style too: one sentence on stderr, exit code 2. SIGTERM ends a
-    command like Ctrl-C."""
+    distgate's one error style too: one sentence on stderr, exit code 2. Ctrl-C and
+    SIGTERM end a command with one sentence saying what it wrote and exit code 130 or 143
+    (a signal the process was started ignoring stays ignored)."""
     import signal
 
+    previous = {}
     if threading_is_main():
-        signal.signal(signal.SIGTERM, _terminated)
-    if argv is None:
-        argv = sys.argv[1:]
+        for number in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(number) is not signal.SIG_IGN:
+                previous[number] = signal.signal(number, _stopped)
+    try:
+        return _run(argv if argv is not None else sys.argv[1:])
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _run(argv: list[str]) -> int:
+    from distgate.data.atomic import written_count
+
+    files_before = written_count()
     names = {name for name, _, _ in COMMANDS} | {name for name, _ in GROUPS}
     chosen = make_app(only=argv[0]) if argv and argv[0] in names else __getattr__("app")
     try:
         code = chosen(args=argv, standalone_mode=False)  # a typer.Exit comes back as its code
     except typer.Exit as exc:
         return exc.exit_code
-    except (typer.Abort, KeyboardInterrupt, Terminated) as exc:
-        # outside replay's batch loop (which stops at a batch boundary itself): output files
-        # are only ever renamed into place complete, so none was half-written
-        typer.echo(
-            "distgate: interrupted before the command finished; no output file was written "
-            "(run it again: a --state file keeps every batch it committed).",
-            err=True,
-        )
-        return 143 if isinstance(exc, Terminated) else 130
+    except Stopped as stop:
+        from distgate.cli.interrupted import interrupted_message
+
+        typer.echo(interrupted_message(chosen, argv, files_before), err=True)
+        return 128 + stop.number
     except typer.TyperException as exc:  # click's usage errors, vendored by typer
         if type(exc).__name__ == "NoArgsIsHelpError":
             typer.echo(exc.format_message())

@@ -7,17 +7,16 @@ from typing import Annotated
 
 import typer
 
-from distgate.cli.common import (
-    EXIT_OK,
-    EXIT_UNSAFE,
+from distgate.cli.common import EXIT_OK, EXIT_UNSAFE, handles_bad_input, list_option
+from distgate.cli.options import (
+    AS_GIVEN,
     AlphaOption,
     CriticalOption,
     DrawsOption,
+    OutputFlags,
     SeedOption,
-    handles_bad_input,
-    list_option,
+    bundled,
 )
-from distgate.cli.options import AS_GIVEN, OutputFlags, bundled
 from distgate.cli.output import describe, print_notes, show
 from distgate.data.spec import TableSpec
 from distgate.defaults import (

@@ -10,14 +10,18 @@ import typer
 from distgate.cli.common import (
     EXIT_OK,
     EXIT_UNSAFE,
-    CriticalOption,
-    DrawsOption,
-    SeedOption,
     alphas_option,
     handles_bad_input,
     metrics_option,
 )
-from distgate.cli.options import AS_GIVEN, OutputFlags, bundled
+from distgate.cli.options import (
+    AS_GIVEN,
+    CriticalOption,
+    DrawsOption,
+    OutputFlags,
+    SeedOption,
+    bundled,
+)
 from distgate.cli.output import describe, print_notes, show
 from distgate.data.spec import TableSpec
 from distgate.defaults import (
@@ -27,6 +31,7 @@ from distgate.defaults import (
     DEFAULT_RELEASES,
 )
 from distgate.extras import require_plots
+from distgate.report.figures import check_plot_path
 
 Metrics = metrics_option("every metric whose critical value is set by alpha")
 Alphas = alphas_option(",".join(map(str, DEFAULT_CALIBRATION_ALPHAS)))
@@ -64,7 +69,8 @@ def calibrate_command(
         typer.Option(
             "--plot",
             metavar="FILE.png",
-            help="Write the plot of type I error against sample size.",
+            help="Write the plot of type I error against sample size (a .png, .svg or .pdf "
+            "file; any other path is a folder).",
         ),
     ] = None,
     shown_as: OutputFlags = AS_GIVEN,
@@ -86,6 +92,7 @@ def calibrate_command(
     check_outputs(table.files, [shown_as.report, plot])
     if plot:
         require_plots("calibrate --plot")
+        check_plot_path(plot)
     calibration = calibrate(
         table,
         metric=metric,

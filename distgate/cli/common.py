@@ -1,4 +1,4 @@
-"""What every command shares: the bad-input handler (exit code 2), option types and the
+"""What every command shares: the bad-input handler (exit code 2), list options and the
 JSON printer. Only light modules are imported here so that ``distgate --help`` stays fast."""
 
 from __future__ import annotations
@@ -13,10 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
-from distgate.defaults import DEFAULT_ALPHA, DEFAULT_CRITICAL, DEFAULT_METRIC, DEFAULT_SEED
 from distgate.errors import InputError
 from distgate.report.labels import shown
-from distgate.stats.metrics.registry import names
 
 EXIT_OK = 0
 EXIT_UNSAFE = 1
@@ -89,25 +87,6 @@ def list_option(*names: str, metavar: str, help: str) -> Any:
     return Annotated[list[str] | None, typer.Option(*names, metavar=metavar, help=help)]
 
 
-# Options of the release gate, shared by replay and serve (assess takes every metric).
-MetricOption = list_option(
-    "--metric",
-    "-m",
-    metavar="M[,M...]",
-    help=f"Metric(s), comma-separated or repeated: {', '.join(names(online=True))} "
-    f"[default: {DEFAULT_METRIC}].",
-)
-AlphaOption = Annotated[
-    float | None,
-    typer.Option(
-        "--alpha",
-        "-a",
-        metavar="A",
-        help=f"Significance level; higher is more protective [default: {DEFAULT_ALPHA}].",
-    ),
-]
-
-
 # Options of the commands that compare several metrics and levels (simulate, calibrate)
 def metrics_option(default: str) -> Any:
     """--metric as a list whose default is ``default``."""
@@ -127,62 +106,3 @@ def alphas_option(default: str) -> Any:
         metavar="A[,A...]",
         help=f"Significance levels, comma-separated or repeated [default: {default}].",
     )
-
-
-CriticalOption = Annotated[
-    str | None,
-    typer.Option(
-        "--critical",
-        metavar="MODE",
-        help="Critical values: auto (Monte Carlo below each test's measured hand-over size, "
-        "corrected asymptotic above), auto-paper (the published rule), asymptotic or mc "
-        f"[default: {DEFAULT_CRITICAL}].",
-    ),
-]
-SeedOption = Annotated[
-    int | None,
-    typer.Option(
-        "--seed", metavar="S", help=f"Seed of the Monte Carlo draws [default: {DEFAULT_SEED}]."
-    ),
-]
-DrawsOption = Annotated[
-    int, typer.Option("--draws", metavar="N", help="Monte Carlo draws per sample size.")
-]
-ThresholdOption = Annotated[
-    float | None,
-    typer.Option(
-        "--threshold",
-        metavar="T",
-        help="Fixed critical value T for dleak, eleak and emd (default: Monte Carlo at alpha).",
-    ),
-]
-GraceOption = Annotated[
-    str,
-    typer.Option(
-        "--grace",
-        metavar="POLICY",
-        help="Grace policy: none, releases:K, fraction:F, values:V or accuracy:EPS.",
-    ),
-]
-NoQueueOption = Annotated[
-    bool, typer.Option("--no-queue", help="Deny unsafe requests instead of queueing them.")
-]
-IndistinguishableOption = Annotated[
-    bool,
-    typer.Option(
-        "--indistinguishable",
-        help="Keep the targets alike: every release still passes the tests, and every "
-        "target's release is steered toward one common distribution at one common share of "
-        "its requests, so that an observer cannot tell the deviating targets by comparing "
-        "them (see docs/observer.md).",
-    ),
-]
-ShareOption = Annotated[
-    float | None,
-    typer.Option(
-        "--share",
-        metavar="S",
-        help="The common share of --indistinguishable (and the rule itself) [default: "
-        "planned from the table and alpha].",
-    ),
-]

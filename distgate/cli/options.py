@@ -3,12 +3,13 @@
 A command asks for a bundle by one parameter annotated with its class
 (``table: TableSpec``) and decorates itself with :func:`bundled`; the decorator puts the
 bundle's options in the command's signature, where Typer reads them, and hands the
-command one :class:`~distgate.data.spec.TableSpec` (or :class:`OutputFlags`) built from
-what was given. The table options are those the library declares with the spec's fields
-(their flags, metavar and help are the fields' metadata); the output options are declared
-here. So ``--attr``, ``--bins``, ``--format``... are declared once, and every command that
-reads a table reads it the same way (:meth:`TableSpec.read
-<distgate.data.spec.TableSpec.read>`).
+command one :class:`~distgate.data.spec.TableSpec` (or :class:`GateFlags`,
+:class:`OutputFlags`) built from what was given. The table options are those the library
+declares with the spec's fields, the gate's those it declares with the fields of
+:class:`~distgate.gate.settings.GateSettings` (their flags, metavar and help are the
+fields' metadata); the output options are declared here. So ``--attr``, ``--alpha``,
+``--format``... are declared once, and every command that reads a table reads it the same
+way (:meth:`TableSpec.read <distgate.data.spec.TableSpec.read>`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import dataclasses
 import functools
 import inspect
 import os
-from collections.abc import Callable, Mapping
+import typing
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -26,6 +28,7 @@ import typer
 
 from distgate.cli.output import Format
 from distgate.data.spec import FLAGS, Flag, TableSpec
+from distgate.gate.settings import GATE_OPTIONS, OPTION, GateSettings
 
 
 def _option(*names: str, metavar: str | None = None, help: str) -> Any:
@@ -42,6 +45,43 @@ def table_option(name: str, *, hidden: bool = False, flag: Flag | None = None) -
     kind = list[str] | None if flag.repeat else str | None
     option = typer.Option(*flag.names, metavar=flag.metavar, help=flag.help, hidden=hidden)
     return Annotated[kind, option]
+
+
+class GateFlags(dict):
+    """The gate options as given, by keyword: the gate keywords of the Python API
+    (``distgate.replay(table, log, **gate)``; None or False: not given)."""
+
+
+# each gate option's keyword: (the type and default of its parameter, the field's default)
+def _gate_parameters() -> dict[str, tuple[Any, Any]]:
+    kinds = typing.get_type_hints(GateSettings)
+    found = {}
+    for field in dataclasses.fields(GateSettings):
+        option = field.metadata[OPTION]
+        if option.repeat:  # a list: None when not given
+            kind, default = list[str] | None, None
+        elif option.negates or kinds[field.name] is bool:  # a flag: off unless given
+            kind, default = bool, False
+        elif option.setting:  # None: the settings file's value, else the default
+            kind, default = kinds[field.name] | None, None
+        else:
+            kind, default = kinds[field.name], field.default
+        found[option.keyword or field.name] = (kind, default)
+    return found
+
+
+GATE_PARAMETERS = _gate_parameters()
+
+
+def gate_option(keyword: str, *, hidden: bool = False, help: str | None = None) -> Any:
+    """The Typer parameter type of the gate option ``keyword`` (a field of
+    :class:`~distgate.gate.settings.GateSettings` by its keyword), made from the field's
+    option (``help``: the words of a command that means it its own way)."""
+    option = GATE_OPTIONS[keyword]
+    info = typer.Option(
+        *option.names, metavar=option.metavar, help=help or option.help, hidden=hidden
+    )
+    return Annotated[GATE_PARAMETERS[keyword][0], info]
 
 
 @dataclass(frozen=True)
@@ -162,7 +202,7 @@ class OutputFlags:
 
 
 SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"
-BUNDLES = (TableSpec, OutputFlags)
+BUNDLES = (TableSpec, GateFlags, OutputFlags)
 
 # One table option, for a command that takes it alone (audit counts a table of records
 # with a few of the table options; randomize reads a table its own way).
@@ -177,9 +217,16 @@ DelimiterOption = table_option("delimiter")
 EncodingOption = table_option("encoding")
 ConfigOption = table_option("config")
 BaselineOption = table_option("baseline")
-# The default of an OutputFlags parameter (a placeholder: @bundled replaces it by the flags
-# given); the bundle is written last so that its options come last in --help.
+# One gate option, for a command that takes it beside options of its own
+AlphaOption = gate_option("alpha")
+CriticalOption = gate_option("critical")
+SeedOption = gate_option("seed")
+DrawsOption = gate_option("draws")
+# The defaults of an OutputFlags and a GateFlags parameter (placeholders: @bundled replaces
+# them by the flags given); the output bundle is written last so that its options come
+# last in --help.
 AS_GIVEN = OutputFlags()
+GATE_AS_GIVEN = GateFlags()
 
 
 def bundled(
@@ -187,15 +234,18 @@ def bundled(
     hidden: tuple[str, ...] = (),
     without: tuple[str, ...] = (),
     worded: Mapping[str, Mapping[str, str]] | None = None,
+    gate: Sequence[str] | None = None,
+    optional: tuple[str, ...] = (),
 ) -> Callable:
     """Decorate a command whose parameters include bundles (a parameter annotated with
-    :class:`~distgate.data.spec.TableSpec` or :class:`OutputFlags`): Typer sees the
-    bundle's options in its place, the command receives the bundle. ``hidden`` options
-    are accepted but left out of ``--help``; ``without`` options are not offered at all
-    (their default is used); ``worded`` gives, by table option, the fields of its
-    :class:`~distgate.data.spec.Flag` that the command words its own way (its argument's
-    metavar, name and help; never the flags themselves). A table spec made here reads
-    ./distgate.toml when --config names no settings file."""
+    :class:`~distgate.data.spec.TableSpec`, :class:`GateFlags` or :class:`OutputFlags`):
+    Typer sees the bundle's options in its place, the command receives the bundle.
+    ``hidden`` options are accepted but left out of ``--help``; ``without`` options are not
+    offered at all (their default is used); ``gate``: the only gate options offered (by
+    keyword; default every one); ``worded`` gives, by table or gate option, the fields of
+    its flag that the command words its own way (its argument's metavar, name and help;
+    never the flags themselves); an ``optional`` table argument may be left out. A table
+    spec made here reads ./distgate.toml when --config names no settings file."""
 
     def decorate(command: Callable) -> Callable:
         signature = inspect.signature(command, eval_str=True)
@@ -208,8 +258,10 @@ def bundled(
                 continue
             fields = {}  # the command's parameter name of each field offered
             for name, annotation, default, option in _members(bundle, hidden, worded or {}):
-                if name in without:
+                if name in without or (bundle is GateFlags and gate and name not in gate):
                     continue
+                if name in optional:
+                    default = None
                 kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
                 parameters.append(
                     inspect.Parameter(option, kind, default=default, annotation=annotation)
@@ -239,8 +291,13 @@ def bundled(
 
 def _members(bundle: type, hidden: tuple[str, ...], worded: Mapping[str, Mapping[str, str]]):
     """(field, Typer annotation, default, the command's parameter name) of each option of
-    a bundle, in order."""
+    a bundle, in order (a gate option's field: its keyword)."""
     empty = inspect.Parameter.empty
+    if bundle is GateFlags:
+        return [
+            (name, gate_option(name, hidden=name in hidden, **worded.get(name, {})), default, name)
+            for name, (_, default) in GATE_PARAMETERS.items()
+        ]
     if bundle is TableSpec:
         members = []
         for name, flag in FLAGS.items():

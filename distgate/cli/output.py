@@ -145,7 +145,7 @@ def write_outputs(
     """Write the report's files: the HTML page, the JUnit XML and every csv table (each
     written whole and renamed into place), and append the markdown summary to
     ``summary`` (a CI job summary collects what each step appends)."""
-    from distgate.data.atomic import atomic_text
+    from distgate.data.atomic import atomic_text, record_written
 
     if html:
         from distgate.report.html import write_html
@@ -172,3 +172,4 @@ def write_outputs(
         text = job_summary(report)
         with open(summary, "a", encoding="utf-8") as handle:
             handle.write(text if text.endswith("\n") else text + "\n")
+        record_written(summary)

@@ -68,7 +68,7 @@ def check_files(argv: list[str]) -> int:
 
 def main() -> None:
     """Console-script entry point (see :func:`distgate.cli.main` for the workarounds)."""
-    from distgate._runtime import exit_now, keep_pandas_out
+    from distgate._runtime import exit_now, refuse_pandas_probes
 
-    keep_pandas_out()
+    refuse_pandas_probes()
     exit_now(check_files(sys.argv[1:]))

@@ -1,4 +1,6 @@
-"""``distgate serve``: the online gate as an HTTP service over a table and a state file."""
+"""``distgate serve``: the online gate as an HTTP service over a table and a state file
+(:func:`distgate.gate_opener`, the gate :func:`distgate.open_gate` opens, opened while
+the service listens)."""
 
 from __future__ import annotations
 
@@ -6,23 +8,18 @@ from typing import Annotated
 
 import typer
 
-from distgate.cli.common import (
-    AlphaOption,
-    CriticalOption,
-    DrawsOption,
-    GraceOption,
-    IndistinguishableOption,
-    MetricOption,
-    NoQueueOption,
-    SeedOption,
-    ShareOption,
-    ThresholdOption,
-    handles_bad_input,
-)
-from distgate.cli.options import bundled
+from distgate.cli.common import handles_bad_input
+from distgate.cli.options import GATE_AS_GIVEN, GateFlags, bundled
 from distgate.cli.output import print_notes
 from distgate.data.spec import TableSpec
-from distgate.defaults import DEFAULT_DRAWS
+from distgate.defaults import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_HOST,
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_KEY_BYTES,
+    DEFAULT_PORT,
+)
 from distgate.errors import InputError
 
 
@@ -40,10 +37,10 @@ def serve_command(
     ],
     host: Annotated[
         str, typer.Option("--host", metavar="ADDRESS", help="Address to listen on.")
-    ] = "127.0.0.1",
+    ] = DEFAULT_HOST,
     port: Annotated[
         int, typer.Option("--port", metavar="PORT", help="Port to listen on (0: any free one).")
-    ] = 8000,
+    ] = DEFAULT_PORT,
     columns: Annotated[
         list[str] | None,
         typer.Option(
@@ -72,14 +69,14 @@ def serve_command(
     ] = None,
     max_batch: Annotated[
         int, typer.Option("--max-batch", metavar="N", help="Keys in one POST at most.")
-    ] = 10_000,
+    ] = DEFAULT_MAX_BATCH,
     max_body: Annotated[
         int, typer.Option("--max-body", metavar="BYTES", help="Bytes of one request body.")
-    ] = 4 << 20,
+    ] = DEFAULT_MAX_BODY,
     body_timeout: Annotated[
         float,
         typer.Option("--body-timeout", metavar="SECONDS", help="Time to receive one body."),
-    ] = 10.0,
+    ] = DEFAULT_BODY_TIMEOUT,
     max_key_bytes: Annotated[
         int,
         typer.Option(
@@ -87,17 +84,8 @@ def serve_command(
             metavar="BYTES",
             help="Bytes of one key (UTF-8) at most; a longer key is refused, not stored.",
         ),
-    ] = 256,
-    no_queue: NoQueueOption = False,
-    grace: GraceOption = "none",
-    indistinguishable: IndistinguishableOption = False,
-    share: ShareOption = None,
-    metric: MetricOption = None,
-    alpha: AlphaOption = None,
-    critical: CriticalOption = None,
-    seed: SeedOption = None,
-    draws: DrawsOption = DEFAULT_DRAWS,
-    threshold: ThresholdOption = None,
+    ] = DEFAULT_MAX_KEY_BYTES,
+    gate: GateFlags = GATE_AS_GIVEN,
 ) -> None:
     """Serve the release gate over TABLE: requesters POST keys and get each decision once
     it is committed to --state; the operator reads the summary and metrics.
@@ -113,12 +101,9 @@ def serve_command(
         from distgate.extras import missing
 
         raise missing("distgate serve", "serve", exc.name or "starlette") from None
-    settings = table.settings()
-    if table.weight or settings.get("weight"):
-        raise InputError(
-            "serve cannot take a weight column: it decides on one record per request (give "
-            "it a table with one line per record)."
-        )
+    from distgate.api import gate_opener
+
+    opened = gate_opener(table, state, columns=columns, **gate)  # the options checked now
     for name, value, low in (
         ("--max-batch", max_batch, 1),
         ("--max-body", max_body, 64),
@@ -130,37 +115,17 @@ def serve_command(
         raise InputError("--body-timeout must be between 0 and 3600 seconds.")
     if not 0 <= port <= 65535:
         raise InputError(f"--port {port} is not a port (0 to 65535).")
-    from distgate.gate.settings import gate_settings
-
-    chosen = gate_settings(
-        settings,
-        metric=metric,
-        alpha=alpha,
-        critical=critical,
-        seed=seed,
-        draws=draws,
-        threshold=threshold,
-        no_queue=no_queue,
-        grace=grace,
-        indistinguishable=indistinguishable,
-        share=share,
-    )
     tokens = load_tokens(operator_token_file, requester_tokens)
     if tokens.open and not is_loopback(host):
         raise InputError(
             f"Listening on {host}, which is not a loopback address, needs tokens: give "
             "--operator-token-file and --requester-tokens (or their environment variables)."
         )
-    from distgate.data.config import split_names
-
-    shown = split_names(columns)
 
     def load():
-        from distgate.workflows.durable_session import DurableSession
-
-        inputs, reading = table.read(settings, need_keys=True)
-        print_notes(reading)
-        return DurableSession(inputs, chosen, state, columns=shown)
+        session = opened()  # the table read while the service listens
+        print_notes(session.reading)
+        return session
 
     limits = Limits(
         max_batch=max_batch,

@@ -1,34 +1,30 @@
-"""``distgate simulate``: the gate over many random request orders."""
+"""``distgate simulate``: the gate over many random request orders
+(:func:`distgate.simulate`)."""
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
 
-from distgate.cli.common import (
-    CriticalOption,
-    DrawsOption,
-    GraceOption,
-    IndistinguishableOption,
-    NoQueueOption,
-    ShareOption,
-    alphas_option,
-    handles_bad_input,
-    list_option,
-    metrics_option,
-)
-from distgate.cli.options import AS_GIVEN, OutputFlags, bundled
+from distgate.api.workflows import SIMULATE_KEYWORDS
+from distgate.cli.common import alphas_option, handles_bad_input, list_option, metrics_option
+from distgate.cli.options import AS_GIVEN, GATE_AS_GIVEN, GateFlags, OutputFlags, bundled
 from distgate.cli.output import describe, print_notes, show
 from distgate.data.spec import TableSpec
-from distgate.defaults import DEFAULT_CRITICAL, DEFAULT_DRAWS, DEFAULT_SEED
+from distgate.defaults import (
+    DEFAULT_SEED,
+    DEFAULT_SEQUENCES,
+    DEFAULT_SIMULATE_ALPHAS,
+    DEFAULT_SIMULATE_METRICS,
+)
 from distgate.extras import require_plots
+from distgate.report.figures import check_plot_path
 
-DEFAULT_METRICS = "mis,kld,cst,dqt"
-DEFAULT_ALPHAS = "0.2,0.05"
-Metrics = metrics_option(DEFAULT_METRICS)
-Alphas = alphas_option(DEFAULT_ALPHAS)
+Metrics = metrics_option(",".join(DEFAULT_SIMULATE_METRICS))
+Alphas = alphas_option(",".join(map(str, DEFAULT_SIMULATE_ALPHAS)))
+# the request orders are drawn from the seed too
+SEED_HELP = f"Seed of the request orders and of the Monte Carlo draws [default: {DEFAULT_SEED}]."
 Deviating = list_option(
     "--deviating",
     metavar="T[,T...]",
@@ -49,7 +45,7 @@ Checkpoints = Annotated[
 
 
 @handles_bad_input
-@bundled(without=("junit",))
+@bundled(without=("junit",), gate=SIMULATE_KEYWORDS, worded={"seed": {"help": SEED_HELP}})
 def simulate_command(
     context: typer.Context,
     table: TableSpec,
@@ -57,7 +53,7 @@ def simulate_command(
     alpha: Alphas = None,
     sequences: Annotated[
         int, typer.Option("--sequences", metavar="K", help="Random request orders.")
-    ] = 20,
+    ] = DEFAULT_SEQUENCES,
     requests: Annotated[
         int | None,
         typer.Option(
@@ -66,29 +62,18 @@ def simulate_command(
             help="Records requested per order [default: every record of the table].",
         ),
     ] = None,
-    seed: Annotated[
-        int | None,
-        typer.Option(
-            "--seed",
-            metavar="S",
-            help="Seed of the request orders and of the Monte Carlo draws "
-            f"[default: {DEFAULT_SEED}].",
-        ),
-    ] = None,
-    critical: CriticalOption = None,
-    draws: DrawsOption = DEFAULT_DRAWS,
-    grace: GraceOption = "none",
-    no_queue: NoQueueOption = False,
-    indistinguishable: IndistinguishableOption = False,
-    share: ShareOption = None,
+    gate: GateFlags = GATE_AS_GIVEN,
     plots: Annotated[
         str | None,
         typer.Option(
             "--plots",
             "--plot",
-            metavar="DIR",
-            help="Write the evolution plots (one per metric and alpha) and the chi-square "
-            "fit plot into this folder (--plot is the same option).",
+            metavar="DIR|FILE.png",
+            help="Write every figure into the folder DIR as PNG files: the evolution plots "
+            "(one per metric and alpha), the chi-square fit plot and, with --attack, the "
+            "frontier; or one figure into a .png, .svg or .pdf file: the frontier with "
+            "--attack, else the first metric's evolution at the first alpha (--plots is the "
+            "same option).",
         ),
     ] = None,
     workers: Annotated[
@@ -124,64 +109,44 @@ def simulate_command(
 
     Example: distgate simulate soldiers.csv --metric mis,kld,cst,dqt --alpha 0.2,0.05
     """
+    from distgate.api import simulate
     from distgate.data.atomic import check_outputs
-    from distgate.data.config import alpha_list, joined, setting
-    from distgate.errors import InputError
-    from distgate.observer.stream import parse_checkpoints
     from distgate.report.common import progress
-    from distgate.stats.metrics.registry import parse_metrics
-    from distgate.workflows.simulate import chi_square_fit_sample, simulate
 
     chosen = shown_as.chosen(judges=False)
     report = shown_as.report
     check_outputs(table.files, shown_as.files)
     if plots is not None:
         require_plots("simulate --plot")
-    if plots is not None and os.path.exists(plots) and not os.path.isdir(plots):
-        raise InputError(f"--plots names a folder for the plots, and '{plots}' is a file.")
-    settings = table.settings()
-    metrics = parse_metrics(joined(metric, DEFAULT_METRICS))
-    alphas = alpha_list(alpha, DEFAULT_ALPHAS)
-    inputs, reading = table.read(settings)
-    print_notes(reading, quiet=shown_as.quiet, silent=shown_as.silent)
-    seed_value = setting(seed, settings, "seed", DEFAULT_SEED)
-    values = inputs.critical_values(
-        setting(critical, settings, "critical", DEFAULT_CRITICAL), seed=seed_value, draws=draws
-    )
+        check_plot_path(plots)
     with progress(shown_as.quiet) as bar:
-        task = bar.add_task("simulate", total=len(metrics) * len(alphas) * sequences)
+        task = bar.add_task("simulate", total=None)
         result = simulate(
-            inputs.table.target_codes,
-            inputs.table.value_codes,
-            inputs.table.target_labels,
-            values,
-            metrics=metrics,
-            alphas=alphas,
+            table,
+            metric=metric,
+            alpha=alpha,
             sequences=sequences,
             requests=requests,
-            seed=seed_value,
-            queue=not no_queue,
-            grace=grace,
-            keep_evolution=plots is not None or report is not None,
-            progress=lambda: bar.advance(task),
             workers=workers,
-            cluster=getattr(inputs.table, "client", None),
             attack=attack,
-            deviating=None if deviating is None else joined(deviating, "").split(","),
-            checkpoints=None if checkpoints is None else parse_checkpoints(checkpoints),
-            indistinguishable=indistinguishable,
-            share=share,
+            deviating=deviating,
+            checkpoints=checkpoints,
+            keep_evolution=plots is not None or report is not None,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+            **gate,
         )
+    print_notes(result.reading, quiet=shown_as.quiet, silent=shown_as.silent)
     from distgate.report.simulate import simulation_report, write_plots
 
-    written, sample = [], None
-    if plots or report:
-        sample = chi_square_fit_sample(values, result.requests, draws, seed_value)
-    if plots:
-        written = write_plots(result, plots, sample)
-    shown = simulation_report(result, sample, written)
-    describe(shown, context, [table.table, table.baseline], settings)
-    show(shown, chosen, lambda: {**result.to_dict(), "engine": inputs.engine}, outputs=shown_as)
+    written = write_plots(result, plots, result.fit_sample) if plots else {}
+    shown = simulation_report(result, result.fit_sample, written)
+    describe(shown, context, [table.table, table.baseline], result.reading.settings)
+    show(
+        shown,
+        chosen,
+        lambda: {**result.to_dict(), "engine": result.reading.engine},
+        outputs=shown_as,
+    )
     if chosen == "table":
-        for path in written:
+        for path in written.values():
             typer.echo(f"wrote {path}", err=True)

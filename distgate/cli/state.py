@@ -4,9 +4,9 @@ changing it.
 ``state inspect FILE`` shows what it holds; ``state verify FILE [TABLE]`` checks that it
 holds together (and agrees with its table): exit code 0 when it does, 1 with the first
 disagreement, 2 when the file is not a distgate state or cannot be read; ``state export
-FILE -o CSV`` writes its decisions in replay's format. The library functions are
-:func:`distgate.state.inspection.inspect_state`, :func:`distgate.state.verify.verify_state`
-and :func:`distgate.workflows.durable_session.export_decisions`."""
+FILE -o CSV`` writes its decisions in replay's format. Each is one call of its function:
+:func:`distgate.inspect_state`, :func:`distgate.verify_state` and
+:func:`distgate.export_state`."""
 
 from __future__ import annotations
 
@@ -14,21 +14,11 @@ from typing import Annotated
 
 import typer
 
+from distgate.api.state import READ_BY_THE_STATE
 from distgate.cli.common import EXIT_OK, EXIT_UNSAFE, handles_bad_input
-from distgate.cli.options import (
-    AS_GIVEN,
-    BaselineOption,
-    ConfigOption,
-    DelimiterOption,
-    EncodingOption,
-    EngineOption,
-    MissingOption,
-    OrderOption,
-    OutputFlags,
-    SchedulerOption,
-    bundled,
-)
+from distgate.cli.options import AS_GIVEN, OutputFlags, bundled
 from distgate.cli.output import describe, show
+from distgate.data.spec import TableSpec
 
 app = typer.Typer(
     name="state",
@@ -59,9 +49,9 @@ def inspect_command(
 
     Example: distgate state inspect gate.db
     """
+    from distgate.api import inspect_state
     from distgate.data.atomic import check_outputs
     from distgate.report.state import inspect_report
-    from distgate.state.inspection import inspect_state
 
     chosen = shown_as.chosen(judges=False)
     check_outputs([state], shown_as.files)
@@ -71,28 +61,23 @@ def inspect_command(
     show(shown, chosen, summary.to_dict, outputs=shown_as)
 
 
+TABLE_HELP = (
+    "The table the state decides on: also check the state against it (read with the "
+    "state's own columns, key and bins)."
+)
+
+
 @app.command("verify")
 @handles_bad_input
-@bundled(without=("quiet",))
+@bundled(
+    without=("quiet", *READ_BY_THE_STATE),  # the state says how its table is read
+    worded={"table": {"help": TABLE_HELP}},
+    optional=("table",),
+)
 def verify_command(
     context: typer.Context,
     state: StateArgument,
-    table: Annotated[
-        str | None,
-        typer.Argument(
-            metavar="TABLE",
-            help="The table the state decides on: also check the state against it (read "
-            "with the state's own columns, key and bins).",
-        ),
-    ] = None,
-    baseline: BaselineOption = None,
-    missing: MissingOption = None,
-    order: OrderOption = None,
-    delimiter: DelimiterOption = None,
-    encoding: EncodingOption = None,
-    engine: EngineOption = None,
-    scheduler: SchedulerOption = None,
-    config: ConfigOption = None,
+    table: TableSpec,
     shown_as: OutputFlags = AS_GIVEN,
 ) -> None:
     """Check that a state file holds together: SQLite's integrity check, the stored
@@ -105,35 +90,17 @@ def verify_command(
 
     Example: distgate state verify gate.db soldiers.csv
     """
+    from distgate.api import verify_state
     from distgate.data.atomic import check_outputs
-    from distgate.data.config import load_config
     from distgate.report.state import verify_report
-    from distgate.state.verify import state_table_options, verify_state
 
     chosen = shown_as.chosen()
-    check_outputs([state, table, baseline], shown_as.files)
-    settings = load_config(config)
-    inputs = None
-    if table is not None:
-        from distgate.data.inputs import load_inputs
-
-        options = state_table_options(
-            state,
-            table,
-            settings,
-            baseline=baseline,
-            missing=missing,
-            order=order,
-            delimiter=delimiter,
-            encoding=encoding,
-            engine=engine,
-            scheduler=scheduler,
-        )
-        inputs = load_inputs(options, need_keys=True)
-    result = verify_state(state, inputs)
+    check_outputs([state, table.table, table.baseline], shown_as.files)
+    result = verify_state(state, table)
+    settings = result.reading.settings if result.reading else table.settings()
     code = EXIT_OK if result.verified else EXIT_UNSAFE
     shown = verify_report(result)
-    describe(shown, context, [state, table, baseline], settings, code)
+    describe(shown, context, [state, table.table, table.baseline], settings, code)
     show(shown, chosen, result.to_dict, outputs=shown_as)
     raise typer.Exit(code)
 
@@ -154,10 +121,8 @@ def export_command(
 
     Example: distgate state export gate.db -o decisions.csv
     """
-    from distgate.data.atomic import check_outputs
-    from distgate.workflows.durable_session import export_decisions
+    from distgate.api import export_state
 
-    check_outputs([state], [output])
-    rows = export_decisions(state, output)
+    rows = export_state(state, output)
     if output != "-":
         typer.echo(f"distgate: {rows} requests written to {output}", err=True)

@@ -13,6 +13,25 @@ from pathlib import Path
 
 from distgate.errors import InputError
 
+# the output files this process has written, in order: what an interrupted command says it
+# wrote (distgate.cli.interrupted)
+_WRITTEN: list[str] = []
+
+
+def record_written(path: str | os.PathLike) -> None:
+    """Note that the output file ``path`` is complete (done by :func:`atomic_path`)."""
+    _WRITTEN.append(os.fspath(path))
+
+
+def written_count() -> int:
+    """How many output files this process has written: a mark for :func:`written_files`."""
+    return len(_WRITTEN)
+
+
+def written_files(since: int = 0) -> list[str]:
+    """The output files written whole by this process after the mark ``since``, in order."""
+    return list(dict.fromkeys(_WRITTEN[since:]))
+
 
 def check_outputs(inputs: Iterable[str | None], outputs: Iterable[str | None]) -> None:
     """Refuse, before any work, an output that is one of the inputs (writing it would
@@ -73,6 +92,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         yield tmp_path
         os.chmod(tmp_path, _file_mode())
         os.replace(tmp_path, target)
+        record_written(path)
     except OSError as exc:  # a full disk: the previous file, if any, stays as it was
         tmp_path.unlink(missing_ok=True)
         raise _write_error(path, exc) from None

@@ -16,8 +16,8 @@ measured again (and rewritten).
 The published rule (``--critical auto-paper``) keeps its own results the same way: its
 Monte Carlo tables below the floor, the Bartlett-type correction of mis (a simulation at
 the switch size) and dqt's r10 critical values by number of targets (a quadrature each,
-after importing scipy; they depend on no baseline, see
-:func:`~distgate.stats.cache_keys.shared_store`).
+after importing scipy; they depend on no baseline, and are kept in the store of the
+critical values that ask for them).
 
 The package ships the tables of its sample data (``critical_tables/`` beside this module,
 made by ``sample_data/make_critical_tables.py``) in both automatic modes, read after the
@@ -35,7 +35,6 @@ from pathlib import Path
 
 import numpy as np
 
-from distgate.stats.cache_keys import share_store
 from distgate.stats.critical import CriticalValues
 from distgate.stats.handover import Handover, handover_arrays, handover_of_arrays
 
@@ -144,9 +143,8 @@ def cached_critical_values(
     """Critical values of baseline ``p`` and targets of ``target_weights`` whose measured
     hand-overs and Monte Carlo tables are kept in the cache folder: how every command
     takes them. The tables that depend on no baseline (dqt's r10 critical values) are
-    kept in the same store (:func:`~distgate.stats.cache_keys.share_store`)."""
+    kept in the same store (:meth:`~distgate.stats.critical.CriticalValues.r10`)."""
     store = default_store()
-    share_store(store)
     return CriticalValues(
         p,
         target_weights,

@@ -11,14 +11,13 @@ file's folder.
 
 from __future__ import annotations
 
-import os
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from distgate.defaults import DEFAULT_ALPHA, DEFAULT_CRITICAL, DEFAULT_METRIC, DEFAULT_SEED
+from distgate.defaults import DEFAULT_METRIC
 from distgate.errors import InputError
 
 CONFIG_NAME = "distgate.toml"
@@ -229,116 +228,6 @@ class TableOptions:
         return TextFormat(self.delimiter, self.encoding)
 
 
-def table_options(source: Any, config: dict[str, Any], **given: Any) -> TableOptions:
-    """The options to read ``source`` with: each table option ``given`` (by its keyword,
-    :data:`distgate.data.spec.TABLE_KEYWORDS`, in the command line's forms; None or left
-    out: not given) over the settings file's ``config`` over the default. The columns are
-    checked where they are named (:meth:`distgate.data.spec.TableSpec.options`).
-
-    Views (SPEC 4.1): those ``given`` (``--view``), else the settings file's ``[[view]]``
-    tables unless -x or -y is given. One view is the options' own columns; several are
-    kept in ``views``, each with its bins (the flags' and the file's for its attributes,
-    then its own), its missing values and its baseline, the first also as the options'
-    own."""
-    from distgate.data.values import parse_bins, parse_order
-
-    views = _chosen_views(config, given)
-    table_missing = given.get("missing") or config.get("missing") or "error"
-    if views:
-        first = views[0]
-        given = {
-            **given,
-            "attributes": list(first.attributes),
-            "targets": list(first.targets),
-            "baseline": first.baseline or given.get("baseline"),
-            "missing": first.missing or given.get("missing"),
-        }
-    attrs = split_names(given.get("attributes")) or list(config.get("attributes") or [])
-    targs = split_names(given.get("targets")) or list(config.get("targets") or [])
-    # the file's bins and orders serve the columns in use (flags may name other columns);
-    # a flag's bins or order for a column that is not in use is still an error
-    file_bins = parse_bins(config.get("bins"))
-    flag_bins = parse_bins(given.get("bins"))
-    used = set(attrs + targs) | {c for v in views for c in (*v.attributes, *v.targets)}
-    merged_bins = {c: e for c, e in file_bins.items() if c in attrs}
-    merged_bins.update(flag_bins)
-    merged_order = {c: v for c, v in parse_order(config.get("order")).items() if c in used}
-    merged_order.update(parse_order(given.get("order")))
-    fmt = text_format(config, given.get("delimiter"), given.get("encoding"))
-    chosen = {
-        name: value
-        for name, value in (
-            ("id_column", given.get("id") or config.get("id")),
-            ("baseline", given.get("baseline") or config.get("baseline")),
-            ("missing", given.get("missing") or config.get("missing")),
-            ("engine", given.get("engine") or config.get("engine")),
-            ("weight", given.get("weight") or config.get("weight")),
-        )
-        if value is not None
-    }  # those left out take TableOptions' defaults
-    scheduler = given.get("scheduler") or config.get("scheduler")
-    if len(views) > 1:
-        views = tuple(_view_options(v, file_bins, flag_bins, table_missing) for v in views)
-        unused = [c for c in flag_bins if not any(c in v.attributes for v in views)]
-        if unused:
-            raise InputError(f"Bins are given for '{unused[0]}', which no view's attribute is.")
-        merged_bins = dict(views[0].bins)
-        chosen["missing"] = views[0].missing
-    elif views:
-        merged_bins.update(views[0].bins_dict)
-    return TableOptions(
-        source=source,
-        attributes=tuple(attrs),
-        targets=tuple(targs),
-        bins=tuple((c, tuple(e)) for c, e in merged_bins.items()),
-        scheduler=scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS"),
-        order=tuple((c, tuple(v)) for c, v in merged_order.items()),
-        delimiter=fmt.delimiter,
-        encoding=fmt.encoding,
-        views=views if len(views) > 1 else (),
-        **chosen,
-    )
-
-
-def _view_options(view: Any, file_bins: dict, flag_bins: dict, missing: str) -> Any:
-    """A view of several with the bins of its attributes (the file's, then the flags',
-    then its own) and its missing values (its own, else the table's)."""
-    bins = {c: e for c, e in file_bins.items() if c in view.attributes}
-    bins.update({c: e for c, e in flag_bins.items() if c in view.attributes})
-    bins.update(view.bins_dict)
-    return replace(
-        view,
-        bins=tuple((c, tuple(e)) for c, e in bins.items()),
-        missing=view.missing or missing,
-    )
-
-
-def _chosen_views(config: dict[str, Any], given: dict[str, Any]) -> tuple:
-    """The views given (``--view``, the ``views`` keyword), else the settings file's
-    unless -x or -y is given; () for the one view of -x and -y."""
-    from distgate.data.views import check_views, view_of
-
-    flags = given.get("views")
-    named = split_names(given.get("attributes")) or split_names(given.get("targets"))
-    if flags:
-        if named:
-            raise InputError(
-                "Give the views with --view only: -x and -y name one view (the same as --view X@Y)."
-            )
-        views = tuple(view_of(v, "--view") for v in flags)
-    elif not named and config.get("view"):
-        views = tuple(config["view"])
-    else:
-        return ()
-    if given.get("baseline") and len(views) > 1:
-        raise InputError(
-            "--baseline is one view's baseline: with several views give each its own in the "
-            "[[view]] tables of distgate.toml (or in the views keyword's mappings)."
-        )
-    check_views(views)
-    return views
-
-
 def text_format(config: dict[str, Any], delimiter: str | None, encoding: str | None):
     """How text input is written: --delimiter and --encoding (checked) over the config's."""
     from distgate.data.tables import TextFormat, check_delimiter, check_encoding
@@ -401,22 +290,3 @@ def alpha_list(value: str | Sequence[Any] | float | None, default: str | Sequenc
 def metric_setting(flag: Sequence[str] | str | None, config: dict[str, Any]) -> str:
     """The chosen metrics: every one given, else the settings file's, else kld."""
     return joined(flag or config.get("metric"), DEFAULT_METRIC)
-
-
-def gate_choices(
-    config: dict[str, Any],
-    *,
-    metric: Sequence[str] | str | None,
-    alpha: float | None,
-    critical: str | None,
-    seed: int | None,
-) -> dict[str, Any]:
-    """The online gate's metrics, alpha, critical values and seed (keywords of
-    :class:`~distgate.gate.settings.GateSettings`): each given one over the settings
-    file's over the default."""
-    return {
-        "metrics": metric_setting(metric, config).split(","),
-        "alpha": setting(alpha, config, "alpha", DEFAULT_ALPHA),
-        "critical": setting(critical, config, "critical", DEFAULT_CRITICAL),
-        "seed": setting(seed, config, "seed", DEFAULT_SEED),
-    }

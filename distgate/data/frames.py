@@ -71,10 +71,6 @@ def to_arrow(obj: object) -> pa.Table:
     if isinstance(obj, pa.RecordBatch):
         return pa.Table.from_batches([obj])
     kind = _kind(obj)
-    if type(obj).__module__.split(".")[0] == "pandas":
-        from distgate._runtime import allow_pandas
-
-        allow_pandas()  # pyarrow's pandas conversion imports the rest of pandas
     try:
         if hasattr(obj, "__arrow_c_stream__"):
             return pa.RecordBatchReader.from_stream(obj).read_all()
@@ -116,12 +112,8 @@ def _nan_as_null(table: pa.Table) -> pa.Table:
 
 
 def to_pandas(table: pa.Table):
-    """``table`` as a pandas DataFrame (pandas is let in if the command line kept it out).
-    A column of whole numbers with empty entries becomes pandas' nullable ``Int64`` rather
-    than floats."""
-    from distgate._runtime import allow_pandas
-
-    allow_pandas()
+    """``table`` as a pandas DataFrame. A column of whole numbers with empty entries
+    becomes pandas' nullable ``Int64`` rather than floats."""
     import pandas as pd
 
     frame = table.to_pandas()

@@ -1,6 +1,10 @@
 """Reading a request log: a table (CSV, TSV, Parquet, ...: :mod:`distgate.data.tables`) whose
-key column (default ``id``) names the requested records in arrival order, and mapping the
-keys to record positions of the table."""
+key column names the requested records in arrival order, and mapping the keys to record
+positions of the table.
+
+The key column is the one named (``--key``); by default the table's own key column
+(``--id``) when the log has a column of that name, so that a table keyed by ``idNum`` takes
+a log keyed by ``idNum`` as it is, and else ``id`` (:func:`key_column`)."""
 
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ from distgate.data.tables import (
 from distgate.errors import InputError
 
 SHOWN_UNKNOWN = 5
+DEFAULT_KEY = "id"  # the log's key column when neither --key nor the table's --id names one
 
 
 class RequestKeys:
@@ -166,6 +171,37 @@ def _files_under(folder: str) -> list[str]:
         dirs.sort()
         found.extend(os.path.join(root, name) for name in sorted(files))
     return found
+
+
+def key_column(
+    source: str | os.PathLike | FrameSource,
+    key: str | None,
+    id_column: str | None,
+    fmt: TextFormat = PLAIN,
+) -> str:
+    """The key column of the request log ``source``: ``key`` when given; else the table's
+    key column ``id_column`` when the log has a column of that name; else ``id``. An
+    InputError, naming ``--key``, for a log without that column."""
+    from distgate.data.tables import read_header
+
+    header = read_header(source, fmt, what="request log")
+    if key is None:
+        defaults = list(dict.fromkeys(c for c in (id_column, DEFAULT_KEY) if c))
+        found = [c for c in defaults if c in header]
+        if found:
+            return found[0]
+        named = " or ".join(f"'{c}'" for c in defaults)
+        why = "the table's key column or the default" if len(defaults) > 1 else "the default"
+        raise InputError(
+            f"The request log {display_name(source)} has no column {named} ({why}; its "
+            f"columns are: {', '.join(header)}): name its key column with --key."
+        )
+    if key not in header:
+        raise InputError(
+            f"The request log {display_name(source)} has no column '{key}' (given by --key; "
+            f"its columns are: {', '.join(header)})."
+        )
+    return key
 
 
 def read_request_keys(

@@ -5,7 +5,7 @@ and a flag of the command line (``--attr age``); ``None`` means not given. A fie
 metadata (:class:`Flag`) says how the command line offers it (its flags, metavar and
 help: :mod:`distgate.cli.options` builds the options from it); the settings file's key of
 the same name (``distgate.toml``) serves when it is not given. So a new table option is
-one field here (and its rule in :func:`distgate.data.config.table_options`).
+one field here (and its rule in :meth:`TableSpec.options`).
 
 :meth:`TableSpec.options` resolves the spec against the settings file into the
 :class:`~distgate.data.config.TableOptions` the readers take; :meth:`TableSpec.read`
@@ -40,14 +40,15 @@ class Flag:
 
     ``names``: the option's flags (none: the positional argument); ``repeat``: a list,
     the flag repeated or comma-separated; ``parameter``: the command's parameter name when
-    it is not the field's (the report lists the options by it). The settings file's key
-    is the field's name."""
+    it is not the field's (the report lists the options by it); ``setting``: the settings
+    file's key when it is not the field's name (``[[view]]`` tables for ``views``)."""
 
     names: tuple[str, ...]
     metavar: str
     help: str
     repeat: bool = False
     parameter: str | None = None
+    setting: str | None = None
 
 
 def _given(*names: str, metavar: str, help: str, **more: Any) -> Any:
@@ -167,6 +168,7 @@ class TableSpec:
         "views, all protected at once (instead of -x/-y; distgate.toml: [[view]] tables).",
         repeat=True,
         parameter="view",
+        setting="view",
     )
     local_config: bool = False
 
@@ -210,18 +212,68 @@ class TableSpec:
 
     def options(self, settings: dict[str, Any]) -> TableOptions:
         """The options the readers take: each one given over the settings file's over the
-        default (:func:`~distgate.data.config.table_options`). InputError when no
-        attribute or target column is named anywhere."""
-        from distgate.data.config import split_names, table_options
+        default (:class:`~distgate.data.config.TableOptions`'s). The file's bins and orders
+        serve the columns in use (the spec may name other columns); a bin or order the spec
+        gives for a column not in use is still an error. InputError when no attribute or
+        target column is named anywhere."""
+        from distgate.data.config import TableOptions, split_names, text_format
+        from distgate.data.values import parse_bins, parse_order
+        from distgate.data.views import chosen_views, view_options
 
         given = self.given()
-        for role in ("attributes", "targets"):
-            if given["views"] or (not given[role] and settings.get("view")):
-                break  # the views name the columns
-            if not split_names(given[role]) and not settings.get(role):
-                raise InputError(self._none_named(role))
         given["baseline"] = _baseline_source(self.baseline)
-        return table_options(self.source, settings, **given)
+        views = chosen_views(settings, given)
+        table_missing = given["missing"] or settings.get("missing") or "error"
+        if views:  # the first view's columns are the options' own
+            first = views[0]
+            given["attributes"], given["targets"] = list(first.attributes), list(first.targets)
+            given["baseline"] = first.baseline or given["baseline"]
+            given["missing"] = first.missing or given["missing"]
+        attributes = split_names(given["attributes"]) or list(settings.get("attributes") or [])
+        targets = split_names(given["targets"]) or list(settings.get("targets") or [])
+        for role, named in (("attributes", attributes), ("targets", targets)):
+            if not named:
+                raise InputError(self._none_named(role))
+        file_bins, flag_bins = parse_bins(settings.get("bins")), parse_bins(given["bins"])
+        bins = {c: e for c, e in file_bins.items() if c in attributes}
+        bins.update(flag_bins)
+        used = {*attributes, *targets} | {c for v in views for c in (*v.attributes, *v.targets)}
+        order = {c: v for c, v in parse_order(settings.get("order")).items() if c in used}
+        order.update(parse_order(given["order"]))
+        fmt = text_format(settings, given["delimiter"], given["encoding"])
+        chosen = {
+            option: value
+            for option, name in (
+                ("id_column", "id"),
+                ("baseline", "baseline"),
+                ("missing", "missing"),
+                ("engine", "engine"),
+                ("weight", "weight"),
+            )
+            if (value := given[name] or settings.get(name)) is not None
+        }  # those left out take TableOptions' defaults
+        if len(views) > 1:  # each view's bins: the file's, the flags', its own
+            views = tuple(view_options(v, file_bins, flag_bins, table_missing) for v in views)
+            unused = [c for c in flag_bins if not any(c in v.attributes for v in views)]
+            if unused:
+                raise InputError(f"Bins are given for '{unused[0]}', which no view's attribute is.")
+            bins = dict(views[0].bins)
+            chosen["missing"] = views[0].missing
+        elif views:
+            bins.update(views[0].bins_dict)
+        scheduler = given["scheduler"] or settings.get("scheduler")
+        return TableOptions(
+            source=self.source,
+            attributes=tuple(attributes),
+            targets=tuple(targets),
+            bins=tuple((c, tuple(e)) for c, e in bins.items()),
+            scheduler=scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS"),
+            order=tuple((c, tuple(v)) for c, v in order.items()),
+            delimiter=fmt.delimiter,
+            encoding=fmt.encoding,
+            views=views if len(views) > 1 else (),
+            **chosen,
+        )
 
     def read(
         self,
@@ -311,18 +363,22 @@ def table_spec(
     keywords: Mapping[str, Any],
     function: str,
     taken: Sequence[str] = TABLE_KEYWORDS,
+    also: Mapping[str, Sequence[str]] | None = None,
 ) -> TableSpec:
     """The spec of a function's table argument and its table keywords: ``table`` is a
     :class:`TableSpec` (the keywords given replace its fields) or what a spec's ``table``
     holds. ``taken``: the table keywords ``function`` takes; TypeError naming them for any
-    other keyword given (or field set), as Python's own for an unknown keyword."""
+    other keyword given (or field set), as Python's own for an unknown keyword, and the
+    keywords of each other kind it takes (``also``: ``{"gate": (...)}``), taken apart
+    before."""
     unknown = [name for name in keywords if name not in taken]
     if isinstance(table, TableSpec):  # a field set that the function does not take
         unknown += [n for n in TABLE_KEYWORDS if n not in taken and getattr(table, n) is not None]
     if unknown:
+        kinds = [("table", taken), *(also or {}).items()]
+        listed = "; ".join(f"its {kind} keywords are: {', '.join(names)}" for kind, names in kinds)
         raise TypeError(
-            f"{function}() got an unexpected keyword argument '{unknown[0]}' (its table "
-            f"keywords are: {', '.join(taken)})"
+            f"{function}() got an unexpected keyword argument '{unknown[0]}' ({listed})"
         )
     if isinstance(table, TableSpec):
         return dataclasses.replace(table, **keywords)

@@ -154,8 +154,6 @@ def kernel_tables(view: GateView, queue: bool) -> Tables:
     metrics' checks, its grace) with or without a ``queue``: the critical values of the
     chosen tests by their own size (:func:`critical_tables`), Dixon per number of
     targets, exposure's spread factors, the grace thresholds, the cells' groups."""
-    from distgate.stats.metrics.dixon import dixon_critical
-
     checks = view.checks
     codes = kernel_codes([record.name for record in checks.records])
     cv, alpha = checks.critical, checks.alpha
@@ -170,7 +168,7 @@ def kernel_tables(view: GateView, queue: bool) -> Tables:
     dixon = np.full(n_targets + 1, np.nan)
     if KERNEL_DQT in codes and dqt.shape[0] == 0:  # else the kernel looks up dqt by size
         for count in range(3, n_targets + 1):  # a quadrature each, 0.06 s
-            dixon[count] = dixon_critical(count, alpha)
+            dixon[count] = cv.r10(count, alpha)
     targets = np.arange(n_targets + 2, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         spread = np.where(targets >= 3, np.sqrt(targets / (targets - 2)), 0.0)

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from distgate.defaults import DEFAULT_GRACE
 from distgate.errors import InputError
 from distgate.gate.decisions import GateRun, GateState, GateStatus
 from distgate.gate.grace import parse_grace
@@ -89,7 +90,7 @@ class Gate:
         critical: CriticalValues,
         *,
         queue: bool = True,
-        grace: str = "none",
+        grace: str = DEFAULT_GRACE,
         threshold: float | None = None,
         rule: CommonRelease | None = None,
         name: str | None = None,

@@ -58,7 +58,6 @@ from distgate.stats.critical import (
     CriticalValues,
     chi2_quantile,
 )
-from distgate.stats.metrics.dixon import dixon_critical
 from distgate.stats.metrics.evaluators import LAWS
 from distgate.stats.metrics.information import domain_values
 from distgate.stats.metrics.registry import DISTANCE, REGISTRY, Settings, parse_metrics
@@ -576,7 +575,7 @@ def _raised_plan(search: _Search, targets, regime, allowed, information, limits,
     passes every metric, when it keeps more than ``kept``."""
     sizes_of, distance_of = _options(allowed, information, limits, name)
     present = sum(1 for s in limits if s > 0)
-    critical = dixon_critical(present, search.alpha) if present >= 3 else float("nan")
+    critical = search.source.r10(present, search.alpha) if present >= 3 else float("nan")
     if search.critical == "auto" and present >= 3:  # Q_c by the release's size
         values = search.source.lent(search.p, search.counts.sum(axis=1))
         limit = values.dixon_limit(search.alpha, stream=LAWS[name].stream)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from distgate.report.figures import figure_path
 from distgate.report.model import BLOCKED, SAFE, Cell, Column, Report, count, num
 from distgate.stats.calibration import Calibration
 
@@ -99,7 +100,11 @@ def calibration_report(calibration: Calibration, plot: str | None = None) -> Rep
         "tests) of that size the test blocks; ok: within max(10% of alpha, 3 standard "
         "errors) of alpha."
     )
-    report.plot("Type I error against sample size", lambda: levels_figure(calibration), plot)
+    report.plot(
+        "Type I error against sample size",
+        lambda: levels_figure(calibration),
+        figure_path(plot, LEVELS_NAME) if plot else None,
+    )
     outside = [level for level in calibration.levels if not level.within]
     if outside:
         report.conclude(
@@ -153,12 +158,13 @@ def levels_figure(calibration: Calibration, *, labels: Sequence[str] | None = No
     return figure
 
 
-def write_levels_plot(calibration: Calibration, path: str) -> None:
-    """Write :func:`levels_figure` as a PNG file (atomically)."""
-    from distgate.data.atomic import atomic_path
-    from distgate.report.plots import pyplot
+LEVELS_NAME = "calibrate_levels"
 
-    figure = levels_figure(calibration)
-    with atomic_path(path) as tmp:
-        figure.savefig(tmp, format="png", dpi=100)
-    pyplot().close(figure)
+
+def write_levels_plot(calibration: Calibration, path: str) -> str:
+    """Write :func:`levels_figure` under ``--plot path`` (an image file, or a folder:
+    :mod:`distgate.report.figures`); the file written."""
+    from distgate.report.figures import Figure, write_figures
+
+    written = write_figures([Figure(LEVELS_NAME, lambda: levels_figure(calibration))], path)
+    return written[LEVELS_NAME]

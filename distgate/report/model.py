@@ -79,7 +79,7 @@ class Text:
 @dataclass
 class Plot:
     """A figure: ``draw()`` returns a matplotlib figure (drawn only when a format needs
-    it); ``path`` is where the command also wrote it as PNG, if anywhere."""
+    it); ``path`` is the file the command also wrote it to (``--plot``), if any."""
 
     title: str
     draw: Callable[[], Any]

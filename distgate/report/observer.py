@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from distgate.observer.view import AttackRow, FrontierPoint, ObserverView
 from distgate.report.model import DIM, WARN, Cell, Column, Report
 
-FRONTIER_NAME = "observer_frontier.png"
+FRONTIER_NAME = "observer_frontier"
 CHANCE = 0.5
 MARKERS = "os^Dv<>"  # one marker shape per metric and rule
 NONE = Cell("–", None, DIM)  # a column that does not apply to the row

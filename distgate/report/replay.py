@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from distgate.gate.decisions import DENIED, QUEUED, RELEASED
+from distgate.report.figures import figure_path
 from distgate.report.model import BLOCKED, WARN, Cell, Column, Report, count
-from distgate.workflows.replay import ReplayResult
+from distgate.workflows.replay import ReplayResult, ReplayTotals
 
 
 def _figure(value: float) -> str:
@@ -98,8 +99,8 @@ def replay_report(result: ReplayResult, decisions: str | None, plot: str | None 
             count(row.still_queued),
             Cell(f"{row.percent_released:.1f}", round(row.percent_released, 4)),
         )
-    counts = result.counts()
-    report.text("  " + ", ".join(f"{n} {name}" for name, n in counts.items() if n))
+    for line in totals_lines(result.totals()):
+        report.text("  " + line)
     status = result.status
     if status and status.queued:
         idle = status.idle_requests
@@ -120,9 +121,38 @@ def replay_report(result: ReplayResult, decisions: str | None, plot: str | None 
     report.plot(
         f"{s.metrics[0]} statistic and critical value against released tuples",
         lambda: evolution(result),
-        plot,
+        figure_path(plot, EVOLUTION_NAME) if plot else None,
     )
     return report
+
+
+def totals_lines(totals: ReplayTotals) -> list[str]:
+    """The sentences under the table: the records released (the sums of its columns),
+    still queued and denied; then the requests, with those asking for a record again."""
+    records = f"{totals.released} of {totals.records} record{_s(totals.records)} released"
+    if totals.released_from_queue:
+        records += (
+            f" ({totals.released_at_once} at once, {totals.released_from_queue} from the queue)"
+        )
+    elif totals.released:
+        records += " at once"
+    for number, what in ((totals.still_queued, "still queued"), (totals.denied, "denied")):
+        if number:
+            records += f", {number} {what}"
+    requests = f"{totals.requests} request{_s(totals.requests)}"
+    if totals.unknown:
+        requests += f", {totals.unknown} of a key the table lacks"
+    if totals.repeated:
+        requests += f", {totals.repeated} asking for a record again"
+        if totals.duplicate:
+            requests += f" ({totals.duplicate} duplicate: already released)"
+    elif not totals.unknown:
+        requests += ", one per record"
+    return [records, requests]
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"
 
 
 def evolution(result: ReplayResult):
@@ -149,12 +179,13 @@ def evolution(result: ReplayResult):
     )
 
 
-def plot_evolution(result: ReplayResult, path: str) -> None:
-    """Write :func:`evolution` as a PNG file."""
-    from distgate.data.atomic import atomic_path
-    from distgate.report.plots import pyplot
+EVOLUTION_NAME = "replay_evolution"
 
-    figure = evolution(result)
-    with atomic_path(path) as tmp:
-        figure.savefig(tmp, format="png", dpi=100)
-    pyplot().close(figure)
+
+def plot_evolution(result: ReplayResult, path: str) -> str:
+    """Write :func:`evolution` under ``--plot path`` (an image file, or a folder:
+    :mod:`distgate.report.figures`); the file written."""
+    from distgate.report.figures import Figure, write_figures
+
+    written = write_figures([Figure(EVOLUTION_NAME, lambda: evolution(result))], path)
+    return written[EVOLUTION_NAME]

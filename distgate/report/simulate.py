@@ -5,10 +5,9 @@ pipelines: one row per metric, alpha and target, with the spread of the totals."
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
+from distgate.report.figures import Figure, write_figures
 from distgate.report.model import WARN, Cell, Column, Report, count
 from distgate.workflows.simulate import Evolution, Simulation
 
@@ -62,8 +61,11 @@ def long_table(report: Report, sim: Simulation) -> None:
 def simulation_report(
     sim: Simulation,
     fit_sample: tuple[np.ndarray, int] | None = None,
-    plots: list[str] | None = None,
+    plots: dict[str, str] | None = None,
 ) -> Report:
+    """The report of a simulation; ``plots`` are the files :func:`write_plots` wrote, by
+    figure name."""
+    written = plots or {}
     report = Report("simulate")
     long_table(report, sim)
     percents = sim.percent_released()
@@ -119,25 +121,21 @@ def simulation_report(
         from distgate.report.observer import FRONTIER_NAME, attack_table
 
         attack_table(report, sim.observer, sim.requests, int(sim.table_sizes.sum()))
-        report.plot(FRONTIER_TITLE, lambda: frontier_plot(sim), _path(plots, FRONTIER_NAME))
+        report.plot(FRONTIER_TITLE, lambda: frontier_plot(sim), written.get(FRONTIER_NAME))
     for evolution in sim.evolutions:
         report.plot(
             f"{evolution.metric} at alpha {evolution.alpha:g}: statistic and critical value "
             "over the first request order",
             lambda e=evolution: evolution_plot(e, sim.target_labels),
-            _path(plots, evolution_name(evolution)),
+            written.get(evolution_name(evolution)),
         )
     if fit_sample is not None:
         report.plot(
             "Monte Carlo G statistic under independence against its chi-square law",
             lambda: chi_square_figure(*fit_sample, sim.requests),
-            _path(plots, CHI_SQUARE_NAME),
+            written.get(CHI_SQUARE_NAME),
         )
     return report
-
-
-def _path(paths: list[str] | None, name: str) -> str | None:
-    return next((p for p in paths or [] if Path(p).name == name), None)
 
 
 def spread(report: Report, sim: Simulation) -> None:
@@ -167,40 +165,36 @@ def spread(report: Report, sim: Simulation) -> None:
             report.text(("stalled", WARN), f" {sentence}")
 
 
-CHI_SQUARE_NAME = "chi_square_fit.png"
+CHI_SQUARE_NAME = "chi_square_fit"
 
 
 def evolution_name(evolution: Evolution) -> str:
-    return f"evolution_{evolution.metric}_alpha{evolution.alpha:g}.png"
+    return f"evolution_{evolution.metric}_alpha{evolution.alpha:g}"
 
 
-def write_plots(sim: Simulation, folder: str, fit_sample: tuple[np.ndarray, int]) -> list[str]:
-    """Evolution plots (first sequence of every configuration), the chi-square fit plot
-    and, with the observer's attacks, their frontier; returns the files written."""
-    from distgate.data.atomic import atomic_path
-    from distgate.report.plots import pyplot
-
-    plt = pyplot()
-    out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    figures = [
-        (evolution_name(e), lambda e=e: evolution_plot(e, sim.target_labels))
+def figures(sim: Simulation, fit_sample: tuple[np.ndarray, int]) -> tuple[list[Figure], int]:
+    """(every figure of a simulation, the one drawn alone into an image file): the
+    evolution plots (first request order of every metric and alpha), the chi-square fit
+    plot and, with the observer's attacks, their frontier, which is the one drawn alone;
+    without attacks, the first metric's evolution at the first alpha."""
+    drawn = [
+        Figure(evolution_name(e), lambda e=e: evolution_plot(e, sim.target_labels))
         for e in sim.evolutions
     ]
-    figures.append((CHI_SQUARE_NAME, lambda: chi_square_figure(*fit_sample, sim.requests)))
-    if sim.observer is not None:
-        from distgate.report.observer import FRONTIER_NAME
+    drawn.append(Figure(CHI_SQUARE_NAME, lambda: chi_square_figure(*fit_sample, sim.requests)))
+    if sim.observer is None:
+        return drawn, 0
+    from distgate.report.observer import FRONTIER_NAME
 
-        figures.append((FRONTIER_NAME, lambda: frontier_plot(sim)))
-    written = []
-    for name, draw in figures:
-        figure = draw()
-        path = out / name
-        with atomic_path(path) as tmp:
-            figure.savefig(tmp, format="png", dpi=100)
-        plt.close(figure)
-        written.append(str(path))
-    return written
+    drawn.append(Figure(FRONTIER_NAME, lambda: frontier_plot(sim)))
+    return drawn, len(drawn) - 1
+
+
+def write_plots(sim: Simulation, path: str, fit_sample: tuple[np.ndarray, int]) -> dict[str, str]:
+    """Write the :func:`figures` under ``--plot path`` (:mod:`distgate.report.figures`: one
+    figure into an image file, every figure into a folder); {figure name: file written}."""
+    drawn, chosen = figures(sim, fit_sample)
+    return write_figures(drawn, path, chosen)
 
 
 FRONTIER_TITLE = "What an observer learns: records released against the best attack's two-sided AUC"

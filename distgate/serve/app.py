@@ -48,6 +48,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from distgate.defaults import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_KEY_BYTES,
+)
 from distgate.gate.decisions import Decision
 from distgate.serve.auth import Client, Tokens
 from distgate.serve.head import read_head
@@ -62,10 +68,10 @@ RETRY_AFTER = "1"  # seconds, with a 503
 
 @dataclass
 class Limits:
-    max_batch: int = 10_000  # keys in one POST
-    max_body: int = 4 << 20  # bytes of one request body
-    max_key_bytes: int = 256  # bytes of one key (UTF-8)
-    body_timeout: float = 10.0  # seconds to receive a body
+    max_batch: int = DEFAULT_MAX_BATCH  # keys in one POST
+    max_body: int = DEFAULT_MAX_BODY  # bytes of one request body
+    max_key_bytes: int = DEFAULT_MAX_KEY_BYTES  # bytes of one key (UTF-8)
+    body_timeout: float = DEFAULT_BODY_TIMEOUT  # seconds to receive a body
     page: int = 1000  # releases per page at most
 
 

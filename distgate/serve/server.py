@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import uvicorn
 
+from distgate.defaults import DEFAULT_HOST, DEFAULT_PORT
 from distgate.errors import InputError
 from distgate.serve.app import Limits, Service, create_app
 from distgate.serve.auth import Tokens
@@ -39,8 +40,8 @@ HEADERS = [("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")]
 
 @dataclass
 class ServeOptions:
-    host: str = "127.0.0.1"
-    port: int = 8000
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
     limits: Limits | None = None
     graceful_seconds: float = 30.0  # to finish the requests in flight after a signal
     keep_alive_seconds: float = 5.0

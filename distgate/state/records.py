@@ -5,16 +5,18 @@ compares them with a table given)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from distgate.gate.settings import GateSettings
+
 if TYPE_CHECKING:
     from distgate.data.inputs import Inputs
-    from distgate.gate.settings import GateSettings
 
 
 @dataclass(frozen=True)
@@ -57,14 +59,40 @@ def settings_record(inputs: Inputs, s: GateSettings) -> dict:
         "bins": {c: list(e) for c, e in options.bins},
         "baseline": inputs.baseline.fingerprint(),
         "records": int(inputs.table.size),
-        "metric": ",".join(s.metrics),
-        "alpha": s.alpha,
-        "critical": s.critical,
-        "seed": int(s.seed),
-        "draws": int(s.draws),
-        "threshold": s.threshold,
-        "queue": bool(s.queue),
-        "grace": s.grace,
-        # (only when chosen: a state made before the rule existed reads as without it)
-        **({"indistinguishable": {"share": s.share}} if s.indistinguishable else {}),
+        **gate_record(s),
     }
+
+
+# the gate settings a state records under keys of their own, and those every state records
+# by name (those of the first states): any other by name only when not at its default, so
+# that a state made before the setting existed reads as made without it
+_OWN_KEYS = ("metrics", "indistinguishable", "share")
+_FIRST = ("alpha", "critical", "seed", "draws", "threshold", "queue", "grace")
+
+
+def gate_record(s: GateSettings) -> dict[str, Any]:
+    """What a state records of the gate's settings: the metrics as ``metric`` text, the
+    rule that keeps the targets alike (only when chosen) as ``indistinguishable`` with its
+    share, the others by name."""
+    default = GateSettings()
+    record: dict[str, Any] = {"metric": ",".join(s.metrics)}
+    for f in dataclasses.fields(s):
+        value = getattr(s, f.name)
+        if f.name not in _OWN_KEYS and (f.name in _FIRST or value != getattr(default, f.name)):
+            record[f.name] = value.item() if isinstance(value, np.generic) else value
+    if s.indistinguishable:
+        record["indistinguishable"] = {"share": s.share}
+    return record
+
+
+def settings_of_record(stored: dict[str, Any]) -> GateSettings:
+    """The gate settings a state recorded (:func:`gate_record`'s; one it does not record:
+    the default)."""
+    names = {f.name for f in dataclasses.fields(GateSettings)} - set(_OWN_KEYS)
+    chosen = {name: value for name, value in stored.items() if name in names}
+    if "metric" in stored:
+        chosen["metrics"] = str(stored["metric"]).split(",")
+    rule = stored.get("indistinguishable")
+    if rule:
+        chosen.update(indistinguishable=True, share=rule.get("share"))
+    return GateSettings(**chosen)

@@ -23,19 +23,9 @@ class TableChecks:
         self.encoded = inputs.table
 
     def _gate_settings(self):
-        from distgate.gate.settings import GateSettings
+        from distgate.state.records import settings_of_record
 
-        s = self.parts.settings
-        return GateSettings(
-            metrics=str(s.get("metric", "kld")).split(","),
-            alpha=s.get("alpha", 0.2),
-            critical=s.get("critical", "auto"),
-            seed=s.get("seed", 0),
-            draws=s.get("draws", 10_000),
-            threshold=s.get("threshold"),
-            queue=s.get("queue", True),
-            grace=s.get("grace", "none"),
-        )
+        return settings_of_record(self.parts.settings)
 
     def table(self) -> str:
         from distgate.state.records import settings_record, table_fingerprint
@@ -76,9 +66,20 @@ class TableChecks:
         known = np.flatnonzero(record >= 0)
         stored = rows["key"].take(pa.array(known)).combine_chunks()
         keys = getattr(self.encoded, "keys", None)
+        positions_of = getattr(self.encoded, "positions_of", None)  # out-of-core engines
+        found = positions_of(stored.cast(pa.string())) if keys is None and positions_of else None
         if keys is not None:
             wanted = keys.take(pa.array(record[known])).cast(pa.string())
             same = pc.fill_null(pc.equal(stored, wanted), False).to_numpy(zero_copy_only=False)
+        elif found is not None:  # the engine finds each key's record
+            same = found == record[known]
+            if not same.all():
+                i = int(np.argmin(same))
+                where = f"record {found[i]}" if found[i] >= 0 else "no record"
+                raise Disagreement(
+                    f"request {known[i]} asked for the key {stored[i].as_py()!r}, its record "
+                    f"{record[known[i]]}, but the key is {where}'s in this table."
+                )
         else:  # keyed by row number: the key is the record's number
             wanted = pa.array(record[known]).cast(pa.string())
             same = np.array(

@@ -1,13 +1,9 @@
 """``state verify``: does a state file hold together, and does it agree with its table?
 
-Python equivalent of ``distgate state verify gate.db soldiers.csv``::
-
-    from distgate.data.inputs import load_inputs
-    from distgate.state.verify import state_table_options, verify_state
-
-    inputs = load_inputs(state_table_options("gate.db", "soldiers.csv"), need_keys=True)
-    result = verify_state("gate.db", inputs)
-    result.verified, result.first_disagreement  # True, None
+Python equivalent of ``distgate state verify gate.db soldiers.csv``:
+``distgate.verify_state("gate.db", "soldiers.csv")`` (:mod:`distgate.api.state`), which
+reads the table with the state's own columns (:func:`state_table_settings`) and calls
+:func:`verify_state` here.
 
 The checks, in order (:data:`CHECKS`), each ``ok``, ``FAILED`` with one sentence naming
 the first disagreement, or ``skipped`` with the reason:
@@ -48,8 +44,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from distgate.data.config import TableOptions, load_config, table_options
+from distgate.data.config import TableOptions
 from distgate.data.inputs import Inputs
+from distgate.data.spec import TableReading
 from distgate.state.file_checks import FAILED, OK, SKIPPED, Check, Disagreement, FileChecks, Skip
 from distgate.state.inspection import read_state
 from distgate.state.table_checks import TableChecks
@@ -77,6 +74,7 @@ class Verification:
     path: str
     table: str | None  # the table file checked against
     checks: list[Check] = field(default_factory=list)
+    reading: TableReading | None = None  # how the table was read (distgate.verify_state)
 
     @property
     def verified(self) -> bool:
@@ -97,26 +95,21 @@ class Verification:
         }
 
 
-def state_table_options(path: str, source: str, config: dict | None = None, **flags: Any):
-    """The :class:`TableOptions` to read ``source`` as the state at ``path`` read its
-    table: the state's attribute and target columns, key column and bins, over
-    ``config`` (a settings file's values) and the other ``flags`` of
-    :func:`distgate.data.config.table_options` (``baseline``, ``missing``, ``order``,
-    ``delimiter``, ``encoding``, ``engine``, ``scheduler``)."""
+def state_table_settings(path: str) -> dict[str, Any]:
+    """How the state at ``path`` read its table, as a settings file's values: its attribute
+    and target columns, key column and bins (they replace a settings file's own)."""
     settings = read_state(path).entry("settings", {})
-    merged = dict(load_config() if config is None else config)
-    merged.update(
-        attributes=settings.get("attributes"),
-        targets=settings.get("targets"),
-        id=settings.get("id"),
-        bins=settings.get("bins") or {},
-    )
-    return table_options(source, merged, **flags)
+    return {
+        "attributes": settings.get("attributes"),
+        "targets": settings.get("targets"),
+        "id": settings.get("id"),
+        "bins": settings.get("bins") or {},
+    }
 
 
 def verify_state(path: str, inputs: Inputs | None = None) -> Verification:
     """Check the state at ``path`` (see the module docstring), against the table of
-    ``inputs`` when given (read with :func:`state_table_options`)."""
+    ``inputs`` when given (read with :func:`state_table_settings`)."""
     stored = read_state(path, integrity=True)
     options: TableOptions | None = inputs.options if inputs is not None else None
     result = Verification(path, options.source if options is not None else None)

@@ -2,12 +2,11 @@
 numbers depend on, so that a cache (:mod:`distgate.data.cache`) never serves one measured
 for other inputs or by other code.
 
-Most tables belong to one baseline and are kept in the store of its
-:class:`~distgate.stats.critical.CriticalValues`. A table that depends on no baseline (the
-r10 critical values of dqt, :mod:`distgate.stats.metrics.dixon`) is kept in the *shared*
-store, which the cache names once for the process (:func:`share_store`); without one it is
-computed in every process. Either way a stored table holds the numbers the code computes,
-so which store serves it changes how long a command takes, never what it decides.
+Every table is kept in the store of the :class:`~distgate.stats.critical.CriticalValues`
+that asks for it, a table that depends on no baseline too (the r10 critical values of dqt,
+:meth:`~distgate.stats.critical.CriticalValues.r10`); without a store it is computed in
+every process. Either way a stored table holds the numbers the code computes, so which
+store serves it changes how long a command takes, never what it decides.
 """
 
 from __future__ import annotations
@@ -58,18 +57,3 @@ def stored_key(prefix: str, law_key: str, fields: list, p=None, target_weights=N
     if target_weights is not None:
         digest.update(np.ascontiguousarray(target_weights, dtype="<f8").data)
     return f"{prefix}-{law_key}-{digest.hexdigest()[:40]}"
-
-
-_shared_store: HandoverStore | None = None
-
-
-def share_store(store: HandoverStore) -> None:
-    """Keep the tables that depend on no baseline in ``store`` from now on (the cache's
-    default store: :func:`distgate.data.cache.cached_critical_values` names it)."""
-    global _shared_store
-    _shared_store = store
-
-
-def shared_store() -> HandoverStore | None:
-    """The store of the tables that depend on no baseline (None: none named)."""
-    return _shared_store

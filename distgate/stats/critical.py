@@ -48,6 +48,7 @@ import numpy as np
 from distgate.defaults import DEFAULT_DRAWS
 from distgate.errors import InputError
 from distgate.stats.cache_keys import stored_key
+from distgate.stats.chi_square import upper_quantile as chi2_quantile  # chi2.ppf(1 - alpha, df)
 from distgate.stats.handover import (
     LADDER_START,
     TIE_ABSOLUTE,
@@ -80,15 +81,6 @@ LN2 = float(np.log(2.0))
 
 PROBES_KEPT = 128  # a test's (statistic, degrees) samples kept likewise (160 KB each)
 SCALARS_KEPT = 100_000  # single critical values kept for the reference loop (CriticalValues.value)
-
-
-def chi2_quantile(alpha: float, df) -> np.ndarray:
-    """chi2.ppf(1 - alpha, df); NaN where df <= 0 (test not applicable). A few values are
-    computed without scipy (:mod:`distgate.stats.chi_square`); importing scipy.stats, or even
-    scipy.special, costs more than a whole assessment of a small table."""
-    from distgate.stats.chi_square import upper_quantile as chi2_upper
-
-    return chi2_upper(alpha, df)
 
 
 def check_alpha(alpha: float) -> float:
@@ -578,6 +570,13 @@ class CriticalValues(NullSamples):
                 self.draws,
             )
         return self._growers[name]
+
+    def r10(self, count: int, alpha: float) -> float:
+        """Dixon's r10 critical value for ``count`` targets from normal samples (dqt out of
+        Monte Carlo), kept in this source's store (its lender's: :meth:`lent`)."""
+        from distgate.stats.metrics.dixon import dixon_critical
+
+        return dixon_critical(count, alpha, (self.lender or self).store)
 
     def dixon(self, sizes: np.ndarray, alpha: float, *, stream: int) -> float:
         """(1 - alpha) quantile of Dixon's Q under independence, given the targets' sizes

@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from distgate.data.inputs import Inputs
+from distgate.data.spec import TableReading
 from distgate.data.values import JOINT_SEPARATOR
 from distgate.errors import InputError
 from distgate.gate.decisions import DECISION_NAMES, Columns, Decided, Decision, GateStatus, parts_of
@@ -107,6 +108,7 @@ class DurableSession:
         from distgate.data.key_index import KeyIndex, RowNumbers
 
         self.inputs, self.settings, self.path = inputs, settings, str(state)
+        self.reading: TableReading | None = None  # how the table was read (open_gate says)
         table = inputs.table
         if not hasattr(table, "target_codes") or getattr(table, "weights", None) is not None:
             raise InputError(
@@ -115,6 +117,8 @@ class DurableSession:
             )
         self.gate = Gate.of_inputs(inputs, settings)
         keys = table.keys
+        if keys is None and hasattr(table, "record_keys"):  # an out-of-core engine's table
+            keys = table.record_keys()
         self.index = RowNumbers(table.size) if keys is None else KeyIndex(keys.cast(pa.string()))
         if self.index.repeated is not None:
             first, second = self.index.repeated

@@ -22,18 +22,31 @@ import dataclasses
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from distgate.data.inputs import Inputs
-from distgate.data.requests import KeyColumn, RequestKeys, read_requests
+from distgate.data.requests import KeyColumn, RequestKeys, key_column, read_requests
 from distgate.data.tables import display_name
-from distgate.gate.decisions import DECISION_NAMES, QUEUED, RELEASED, UNKNOWN, GateRun, GateStatus
+from distgate.errors import Interrupted
+from distgate.gate.decisions import (
+    DECISION_NAMES,
+    DENIED,
+    DUPLICATE,
+    QUEUED,
+    RELEASED,
+    UNKNOWN,
+    GateRun,
+    GateStatus,
+)
 from distgate.gate.engine import Gate
 from distgate.gate.settings import GateSettings
 from distgate.workflows.decisions_file import write_decisions
+
+if TYPE_CHECKING:
+    from distgate.data.spec import TableReading
 
 T = TypeVar("T")
 
@@ -57,6 +70,43 @@ class TargetSummary:
         return {**dataclasses.asdict(self), "percent_released": round(self.percent_released, 2)}
 
 
+@dataclass(frozen=True)
+class ReplayTotals:
+    """What a replay did, over the records it was asked for: each requested record (a
+    known key) ends released (at once, or later from the queue), still queued or denied,
+    so ``released + still_queued + denied == records``; the sums are those of the
+    per-target table. ``requests`` counts the log's rows: ``repeated`` asked for a record
+    asked for before in the log, ``duplicate`` of them after it was released (the others
+    while it was queued), and ``unknown`` named a key the table lacks."""
+
+    records: int
+    released_at_once: int
+    released_from_queue: int
+    still_queued: int
+    denied: int
+    requests: int
+    repeated: int
+    duplicate: int
+    unknown: int
+
+    @property
+    def released(self) -> int:
+        return self.released_at_once + self.released_from_queue
+
+    def to_dict(self) -> dict:
+        return {
+            "records": {
+                "requested": self.records,
+                "released": self.released,
+                "released_at_once": self.released_at_once,
+                "released_from_queue": self.released_from_queue,
+                "still_queued": self.still_queued,
+                "denied": self.denied,
+            },
+            "repeated_requests": self.repeated,
+        }
+
+
 @dataclass
 class ReplayResult:
     """The decisions of one log (the rows of its decisions file) and the summary."""
@@ -72,10 +122,42 @@ class ReplayResult:
     resumed: int = 0  # requests of this log found already decided in the state
     status: GateStatus | None = None  # idle requests, frozen queue (after the log)
     notes: list[str] = field(default_factory=list)  # what opening the state did (a migration)
+    reading: TableReading | None = None  # how the table was read (distgate.replay says)
 
     def counts(self) -> dict[str, int]:
         tally = np.bincount(self.rows["decision"].astype(np.int64), minlength=len(DECISION_NAMES))
         return {name: int(tally[i]) for i, name in enumerate(DECISION_NAMES)}
+
+    def totals(self) -> ReplayTotals:
+        """The records released, still queued and denied, and the repeated requests (see
+        :class:`ReplayTotals`)."""
+        rows = self.rows
+        own = rows["request"] >= self.first_request
+        record, decision = rows["record"][own], rows["decision"][own]
+        known = record >= 0
+        released = (decision == RELEASED) | ((decision == QUEUED) & (rows["released_at"][own] >= 0))
+        size = int(record.max()) + 1 if known.any() else 0
+
+        def marked(chosen: np.ndarray) -> np.ndarray:
+            """The records of the ``chosen`` requests, as flags (np.unique would import
+            numpy.ma: 11 ms of a command's start-up)."""
+            flags = np.zeros(size, dtype=bool)
+            flags[record[chosen & known]] = True
+            return flags
+
+        records = int(marked(known).sum())
+        denied = int((marked(decision == DENIED) & ~marked(released)).sum())
+        return ReplayTotals(
+            records=records,
+            released_at_once=sum(s.released_at_once for s in self.summary),
+            released_from_queue=sum(s.released_from_queue for s in self.summary),
+            still_queued=sum(s.still_queued for s in self.summary),
+            denied=denied,
+            requests=int(own.sum()),
+            repeated=int(known.sum()) - records,
+            duplicate=int((decision == DUPLICATE).sum()),
+            unknown=int((~known).sum()),
+        )
 
     def to_arrow(self, table: str = "decisions") -> pa.Table:
         """The decisions, one row per request, or the ``summary``, one row per target
@@ -100,6 +182,7 @@ class ReplayResult:
             "decisions": {
                 name: int((decision == i).sum()) for i, name in enumerate(DECISION_NAMES)
             },
+            **self.totals().to_dict(),
             "released_from_earlier_runs": int((~own).sum()),
             "metrics": self.settings.metrics,
             "alpha": self.settings.alpha,
@@ -110,15 +193,6 @@ class ReplayResult:
             "targets": [s.to_dict() for s in self.summary],
             "gate": self.status.to_dict() if self.status else None,
         }
-
-
-class Interrupted(Exception):
-    """A replay stopped by SIGINT or SIGTERM at a batch boundary (``done`` requests of the
-    log are committed to the state; ``signal`` the signal's number)."""
-
-    def __init__(self, done: int, signal: int, state: str | None) -> None:
-        super().__init__(done, signal)
-        self.done, self.signal, self.state = done, signal, state
 
 
 @contextlib.contextmanager
@@ -153,7 +227,7 @@ def replay(
     requests: str,
     settings: GateSettings,
     *,
-    key: str = "id",
+    key: str | None = None,
     skip_unknown: bool = False,
     decisions: str | None = None,
     state: str | None = None,
@@ -163,15 +237,17 @@ def replay(
     spreadsheet: bool = False,
 ) -> ReplayResult:
     """Run the gate over the request log ``requests`` (see the module docstring): its
-    record keys in column ``key``; with ``skip_unknown`` a key the table does not have is
-    decided ``unknown`` (without it the log is refused with an InputError naming it).
+    record keys in column ``key`` (None: the table's key column when the log has a column
+    of that name, else ``id``; :func:`distgate.data.requests.key_column`); with
+    ``skip_unknown`` a key the table does not have is decided ``unknown`` (without it the
+    log is refused with an InputError naming it).
 
     With ``state`` the gate starts from (and commits every batch to) the SQLite state;
     a log already partly recorded there continues after its last committed request, and
     another replay on the same state is refused (or waited for, with ``wait``). SIGINT or
     SIGTERM stops the replay after the batch it is deciding, committed, with
-    :class:`Interrupted`. ``progress(done, total)`` is called after every batch of
-    ``batch`` requests (the decisions do not depend on it). ``spreadsheet``: the
+    :class:`~distgate.errors.Interrupted`. ``progress(done, total)`` is called after every
+    batch of ``batch`` requests (the decisions do not depend on it). ``spreadsheet``: the
     decisions file quotes text a spreadsheet would run as a formula
     (:mod:`distgate.data.csv_cells`).
     """
@@ -325,9 +401,10 @@ def _in_background(work: Callable[[], T]) -> Callable[[], T]:
     return wait
 
 
-def _read_log(inputs: Inputs, requests: str, key: str, skip_unknown: bool):
+def _read_log(inputs: Inputs, requests: str, key: str | None, skip_unknown: bool):
     """The request log mapped to the table's record positions."""
     fmt = inputs.options.text_format
+    key = key_column(requests, key, inputs.options.id_column, fmt)
     if hasattr(inputs.table, "map_requests"):  # an out-of-core engine joins the keys
         return inputs.table.map_requests(requests, key, fmt, skip_unknown=skip_unknown)
     # read and mapped a batch at a time: only the record positions are kept

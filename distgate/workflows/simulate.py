@@ -11,9 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from distgate.defaults import (
+    DEFAULT_GRACE,
+    DEFAULT_SEED,
+    DEFAULT_SEQUENCES,
+    DEFAULT_SIMULATE_ALPHAS,
+    DEFAULT_SIMULATE_METRICS,
+)
 from distgate.errors import InputError
 from distgate.gate.decisions import RELEASED
 from distgate.gate.engine import Gate
@@ -22,9 +30,10 @@ from distgate.observer.view import ObserverView
 from distgate.stats.critical import CriticalValues, check_alpha
 from distgate.stats.metrics.registry import evaluate, parse_metrics
 
-DEFAULT_METRICS = ("mis", "kld", "cst", "dqt")
+if TYPE_CHECKING:
+    from distgate.data.spec import TableReading
+
 RULE_NAME = "indistinguishable"  # the rule's name in the observer's rows
-DEFAULT_ALPHAS = (0.2, 0.05)
 # a sequence whose released total is below this fraction of the median sequence's is named
 # as stalled: an average over sequences hides a gate that locks up on some request orders
 STALL_FRACTION = 0.5
@@ -109,6 +118,8 @@ class Simulation:
     fit_requested: np.ndarray | None = None
     observer: ObserverView | None = None
     shares: dict[float, float] = field(default_factory=dict)
+    fit_sample: tuple[np.ndarray, int] | None = None  # chi_square_fit_sample's, when kept
+    reading: TableReading | None = None  # how the table was read (distgate.simulate says)
 
     @property
     def rule(self) -> str:
@@ -237,13 +248,13 @@ def simulate(
     target_labels: Sequence[str],
     critical: CriticalValues,
     *,
-    metrics: Sequence[str] = DEFAULT_METRICS,
-    alphas: Sequence[float] = DEFAULT_ALPHAS,
-    sequences: int = 20,
+    metrics: Sequence[str] = DEFAULT_SIMULATE_METRICS,
+    alphas: Sequence[float] = DEFAULT_SIMULATE_ALPHAS,
+    sequences: int = DEFAULT_SEQUENCES,
     requests: int | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     queue: bool = True,
-    grace: str = "none",
+    grace: str = DEFAULT_GRACE,
     keep_evolution: bool = False,
     progress: Callable[[], None] | None = None,
     workers: int | None = None,

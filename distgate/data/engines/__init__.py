@@ -197,13 +197,29 @@ class EngineTable:
                 table_source=self.source,
             )
         keys = read_request_keys(source, key_column, fmt).cast(pa.string())
+        records = self.positions_of(keys)
+        require_known(source, *unknown_of(keys, records), name, skip_unknown)
+        return RequestLog(str(source), records, keys, fmt)
+
+    def record_keys(self) -> pa.Array | None:
+        """Every record's key (text) in the table's order, read by the engine (a gate that
+        serves keys as they come holds them: ``distgate serve``); None for a table keyed
+        by row number."""
+        if self._encoding.plan.key is None:
+            return None
+        return self._reader.keys(self._encoding)
+
+    def positions_of(self, keys: pa.Array) -> np.ndarray | None:
+        """The position of the record of each key (text) in ``keys``, -1 where no record
+        has it, found by the engine as the table streams past; None for a table keyed by
+        row number."""
+        if self._encoding.plan.key is None:
+            return None
         distinct = pc.unique(keys)
         positions, codes = self._reader.positions(self._encoding, distinct)
         if self._codes is None:  # the same pass gave every record's codes: no second one
             self._codes = codes
-        records = positions[pc.index_in(keys, value_set=distinct).to_numpy()]
-        require_known(source, *unknown_of(keys, records), name, skip_unknown)
-        return RequestLog(str(source), records, keys, fmt)
+        return positions[pc.index_in(keys, value_set=distinct).to_numpy()]
 
 
 def load_table(

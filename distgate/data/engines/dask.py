@@ -16,13 +16,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from distgate._runtime import allow_pandas
 from distgate.data.engines.plan import SUMS, Plan
 from distgate.data.engines.sources import is_remote, resolve_local, resolve_remote, spool_folder
 from distgate.data.tables import display_name
 from distgate.errors import InputError
-
-allow_pandas()  # dask.dataframe and distributed are built on pandas
 
 CONNECT_TIMEOUT = "5s"
 CSV_BLOCK = "64MB"  # bytes of a plain CSV file per partition
@@ -179,6 +176,14 @@ class DaskReader:
             np.concatenate(values) if values else empty,
         )
 
+    def keys(self, encoding) -> pa.Array:
+        """Every counted record's key (text), in the table's order, from the workers."""
+        from dask import delayed
+
+        parts = self._partitions(encoding.plan.read)
+        keys = self._compute([delayed(_keys_part)(p, encoding) for p in parts])
+        return pa.chunked_array(keys, pa.string()).combine_chunks()
+
     def positions(self, encoding, keys: pa.Array) -> np.ndarray:
         """Each of the distinct ``keys``' position among the counted records (-1 if none):
         every worker matches the keys against its partitions' key column, and sends the
@@ -258,6 +263,14 @@ def _codes_part(frame, encoding) -> tuple[np.ndarray, np.ndarray]:
     batch = _sql(frame, encoding.plan.codes_sql)
     _, targets, values = encoding.record_codes(batch)
     return targets, values
+
+
+def _keys_part(frame, encoding) -> pa.Array:
+    """The keys of the records counted in this partition."""
+    batch = _sql(frame, encoding.plan.codes_sql)
+    kept, _, _ = encoding.record_codes(batch)
+    keys = batch.column(batch.num_columns - 1).filter(pa.array(kept))
+    return keys.cast(pa.string()).combine_chunks()
 
 
 def _positions_part(frame, encoding, keys: pa.Array):

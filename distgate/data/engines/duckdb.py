@@ -218,6 +218,15 @@ class DuckDBReader:
             values.append(v)
         return _joined(targets), _joined(values)
 
+    def keys(self, encoding) -> pa.Array:
+        """Every counted record's key (text), in the table's order."""
+        parts = []
+        for batch in self.batches(encoding.plan):
+            kept, _, _ = encoding.record_codes(batch)
+            key = batch.column(batch.num_columns - 1).filter(pa.array(kept))
+            parts.extend(key.cast(pa.string()).chunks)
+        return pa.chunked_array(parts, pa.string()).combine_chunks()
+
     def positions(self, encoding, keys: pa.Array):
         """Position among the counted records of each of the distinct ``keys`` (-1 where
         the table has none): a hash join of the keys against the streamed key column;

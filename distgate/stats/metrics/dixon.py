@@ -9,11 +9,12 @@ reproduce.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache, lru_cache
 
 import numpy as np
 
-from distgate.stats.cache_keys import shared_store, stored_key
+from distgate.stats.cache_keys import HandoverStore, stored_key
 
 
 def dixon_q(distances) -> tuple[np.ndarray, np.ndarray]:
@@ -70,15 +71,15 @@ def _grid(nodes: int = 240) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 @cache
-def dixon_critical(n: int, alpha: float) -> float:
+def dixon_critical(n: int, alpha: float, store: HandoverStore | None = None) -> float:
     """One-sided upper-tail critical value of r10 for n >= 3 normal values at ``alpha``:
     the q with P(r10 > q) = alpha. Computed once per (n, alpha) and process, and kept by
-    n, per alpha, in the shared store (:func:`~distgate.stats.cache_keys.shared_store`):
-    a quadrature and root search cost tens of milliseconds each, and scipy's import more
-    than the rest of a small command (the package ships the sample data's)."""
+    n, per alpha, in ``store`` when given (the one of the critical values asking,
+    :meth:`~distgate.stats.critical.CriticalValues.r10`): a quadrature and root search
+    cost tens of milliseconds each, and scipy's import more than the rest of a small
+    command (the package ships the sample data's)."""
     if n < 3:
         return float("nan")
-    store = shared_store()
     if store is None:
         return _solved(int(n), float(alpha))
     key = stored_key("table-r10", "dqt", [float(alpha)])
@@ -102,11 +103,13 @@ def _solved(n: int, alpha: float) -> float:
     return float(brentq(lambda q: tail(q) - alpha, 1e-9, 1 - 1e-12, xtol=1e-7))
 
 
-def dixon_critical_array(n, alpha: float) -> np.ndarray:
-    """:func:`dixon_critical` for an array of n (NaN where n < 3)."""
+def dixon_critical_array(n, alpha: float, critical: Callable = dixon_critical) -> np.ndarray:
+    """:func:`dixon_critical` for an array of n (NaN where n < 3); ``critical(n, alpha)``
+    gives one value (:meth:`~distgate.stats.critical.CriticalValues.r10`: from the store
+    of the critical values asking)."""
     n = np.asarray(n)
     out = np.full(n.shape, np.nan)
     for value in np.unique(n):
         if value >= 3:
-            out[n == value] = dixon_critical(int(value), float(alpha))
+            out[n == value] = critical(int(value), float(alpha))
     return out

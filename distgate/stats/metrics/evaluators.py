@@ -28,7 +28,7 @@ import numpy as np
 
 from distgate.stats.critical import LN2, below, chi2_quantile
 from distgate.stats.handover import GLOBAL, PER_TARGET, Law
-from distgate.stats.metrics.dixon import dixon_critical, dixon_critical_array, dixon_q
+from distgate.stats.metrics.dixon import dixon_critical_array, dixon_q
 from distgate.stats.metrics.information import (
     domain_values,
     exposure,
@@ -212,7 +212,7 @@ def dqt(c, p, n, total, d, alpha, critical, threshold, settings):
         crit = np.where(count >= 3, crit, np.nan)
         regime = {**_regime(simulated, True, critical, per_target=False), "fixed_method": DQT_LIMIT}
     else:
-        crit = dixon_critical_array(count, alpha)
+        crit = dixon_critical_array(count, alpha, critical.r10)
     safe = np.isnan(q) | below(q, crit)
     return MetricResult(
         "dqt",
@@ -342,7 +342,7 @@ def check_dqt(candidate):
         limit = values.dixon_limit(candidate.alpha, stream=_stream("dqt"))
         crit = _critical(candidate, DQT_LAW, candidate.N1, limit)
     else:
-        crit = dixon_critical(count, candidate.alpha)
+        crit = values.r10(count, candidate.alpha)
     return math.isnan(q) or bool(below(q, crit)), q, crit
 
 
