@@ -218,11 +218,10 @@ class TableSpec:
         target column is named anywhere."""
         from distgate.data.config import TableOptions, split_names, text_format
         from distgate.data.values import parse_bins, parse_order
-        from distgate.data.views import chosen_views, view_options
 
         given = self.given()
         given["baseline"] = _baseline_source(self.baseline)
-        views = chosen_views(settings, given)
+        views = _chosen_views(settings, given)
         table_missing = given["missing"] or settings.get("missing") or "error"
         if views:  # the first view's columns are the options' own
             first = views[0]
@@ -253,7 +252,7 @@ class TableSpec:
             if (value := given[name] or settings.get(name)) is not None
         }  # those left out take TableOptions' defaults
         if len(views) > 1:  # each view's bins: the file's, the flags', its own
-            views = tuple(view_options(v, file_bins, flag_bins, table_missing) for v in views)
+            views = tuple(_view_options(v, file_bins, flag_bins, table_missing) for v in views)
             unused = [c for c in flag_bins if not any(c in v.attributes for v in views)]
             if unused:
                 raise InputError(f"Bins are given for '{unused[0]}', which no view's attribute is.")
@@ -412,3 +411,43 @@ def _baseline_source(value: Any) -> Any:
     from distgate.data.frames import table_source
 
     return table_source(value)
+
+
+def _view_options(view: Any, file_bins: dict, flag_bins: dict, missing: str) -> Any:
+    """A view of several with the bins of its attributes (the file's, then the flags',
+    then its own) and its missing values (its own, else the table's)."""
+    bins = {c: e for c, e in file_bins.items() if c in view.attributes}
+    bins.update({c: e for c, e in flag_bins.items() if c in view.attributes})
+    bins.update(view.bins_dict)
+    return dataclasses.replace(
+        view,
+        bins=tuple((c, tuple(e)) for c, e in bins.items()),
+        missing=view.missing or missing,
+    )
+
+
+def _chosen_views(config: dict[str, Any], given: dict[str, Any]) -> tuple:
+    """The views given (``--view``, the ``views`` keyword), else the settings file's
+    unless -x or -y is given; () for the one view of -x and -y."""
+    flags = given.get("views")
+    from distgate.data.config import split_names
+    from distgate.data.views import check_views, view_of
+
+    named = split_names(given.get("attributes")) or split_names(given.get("targets"))
+    if flags:
+        if named:
+            raise InputError(
+                "Give the views with --view only: -x and -y name one view (the same as --view X@Y)."
+            )
+        views = tuple(view_of(v, "--view") for v in flags)
+    elif not named and config.get("view"):
+        views = tuple(config["view"])
+    else:
+        return ()
+    if given.get("baseline") and len(views) > 1:
+        raise InputError(
+            "--baseline is one view's baseline: with several views give each its own in the "
+            "[[view]] tables of distgate.toml (or in the views keyword's mappings)."
+        )
+    check_views(views)
+    return views

@@ -20,7 +20,7 @@ On the command line a view is written ``X@Y``, several columns of one side joine
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from distgate.errors import InputError
@@ -133,42 +133,3 @@ def check_views(views: Sequence[View]) -> None:
         if key in seen:
             raise InputError(f"The view {view.name} is given twice.")
         seen[key] = view.name
-
-
-def view_options(view: Any, file_bins: dict, flag_bins: dict, missing: str) -> Any:
-    """A view of several with the bins of its attributes (the file's, then the flags',
-    then its own) and its missing values (its own, else the table's)."""
-    bins = {c: e for c, e in file_bins.items() if c in view.attributes}
-    bins.update({c: e for c, e in flag_bins.items() if c in view.attributes})
-    bins.update(view.bins_dict)
-    return replace(
-        view,
-        bins=tuple((c, tuple(e)) for c, e in bins.items()),
-        missing=view.missing or missing,
-    )
-
-
-def chosen_views(config: dict[str, Any], given: dict[str, Any]) -> tuple:
-    """The views given (``--view``, the ``views`` keyword), else the settings file's
-    unless -x or -y is given; () for the one view of -x and -y."""
-    flags = given.get("views")
-    from distgate.data.config import split_names
-
-    named = split_names(given.get("attributes")) or split_names(given.get("targets"))
-    if flags:
-        if named:
-            raise InputError(
-                "Give the views with --view only: -x and -y name one view (the same as --view X@Y)."
-            )
-        views = tuple(view_of(v, "--view") for v in flags)
-    elif not named and config.get("view"):
-        views = tuple(config["view"])
-    else:
-        return ()
-    if given.get("baseline") and len(views) > 1:
-        raise InputError(
-            "--baseline is one view's baseline: with several views give each its own in the "
-            "[[view]] tables of distgate.toml (or in the views keyword's mappings)."
-        )
-    check_views(views)
-    return views
