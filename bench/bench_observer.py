@@ -15,12 +15,12 @@
    ordinary gate and --indistinguishable (its plan by cohorts of 2, 4 or 8 times in size
    or none, holding targets back or not: VARIANTS, the frontier), scored by this file's
    own scorer, which uses none of distgate's attack code: the gate's answers to each
-   request (a Gate run per order) are cut at each quarter of the requests by plain
-   masks, the signals recomputed, the AUC counted over every (deviating, other) pair and Kendall's tau-b
-   over every pair of targets. For each table and rule: the released share and every
-   attack's two-sided AUC at each quarter, the size-only prior's AUC, and tau against
-   each target's D(y) over the whole table. distgate's own scoring of the same runs
-   (distgate.observer) is printed beside it as a check: the largest difference.
+   request (a Gate run per order) are cut at each quarter of the requests by plain masks,
+   the signals recomputed, the AUC counted over every (deviating, other) pair and
+   Kendall's tau-b over every pair of targets. For each table and rule: the released
+   share and every attack's two-sided AUC at each quarter, the size-only prior's AUC, and
+   tau against each target's D(y) over the whole table. distgate's own scoring of the
+   same runs (distgate.observer) is printed beside it as a check: the largest difference.
 
 Run: python bench/bench_observer.py [units|tables] [--orders K]  (both by default)
 """
