@@ -17,23 +17,26 @@ and on top of it:
 - **A common share.** A target y releases while n_y + 1 <= floor(s q_y), q_y being how
   many of its records have been requested: every target ends at the same share of what
   was asked of it, whatever its records' values.
-- **Steering.** Every new request queues its record. Then, while y's share allows, the
-  gate releases the earliest queued record of the cell of y that passes the ordinary test
-  and brings y's released distribution closest to r: the least
+- **Steering.** Every new request queues its record and is answered ``queued``. Then,
+  while y's share allows, the gate releases from y's queue as it stood before the
+  request the earliest queued record of the cell that passes the ordinary test and
+  brings y's released distribution closest to r: the least
   g(x) = (c + 1) ln(c + 1) - c ln c - ln r(x) (what one more tuple at x adds to
   sum_x C ln(C / r(x)); ties go to the earliest record). A value that r does not hold
-  (some target has none of it) is never released.
+  (some target has none of it) is never released. The answer on arrival is the same for
+  every request, so it tells an observer nothing.
+- **Cohorts** (:func:`size_cohorts`): targets within ``COHORT_RATIO`` times in size, by
+  size alone, each cohort with its own r and share planned as above over its targets.
+- **Held back** (:func:`holding_back_steps`): within a cohort, the target whose leaving
+  lets the others release the most records in all is held back (its records stay queued)
+  while that grows the records released by ``HOLD_GAIN`` at least.
 
 A request changes only its own target's budget and counts, so only its target's queued
 cells are looked at: O(|X|) ordinary tests per request. The rule never withholds a record
-that passes the ordinary test and fits the share for a reason of its own beyond steering.
-This module plans the rule (:func:`plan_common_release`); the gate runs it in its own
-loop (:mod:`distgate.gate._indistinguishable_loop`).
-
-Measured on ``sample_data/units.csv`` (20 units of 500, three tilted), kld at alpha 0.2:
-every attack of ``simulate --attack`` at AUC 0.5 with 62% of the records released, where
-raising alpha alone never brings the best attack below 1 while releasing anything
-(docs/observer.md). Targets of very different sizes stay told apart by their sizes.
+that passes the ordinary test and fits the share for a reason of its own beyond steering
+and holding back. This module plans the rule (:func:`plan_common_release`); the gate runs
+it in its own loop (:mod:`distgate.gate._indistinguishable_loop`). docs/observer.md gives
+what it costs and what an observer learns under it, measured.
 """
 
 from __future__ import annotations
