@@ -50,7 +50,7 @@ from distgate.stats.metrics.registry import parse_metrics
 
 if TYPE_CHECKING:
     from distgate.data.inputs import Inputs
-    from distgate.gate.indistinguishable import CommonRelease
+    from distgate.gate.indistinguishable import RulePlan
     from distgate.gate.settings import GateSettings
 
 
@@ -81,7 +81,7 @@ class Gate:
         queue: bool = True,
         grace: str = DEFAULT_GRACE,
         threshold: float | None = None,
-        rule: CommonRelease | None = None,
+        rule: RulePlan | None = None,
     ) -> None:
         self.target_codes = np.ascontiguousarray(target_codes, dtype=np.int64)
         self.value_codes = np.ascontiguousarray(value_codes, dtype=np.int64)
@@ -241,7 +241,7 @@ class Gate:
         remaining -= state.sums.C
         rule = self.rule
         releasable = any(
-            (rule is None or rule.release[int(x)] > 0)
+            (rule is None or _rule_releases(rule, int(y), int(x)))
             and (state.exempt(int(y)) or state.check(int(y), int(x))[0])
             for y, x in zip(*np.nonzero(remaining), strict=True)
         )
@@ -258,3 +258,10 @@ class Gate:
     def state(self) -> GateState:
         """Everything needed to continue (what a state file keeps)."""
         return self.release_state.snapshot()
+
+
+def _rule_releases(rule: RulePlan, y: int, x: int) -> bool:
+    """Whether the rule ever releases a record of cell (y, x): y is not held back and its
+    cohort's distribution holds x."""
+    cohort = rule.cohort_of(y)
+    return cohort is not None and cohort.release[x] > 0
