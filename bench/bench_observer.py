@@ -12,14 +12,15 @@
 2. ``tables``: the realistic tables of observer_tables.py (log-normal unit sizes with the
    tilted units spread over the sizes; one unit without a grade; a city of 90
    neighbourhoods of 10 to 4,000 residents with rare categories), kld at alpha 0.2, the
-   ordinary gate and --indistinguishable, scored by this file's own scorer, which uses
-   none of distgate's attack code: the gate's answers to each request (a Gate run
-   per order) are cut at each quarter of the requests by plain masks, the signals
-   recomputed, the AUC counted over every (deviating, other) pair and Kendall's tau-b
-   over every pair of targets. For each table and rule: the released share and every
-   attack's two-sided AUC at each quarter, the size-only prior's AUC, and tau against
-   each target's D(y) over the whole table. distgate's own scoring of the same runs
-   (distgate.observer) is printed beside it as a check: the largest difference.
+   ordinary gate and --indistinguishable (its plan by cohorts of 2, 4 or 8 times in size
+   or none, holding targets back or not: VARIANTS, the frontier), scored by this file's
+   own scorer, which uses none of distgate's attack code: the gate's answers to each
+   request (a Gate run per order) are cut at each quarter of the requests by plain masks,
+   the signals recomputed, the AUC counted over every (deviating, other) pair and
+   Kendall's tau-b over every pair of targets. For each table and rule: the released
+   share and every attack's two-sided AUC at each quarter, the size-only prior's AUC, and
+   tau against each target's D(y) over the whole table. distgate's own scoring of the
+   same runs (distgate.observer) is printed beside it as a check: the largest difference.
 
 Run: python bench/bench_observer.py [units|tables] [--orders K]  (both by default)
 """
@@ -305,16 +306,27 @@ def distgate_scores(runs, inputs, deviating, ends):
     return {s.attack: s for s in score(found, deviating, kl_distance(inputs.counts, p))}
 
 
-def largest_common_share(full: np.ndarray) -> float:
-    """The largest share every target can release in one distribution, sum over x of
-    min_y C[y, x] / n_y, rounded down to a hundredth: what the rule is given (--share)
-    where it plans none."""
-    return math.floor(100 * (full / full.sum(axis=1, keepdims=True)).min(axis=0).sum()) / 100
+# the rule's plans measured: one cohort of every target or cohorts by size (targets within
+# a factor of 2, 4 or 8), holding no target back or one whenever the others then release
+# 10% more (the rule's default: cohorts 4, hold 1.1)
+VARIANTS = (
+    (math.inf, math.inf),
+    (math.inf, 1.1),
+    (4.0, math.inf),
+    (2.0, 1.1),
+    (4.0, 1.1),
+    (8.0, 1.1),
+)
+
+
+def rule_plan(full, p, ratio: float, gain: float):
+    from distgate.gate.indistinguishable import plan_common_release
+
+    return plan_common_release(full, p, 0.2, None, cohort_ratio=ratio, hold_gain=gain)
 
 
 def measure_table(name: str, orders: int) -> None:
     from distgate.errors import InputError
-    from distgate.gate.indistinguishable import plan_common_release
 
     make, target_column, value_column = TABLES[name]
     generated = make()
@@ -351,19 +363,22 @@ def measure_table(name: str, orders: int) -> None:
         f"  chance band  {random_rankings_band(deviating):.3f} (a ranking unrelated to the "
         "deviating targets reads above it two-sided one time in twenty)"
     )
-    for rule in ("gate", "indistinguishable"):
-        plan = None
-        if rule != "gate":
-            try:
-                plan = plan_common_release(full, p, 0.2, None)
-            except InputError as refused:
-                print(f"  indistinguishable, share planned  refused ({refused})")
-                plan = plan_common_release(full, p, 0.2, largest_common_share(full))
+    plans = [("gate", None)]
+    for ratio, gain in VARIANTS:
+        try:
+            plans.append((f"cohorts {ratio:g}, hold {gain:g}", rule_plan(full, p, ratio, gain)))
+        except InputError as refused:
+            print(f"  indistinguishable, cohorts {ratio:g}, hold {gain:g}  refused ({refused})")
+    for rule, plan in plans:
+        if plan is not None:
+            held = [labels[y] for y in plan.held_back]
+            cohorts = ", ".join(f"{len(c.members)} at {c.share:.2f}" for c in plan.cohorts)
+            print(f"  {rule}, plan  cohorts: {cohorts}; held back {len(held)}: {', '.join(held)}")
         start = time.perf_counter()
         runs = gate_runs(inputs, plan, orders)
         elapsed = time.perf_counter() - start
         scored = score_runs(runs, table, p, ends)
-        name_shown = rule if plan is None else f"{rule} (share {plan.share:.2f})"
+        name_shown = rule if plan is None else f"{rule} (share {plan.share:.3f})"
         released = " / ".join(f"{100 * r:.1f}%" for r in scored.released)
         print(f"  {name_shown}, released at 25/50/75/100%  {released} ({elapsed:.0f} s)")
         for attack in ATTACK_NAMES:

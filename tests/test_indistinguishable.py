@@ -5,6 +5,9 @@ command line."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,8 +16,13 @@ from hypothesis import strategies as st
 import distgate
 from distgate.errors import InputError
 from distgate.gate import Gate
-from distgate.gate.decisions import DUPLICATE, QUEUED, RELEASED
-from distgate.gate.indistinguishable import PER, CommonRelease, plan_common_release
+from distgate.gate.decisions import DUPLICATE, QUEUED
+from distgate.gate.indistinguishable import (
+    PER,
+    CommonRelease,
+    plan_common_release,
+    size_cohorts,
+)
 from distgate.observer.attacks import RELEASE_ATTACKS, TIMING_ATTACKS
 from distgate.stats.critical import CriticalValues
 from tests.cli_helpers import assert_bad_input, run
@@ -38,30 +46,62 @@ def _table(rng, n_targets=6, n_values=5, records=600, tilted=1):
 def test_the_plan_is_a_distribution_every_target_can_supply_at_the_share():
     rng = np.random.default_rng(3)
     _, _, counts, p = _table(rng, n_targets=8, n_values=6, records=4000, tilted=2)
-    plan = plan_common_release(counts, p, 0.2)
-    r = np.array(plan.release)
-    assert r.sum() == pytest.approx(1.0) and (r >= 0).all()
     sizes = counts.sum(axis=1)
-    # every target holds s n_y r(x) records of every value: it can release its share in r
-    assert (plan.share * sizes[:, None] * r <= counts + 1e-9).all()
-    assert 0 < plan.share < 1 and plan.per_mille % 10 == 0  # a hundredth, rounded down
+    for gain, held_back in ((math.inf, ()), (1.1, (0, 1))):
+        # the two tilted targets, far from the others, are held back unless told not to
+        plan = plan_common_release(counts, p, 0.2, hold_gain=gain)
+        (cohort,) = plan.cohorts  # eight targets of about 500: one cohort
+        assert plan.held_back == held_back
+        assert cohort.members == tuple(y for y in range(8) if y not in held_back)
+        r = np.array(cohort.release)
+        assert r.sum() == pytest.approx(1.0) and (r >= 0).all()
+        # every member holds s n_y r(x) records of every value: it can release its share
+        members = list(cohort.members)
+        assert (cohort.share * sizes[members, None] * r <= counts[members] + 1e-9).all()
+        assert 0 < cohort.share < 1 and cohort.per_mille % 10 == 0  # a hundredth, rounded
+    assert plan.share == round(cohort.share * sizes[members].sum() / sizes.sum(), 3)
 
 
 def test_identical_targets_release_the_baseline_itself_at_nearly_their_whole_size():
     counts = np.tile([10, 30, 40, 20], (5, 1))
     plan = plan_common_release(counts, counts[0] / 100, 0.2)
-    assert plan.release == pytest.approx((0.1, 0.3, 0.4, 0.2))
+    assert plan.cohorts[0].release == pytest.approx((0.1, 0.3, 0.4, 0.2))
     assert plan.share == 0.95  # the margin below the largest share, 1
 
 
-def test_a_share_given_is_kept_and_one_no_target_can_meet_is_refused():
+def test_a_share_given_is_kept_and_a_target_that_cannot_meet_it_is_held_back():
     counts = np.array([[50, 50], [90, 10]])
     plan = plan_common_release(counts, np.array([0.7, 0.3]), 0.2, share=0.4)
-    assert plan.per_mille == 400 and plan.release == pytest.approx((0.75, 0.25))
-    with pytest.raises(InputError, match="cannot be met"):
-        plan_common_release(counts, np.array([0.7, 0.3]), 0.2, share=0.7)
+    (cohort,) = plan.cohorts
+    assert cohort.per_mille == 400 and cohort.release == pytest.approx((0.75, 0.25))
+    # at 0.7 the two hold only 0.5 + 0.1 in common: one is held back, the other goes on
+    plan = plan_common_release(counts, np.array([0.7, 0.3]), 0.2, share=0.7)
+    assert plan.held_back == (0,) and plan.cohorts[0].members == (1,)
+    assert plan.cohort_of(0) is None and plan.cohort_of(1).per_mille == 700
     with pytest.raises(InputError, match=r"in \(0, 1\]"):
         plan_common_release(counts, np.array([0.7, 0.3]), 0.2, share=1.5)
+
+
+def test_a_target_without_a_value_is_held_back_instead_of_stopping_every_target():
+    """Ten alike targets and one without the first value: one common distribution of all
+    eleven holds none of it, and its distance from the baseline lets them release little;
+    the target without it is held back and the ten release most of their records."""
+    counts = np.tile([40, 120, 240, 100], (11, 1))
+    counts[10] = [0, 130, 260, 110]
+    p = counts.sum(axis=0) / counts.sum()
+    everyone = plan_common_release(counts, p, 0.2, hold_gain=math.inf)
+    assert everyone.held_back == () and everyone.share < 0.2
+    plan = plan_common_release(counts, p, 0.2)
+    assert plan.held_back == (10,) and plan.share >= 0.85
+    assert plan.cohorts[0].release[0] > 0
+
+
+def test_cohorts_follow_the_sizes_alone():
+    sizes = [10, 12, 15, 20, 30, 45, 100, 110, 130, 150, 170, 900]
+    cohorts = [c.tolist() for c in size_cohorts(sizes, 4.0)]
+    # 10..30 (up to 40), then 45..170 (up to 180); 900 alone joins the cohort before it
+    assert cohorts == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9, 10, 11]]
+    assert [c.tolist() for c in size_cohorts(sizes, math.inf)] == [list(range(12))]
 
 
 def test_budgets_are_exact_integer_arithmetic():
@@ -84,6 +124,11 @@ def test_every_release_passes_the_ordinary_test_and_fits_the_share(seed, metric,
     targets, values, counts, p = _table(rng)
     critical = CriticalValues(p, counts.sum(axis=1), mode="auto", draws=200, seed=1)
     plan = plan_common_release(counts, p, 0.2)
+    if seed % 2:  # a target held back: nothing of it is ever released
+        plan = dataclasses.replace(plan, held_back=(5,), cohorts=tuple(
+            dataclasses.replace(c, members=tuple(y for y in c.members if y != 5))
+            for c in plan.cohorts
+        ))  # fmt: skip
     options = dict(grace=grace)
     gate = Gate(targets, values, 6, 5, [metric], 0.2, critical, rule=plan, **options)
     order = np.concatenate([rng.permutation(len(targets)), rng.integers(-1, len(targets), 50)])
@@ -96,10 +141,12 @@ def test_every_release_passes_the_ordinary_test_and_fits_the_share(seed, metric,
     def checked_release(record: int, at: int) -> None:
         y, x = int(targets[record]), int(values[record])
         asked = sum(1 for r, j in first_asked.items() if r >= 0 and j <= at and targets[r] == y)
-        assert plan.release[x] > 0
+        cohort = plan.cohort_of(y)
+        assert cohort is not None and cohort.release[x] > 0
+        assert first_asked[record] < at  # never the record of the request that releases
         plain_state = plain.release_state
         assert plain_state.cell_safe(y * 5 + x), (at, y, x)
-        assert plain_state.sums[0].n[y] + 1 <= plan.budget(asked), (at, y)
+        assert plain_state.sums[0].n[y] + 1 <= cohort.budget(asked), (at, y)
         plain_state.release(record, at)
         release(record, at)
 
@@ -108,7 +155,8 @@ def test_every_release_passes_the_ordinary_test_and_fits_the_share(seed, metric,
     np.testing.assert_array_equal(plain.counts, gate.counts)
     if metric != "exposure" or grace != "none":  # (exposure alone needs a grace to start)
         assert gate.counts.sum() > 0
-    assert set(np.unique(result.decision[order >= 0]).tolist()) <= {RELEASED, QUEUED, DUPLICATE}
+    # every answer on arrival is queued (or duplicate): it tells nothing of the record
+    assert set(np.unique(result.decision[order >= 0]).tolist()) <= {QUEUED, DUPLICATE}
 
 
 @pytest.fixture(scope="module")
@@ -133,18 +181,14 @@ def test_on_many_alike_targets_the_released_records_do_not_find_the_deviating_on
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="under the rule a tilted unit's own record is released on arrival more often "
-    "than an ordinary unit's (4.2% against 2.5% of requests, one order): the tilted units "
-    "set the common distribution's low grades, so each low-grade record one receives is "
-    "the value steering wants at once, while an ordinary unit holds a backlog of them and "
-    "releases the earliest first; queued-share finds them, two-sided AUC 0.87 over 8 "
-    "orders (raw 0.13)",
-)
 def test_on_many_alike_targets_the_answers_do_not_find_the_deviating_ones(under_the_rule):
-    rows = [r for r in under_the_rule.observer.rows if r.attack in TIMING_ATTACKS]
-    assert max(row.two_sided for row in rows) <= 0.65
+    """Every request is answered queued on arrival, so the share answered queued is 1 for
+    every unit (AUC 0.5 exactly, where it read 0.87 when a record could leave on its own
+    request); a unit's records leave as its own later requests come, and the delays stay
+    near chance."""
+    rows = {r.attack: r for r in under_the_rule.observer.rows if r.attack in TIMING_ATTACKS}
+    assert rows["queued-share"].two_sided == 0.5 and rows["queued-share"].auc_sd == 0.0
+    assert rows["release-delay"].two_sided <= 0.65, rows["release-delay"]
 
 
 def distgate_simulation(*, indistinguishable: bool, sequences: int):
@@ -192,7 +236,8 @@ def test_replay_under_the_rule_keeps_it_in_its_state(tmp_path):
     own = continued.to_arrow().filter(continued.to_arrow().column("request").to_numpy() >= 1800)
     for column in ("decision", "released_at"):
         assert own.column(column).to_pylist() == alone.column(column).to_pylist()[1800:]
-    assert alone.column("decision").to_pylist().count("released") > 0
+    assert set(alone.column("decision").to_pylist()) == {"queued"}  # on arrival, always
+    assert (alone.column("released_at").to_numpy() >= 0).sum() > 0
 
 
 def test_the_rule_on_the_command_line(tmp_path):
@@ -211,4 +256,5 @@ def test_the_rule_on_the_command_line(tmp_path):
 
     document = json.loads(result.stdout)
     assert document["rule"] == "indistinguishable" and document["shares"] == {"0.2": 0.62}
+    assert document["held_back"] == {"0.2": []}  # twenty units of one size: none
     assert {row["rule"] for row in document["attacks"]} == {"indistinguishable"}

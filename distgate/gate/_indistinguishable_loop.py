@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-from distgate.gate.decisions import DUPLICATE, QUEUED, RELEASED, UNKNOWN, GateRun, RunColumns
-from distgate.gate.indistinguishable import CommonRelease
+from distgate.gate.decisions import DUPLICATE, QUEUED, UNKNOWN, GateRun, RunColumns
+from distgate.gate.indistinguishable import RulePlan
 from distgate.gate.loop import Loop
 from distgate.gate.release_state import ReleaseState
 
@@ -21,21 +21,25 @@ def _step(count: int) -> float:
 
 
 class IndistinguishableLoop(Loop):
-    """Decides runs on ``state`` (of one view) under ``plan``. A duplicate of a released
-    record is ``duplicate``, of a queued one ``queued``; a new request is ``released`` if
-    its own record is the one its target's share and steering release now, else
-    ``queued``."""
+    """Decides runs on ``state`` (of one view) under ``plan``. A duplicate of a released record is
+    ``duplicate``; every other request is ``queued`` on arrival: its target's share and
+    steering release records of the target's queue as it stood before the request, so
+    the answer to a request tells nothing of its record or its target (a held-back
+    target's records stay queued)."""
 
-    def __init__(self, state: ReleaseState, plan: CommonRelease) -> None:
+    def __init__(self, state: ReleaseState, plan: RulePlan) -> None:
         self.state, self.plan = state, plan
+        self.cohort_of = [plan.cohort_of(y) for y in range(state.views[0].n_targets)]
+        self.log_release = {
+            id(c): [math.log(v) if v > 0 else -math.inf for v in c.release] for c in plan.cohorts
+        }
 
     def start_over(self) -> None:
         """Nothing to forget: this loop keeps nothing between runs (the queue's form for
         it is the release state's)."""
 
     def run(self, records: np.ndarray) -> GateRun:
-        state, plan = self.state, self.plan
-        log_release = [math.log(v) if v > 0 else -math.inf for v in plan.release]
+        state, cohort_of = self.state, self.cohort_of
         k = len(records)
         first = state.next_request
         out = RunColumns(k)
@@ -55,10 +59,14 @@ class IndistinguishableLoop(Loop):
             return not sums.checked[y] or view.checks.check(sums, y, x)[0]
 
         def settle(y: int, at: int) -> None:
-            """Release y's queued records while its share allows, each time the earliest
-            record of the cell that passes the ordinary test and brings y's release closest
-            to the common distribution."""
-            while sums.n[y] + 1 <= plan.budget(requested[y]):
+            """Release y's queued records while its cohort's share allows, each time the
+            earliest record of the cell that passes the ordinary test and brings y's
+            release closest to the cohort's distribution."""
+            cohort = cohort_of[y]
+            if cohort is None:
+                return
+            log_release = self.log_release[id(cohort)]
+            while sums.n[y] + 1 <= cohort.budget(requested[y]):
                 # y's queued values from the closest to r on: the first that passes the
                 # ordinary test is the one released (most often the first looked at)
                 candidates = sorted(
@@ -89,14 +97,11 @@ class IndistinguishableLoop(Loop):
                 y, x = int(view.target_codes[r]), int(view.value_codes[r])
                 if sums.checked[y]:
                     _, statistic[j], critical[j] = view.checks.check(sums, y, x)
-                state.queue.enter(y * X + x, at, r)
                 requested[y] += 1
-                settle(y, at)
-                if released_at[j] == at:
-                    decision[j] = RELEASED
-                else:
-                    decision[j] = QUEUED
-                    enqueued[j] = True
+                settle(y, at)  # from the queue before this request: its record waits
+                state.queue.enter(y * X + x, at, r)
+                decision[j] = QUEUED
+                enqueued[j] = True
             total[j] = sums.N_all
         state.next_request = first + k
         return out.run(first, records)

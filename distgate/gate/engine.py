@@ -56,7 +56,7 @@ from distgate.stats.metrics.registry import parse_metrics
 
 if TYPE_CHECKING:
     from distgate.data.inputs import Inputs
-    from distgate.gate.indistinguishable import CommonRelease
+    from distgate.gate.indistinguishable import RulePlan
     from distgate.gate.settings import GateSettings
 
 
@@ -92,7 +92,7 @@ class Gate:
         queue: bool = True,
         grace: str = DEFAULT_GRACE,
         threshold: float | None = None,
-        rule: CommonRelease | None = None,
+        rule: RulePlan | None = None,
         name: str | None = None,
         more_views: Sequence[tuple] = (),
     ) -> None:
@@ -285,7 +285,7 @@ class Gate:
         remaining = np.bincount(state.cells[~state.released], minlength=state.n_cells)
         rule = self.rule
         releasable = any(
-            (rule is None or rule.release[int(cell) % self.n_values] > 0)
+            (rule is None or _rule_releases(rule, *divmod(int(cell), self.n_values)))
             and state.cell_safe(int(cell))
             for cell in np.flatnonzero(remaining)
         )
@@ -302,3 +302,10 @@ class Gate:
     def state(self) -> GateState:
         """Everything needed to continue (what a state file keeps)."""
         return self.release_state.snapshot()
+
+
+def _rule_releases(rule: RulePlan, y: int, x: int) -> bool:
+    """Whether the rule ever releases a record of cell (y, x): y is not held back and its
+    cohort's distribution holds x."""
+    cohort = rule.cohort_of(y)
+    return cohort is not None and cohort.release[x] > 0

@@ -52,7 +52,7 @@ def settings_record(inputs: Inputs, s: GateSettings) -> dict:
     """What a state file records of the table and the settings its decisions were made
     under (a state is only continued under the same)."""
     options = inputs.options
-    return {
+    record = {
         "attributes": list(options.attributes),
         "targets": list(options.targets),
         "id": options.id_column,
@@ -61,6 +61,18 @@ def settings_record(inputs: Inputs, s: GateSettings) -> dict:
         "records": int(inputs.table.size),
         **gate_record(s),
     }
+    if s.indistinguishable:  # the rule's record names the targets its plan holds back
+        record["indistinguishable"]["held_back"] = held_back_labels(inputs, s)
+    return record
+
+
+def held_back_labels(inputs: Inputs, s: GateSettings) -> list[str]:
+    """The targets the indistinguishable rule's plan holds back on this table (their
+    records stay queued), by label: a state names them for its operator."""
+    from distgate.gate.indistinguishable import plan_common_release
+
+    plan = plan_common_release(inputs.counts, inputs.baseline.probabilities, s.alpha, s.share)
+    return [inputs.table.target_labels[y] for y in plan.held_back]
 
 
 # the gate settings a state records under keys of their own, and those every state records

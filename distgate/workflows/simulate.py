@@ -99,7 +99,8 @@ class Simulation:
     ``fit_requested[s, y]``: the same bound over the records requested in sequence s (the
     base of the release columns); ``observer``: the observer's attacks on every
     configuration, when asked for; ``shares``: the common share of the indistinguishable
-    rule per alpha, when every gate ran under it.
+    rule per alpha, when every gate ran under it (the share of the table's records its
+    plan releases), and ``held_back`` the targets its plan holds back per alpha.
     """
 
     metrics: list[str]
@@ -118,6 +119,7 @@ class Simulation:
     fit_requested: np.ndarray | None = None
     observer: ObserverView | None = None
     shares: dict[float, float] = field(default_factory=dict)
+    held_back: dict[float, list[str]] = field(default_factory=dict)
     fit_sample: tuple[np.ndarray, int] | None = None  # chi_square_fit_sample's, when kept
     reading: TableReading | None = None  # how the table was read (distgate.simulate says)
 
@@ -195,6 +197,11 @@ class Simulation:
             "requests": self.requests,
             "rule": self.rule,
             **({"shares": {f"{a:g}": s for a, s in self.shares.items()}} if self.shares else {}),
+            **(
+                {"held_back": {f"{a:g}": h for a, h in self.held_back.items()}}
+                if self.shares
+                else {}
+            ),
             "release": release,
             "total": [
                 {
@@ -399,6 +406,7 @@ def simulate(
         fit_requested=fit_requested,
         observer=observer,
         shares={a: plan.share for a, plan in plans.items()},
+        held_back={a: [target_labels[y] for y in plan.held_back] for a, plan in plans.items()},
     )
 
 
