@@ -489,9 +489,9 @@ def _record_columns(inputs: Inputs, columns: Sequence[str]) -> dict[str, pa.Arra
 
 def export_decisions(state: str, output: str) -> int:
     """Write every request of the state file ``state`` in arrival order, in replay's
-    decisions format (:func:`distgate.workflows.decisions_file.write_decisions`), to
-    ``output``; returns how many. Reads the state without locking it: a running service
-    or replay may go on."""
+    decisions format (:func:`distgate.workflows.decisions_file.write_decisions`, with its
+    ``view`` column for a state of several views), to ``output``; returns how many.
+    Reads the state without locking it: a running service or replay may go on."""
     from distgate.state.archive import read_state
     from distgate.workflows.decisions_file import write_decisions
     from distgate.workflows.replay import ReplayResult
@@ -510,5 +510,5 @@ def export_decisions(state: str, output: str) -> int:
         0,
         GateSettings(),
     )
-    write_decisions(result, output)
+    write_decisions(result, output, views=read.views)
     return len(rows["record"])
