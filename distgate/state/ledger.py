@@ -4,12 +4,12 @@ A :class:`Ledger` holds one row per request (record, decision, the released_at o
 as the decisions file has it, statistic, critical, whether it put its record in the queue,
 the view that blocked it, who asked), each record's release time, and the release feed:
 every (released_at, request) pair, in order, of a request whose record has been released
-after it was asked for (the request that released it at once, a queued request released later, and a repeated
-request of a queued record once that record leaves the queue); beside it, the repeated
-requests of a record released before them (decided ``duplicate``), which a service shows
-their requesters released at their own index (:meth:`Ledger.releases` with ``repeats``).
-It is updated only with batches already committed to the state file, so nothing read from
-it can be undone by a crash.
+after it was asked for (the request that released it at once, a queued request released
+later, and a repeated request of a queued record once that record leaves the queue);
+beside it, the repeated requests of a record released before them (decided ``duplicate``),
+which a service shows their requesters released at their own index
+(:meth:`Ledger.releases` with ``repeats``). It is updated only with batches already
+committed to the state file, so nothing read from it can be undone by a crash.
 
 Its rows are the state's: a ledger rebuilt from the state file after a restart equals the
 one that was kept in memory.
