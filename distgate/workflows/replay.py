@@ -43,6 +43,7 @@ from distgate.gate.decisions import (
 )
 from distgate.gate.engine import Gate
 from distgate.gate.settings import GateSettings
+from distgate.state.records import target_count
 from distgate.workflows.decisions_file import write_decisions
 
 if TYPE_CHECKING:
@@ -68,6 +69,43 @@ class TargetSummary:
 
     def to_dict(self) -> dict:
         return {**dataclasses.asdict(self), "percent_released": round(self.percent_released, 2)}
+
+
+@dataclass
+class ViewRelease:
+    """One target of a view's Y: its records requested and released (at once or from the
+    queue) over the requests of a replay."""
+
+    target: str
+    requested: int
+    released: int
+
+    @property
+    def percent_released(self) -> float:
+        return 100.0 * self.released / self.requested if self.requested else 0.0
+
+    def to_dict(self) -> dict:
+        return {**dataclasses.asdict(self), "percent_released": round(self.percent_released, 2)}
+
+
+@dataclass
+class ViewSummary:
+    """What one view of several did in a replay: ``blocked`` requests it was the first
+    view (in the order given) to block, queued or denied at arrival; ``still_blocked`` of
+    them whose record was not released by the end; the release per target of its Y."""
+
+    view: str
+    blocked: int
+    still_blocked: int
+    targets: list[ViewRelease]
+
+    def to_dict(self) -> dict:
+        return {
+            "view": self.view,
+            "blocked": self.blocked,
+            "still_blocked": self.still_blocked,
+            "targets": [t.to_dict() for t in self.targets],
+        }
 
 
 @dataclass(frozen=True)
@@ -123,6 +161,12 @@ class ReplayResult:
     status: GateStatus | None = None  # idle requests, frozen queue (after the log)
     notes: list[str] = field(default_factory=list)  # what opening the state did (a migration)
     reading: TableReading | None = None  # how the table was read (distgate.replay says)
+    views: list[ViewSummary] = field(default_factory=list)  # several views: one per view
+
+    @property
+    def view_names(self) -> list[str]:
+        """The views the gate protected, in the order given (empty for one view)."""
+        return [view.view for view in self.views]
 
     def counts(self) -> dict[str, int]:
         tally = np.bincount(self.rows["decision"].astype(np.int64), minlength=len(DECISION_NAMES))
@@ -191,6 +235,7 @@ class ReplayResult:
             "decisions_file": decisions,
             "state": state,
             "targets": [s.to_dict() for s in self.summary],
+            **({"views": [view.to_dict() for view in self.views]} if self.views else {}),
             "gate": self.status.to_dict() if self.status else None,
         }
 
@@ -292,7 +337,7 @@ def replay(
             from distgate.state.archive import encoding_of, keep_encoding
 
             keep_encoding(store.db, encoding_of(inputs.table))  # for distgate state export
-            saved = store.gate_state(len(inputs.table.target_labels))
+            saved = store.gate_state(target_count(inputs))
             if saved is not None:
                 gate.restore(saved)
             position = store.log_position(log.fingerprint, size)
@@ -325,6 +370,7 @@ def replay(
         resumed,
         gate.status(),
         notes=store.notes if state is not None else [],
+        views=view_summaries(rows, first, inputs, gate),
     )
     if decisions:
         write_decisions(result, decisions, spreadsheet=spreadsheet)
@@ -457,6 +503,7 @@ def _joined_rows(
             ("statistic", "statistic"),
             ("critical", "critical"),
             ("released_total", "released_total"),
+            ("view", "view"),
         )
     }
     late = np.concatenate([run.earlier_request for run in runs])
@@ -481,6 +528,7 @@ def _rows_of_run(run: GateRun, keys: RequestKeys | pa.Array) -> dict[str, np.nda
         "statistic": run.statistic,
         "critical": run.critical,
         "released_total": run.released_total,
+        "view": run.view,
     }
 
 
@@ -512,3 +560,39 @@ def target_summaries(rows: dict, first: int, inputs: Inputs, gate: Gate) -> list
         )
         for y, label in enumerate(labels)
     ]
+
+
+def view_summaries(rows: dict, first: int, inputs: Inputs, gate: Gate) -> list[ViewSummary]:
+    """Per view of a gate of several (none for one view): the requests from ``first`` on
+    it blocked first, and the records requested and released per target of its Y (a
+    record requested twice counts once; released: at once or from the queue, as in the
+    per-target table)."""
+    if len(gate.views) < 2:
+        return []
+    record, decision, view = rows["record"], rows["decision"], rows["view"]
+    own = (rows["request"] >= first) & (record >= 0)
+    blocked = own & ((decision == QUEUED) | (decision == DENIED))
+    never = rows["released_at"] < 0
+    released_now = (decision == RELEASED) | ((decision == QUEUED) & ~never)
+    requested = np.zeros(len(gate.target_codes), dtype=bool)
+    requested[record[own]] = True
+    released = np.zeros(len(gate.target_codes), dtype=bool)
+    released[record[own & released_now]] = True
+    summaries = []
+    for v, (one, name) in enumerate(zip(inputs.views, (g.name for g in gate.views), strict=True)):
+        labels = one.table.target_labels
+        target = one.table.target_codes
+        asked = np.bincount(target[requested], minlength=len(labels))
+        out = np.bincount(target[requested & released], minlength=len(labels))
+        summaries.append(
+            ViewSummary(
+                view=str(name),
+                blocked=int((blocked & (view == v)).sum()),
+                still_blocked=int((blocked & never & (view == v)).sum()),
+                targets=[
+                    ViewRelease(str(label), int(asked[y]), int(out[y]))
+                    for y, label in enumerate(labels)
+                ],
+            )
+        )
+    return summaries
