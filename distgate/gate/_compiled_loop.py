@@ -242,26 +242,27 @@ class JointLayout:
         # group (a search walks the safe joint cells' slots: _search.next_safe_joint)
         self.group_of = np.arange(count, dtype=np.int64)
         self.map_group = np.zeros(count, dtype=np.int64)
+        # each joint cell's run of slots holds one per record of it (_search.link_slot)
+        held = np.bincount(joint.of_record, minlength=count)
+        self.slot_start = np.concatenate([[0], np.cumsum(held)]).astype(np.int64)
 
     def fresh(self, layout: Queue) -> Joint:
         """The joint cells of the queue ``layout`` with no view's verdict yet: every joint
-        cell blocked by every view, the safe set empty; each joint cell's slots linked in
+        cell blocked by every view, the safe set empty; each joint cell's slots in
         arrival order."""
         count = self.count
-        room, fill = len(layout.arrival), int(layout.tally[0])
-        next_slot = np.full(room, -1, dtype=np.int64)
-        head = np.full(count, -1, dtype=np.int64)
-        tail = np.full(count, -1, dtype=np.int64)
+        fill = int(layout.tally[0])
+        slots = np.zeros(len(self.of_record), dtype=np.int64)
+        head = self.slot_start[:-1].copy()
+        tail = head.copy()
         if fill:
             cells = layout.cell[:fill]
             by_cell = np.argsort(cells, kind="stable")  # each cell's slots, in order
-            ordered = cells[by_cell]
-            same = ordered[1:] == ordered[:-1]
-            next_slot[by_cell[:-1][same]] = by_cell[1:][same]
-            starts = np.flatnonzero(np.r_[True, ~same])
-            ends = np.r_[starts[1:], fill] - 1
-            head[ordered[starts]] = by_cell[starts]
-            tail[ordered[starts]] = by_cell[ends]
+            held = np.bincount(cells, minlength=count)
+            places = np.repeat(self.slot_start[:-1], held)
+            places += np.arange(fill) - np.repeat(np.cumsum(held) - held, held)
+            slots[places] = by_cell
+            tail += held
         return Joint(
             view_cells=self.view_cells,
             of_record=self.of_record,
@@ -271,7 +272,9 @@ class JointLayout:
             unsafe=np.full(count, self.views, dtype=np.int64),
             group_of=self.group_of,
             map_group=self.map_group,
-            next_slot=next_slot,
+            slot_start=self.slot_start,
+            slots=slots,
+            next_live=np.arange(len(slots), dtype=np.int64),
             head=head,
             tail=tail,
             cursor=np.full(count, -1, dtype=np.int64),

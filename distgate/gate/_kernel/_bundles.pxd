@@ -233,11 +233,16 @@ cdef struct Joint:
     const int64_t* alive  # (cells,): queued entries per joint cell (the queue's)
     const int64_t* group_of  # (cells,): a joint cell's group in the queue's maps
     Work* queue_work  # the safe set of joint cells (and the queue's counters)
-    # each joint cell's slots in arrival order (a search walks the safe ones', _search.pxd)
-    int64_t* next_slot  # (slots,): the next slot of the same joint cell, -1 after its last
-    int64_t* head  # (cells,): a joint cell's first slot that may be live (-1: none)
-    int64_t* tail  # (cells,): its last slot (-1: none)
-    int64_t* cursor  # (cells,): its first live slot after the pass position last asked
+    # each joint cell's slots in arrival order, in a run of its own in ``slots`` (a search
+    # looks in the safe ones', _search.pxd), one place per record of the cell
+    const int64_t* slot_start  # (cells + 1,): where a joint cell's run begins in slots
+    int64_t* slots  # (records,): each joint cell's slots, in arrival order
+    int64_t* next_live  # (records,): a place itself if its slot is live or not yet taken,
+    # else a place further on in its run, up to the first live one (or the run's tail)
+    int64_t* head  # (cells,): the place in slots of its first slot that may be live
+    int64_t* tail  # (cells,): the place after its last slot
+    int64_t* cursor  # (cells,): the place of its first live slot after the pass position
+    # last asked
     int64_t* cursor_pass  # (cells,): the pass that cursor is of
     int64_t pass_id  # the queue pass under way (a new one starts from the queue's start)
     # the safe joint cells by their first live slot after the pass position: a binary heap
@@ -246,7 +251,8 @@ cdef struct Joint:
     int64_t* heap_cell  # (heap_room,)
     int64_t heap_size
     int64_t heap_room
-    int64_t* key  # (cells,): a safe joint cell's slot in the heap (-1: none stands)
+    int64_t* key  # (cells,): a joint cell's slot in the heap (-1: none stands); kept while
+    # the cell turns unsafe, until its entry comes to the top (_search.next_safe_joint)
     int64_t* pending  # (cells,): joint cells made safe since the last search
     int64_t pending_count
     uint8_t* is_pending  # (cells,)

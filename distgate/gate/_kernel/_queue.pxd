@@ -131,8 +131,7 @@ cdef inline void pass_on(Joint* j, int64_t view, int64_t cell, bint on) noexcept
                 j.pending_count += 1
         else:
             if j.unsafe[joint] == 0 and j.queue_work.safe[joint]:
-                mark_safe(joint, False, j.group_of, j.queue_work)
-                j.key[joint] = -1  # its heap entry no longer stands
+                mark_safe(joint, False, j.group_of, j.queue_work)  # (its heap entry stays)
             j.unsafe[joint] += 1
 
 

@@ -310,6 +310,11 @@ cdef int64_t run_loop(
             prefetch(&q.queued[later])
             prefetch(t.target_codes + later * t.target_width)
             prefetch(t.value_codes + later * t.value_width)
+            if Views is SeveralViews:  # the other views' codes, and the joint cell
+                for v in range(1, V):
+                    prefetch(t[v].target_codes + later * t[v].target_width)
+                    prefetch(t[v].value_codes + later * t[v].value_width)
+                prefetch(&j.of_record[later])
         r = records[jj]
         at = first_request + jj
         if r < 0:
@@ -397,7 +402,7 @@ cdef int64_t run_loop(
                     arrival = q.arrival[chosen]
                     remove(chosen, cell, tq, q)
                     if Views is SeveralViews:
-                        joint_taken(cell, j)
+                        joint_taken(chosen, cell, j)
                         if q.cell_alive[cell] == 0:  # (the safe set's groups: one a cell)
                             mark_safe(cell, False, j.group_of, wq)
                     elif q.cell_alive[cell] == 0:
@@ -677,7 +682,7 @@ cdef int bind_work(Work* w, object work, Py_ssize_t Y, Py_ssize_t X, Py_ssize_t 
 
 cdef int bind_joint(
     Joint* j, Work* wq, Tables* tq, object joint, Py_ssize_t records, Py_ssize_t V,
-    const Counts* cs, const Queue* q, Py_ssize_t room,
+    const Counts* cs, const Queue* q,
 ) except -1:
     """The joint cells of V views (a :class:`~distgate.gate._kernel.bundles.Joint`), the
     queue's safe set of them in ``wq`` and their groups in ``tq`` (whose other fields are
@@ -722,9 +727,16 @@ cdef int bind_joint(
     wq.joint = NULL
     wq.view = 0
     j.queue_work = wq
-    j.next_slot = <int64_t*>_data(joint.next_slot, I, room, True, "joint next_slot")
+    j.slot_start = <const int64_t*>_data(joint.slot_start, I, cells + 1, False, "joint slot_start")
+    j.slots = <int64_t*>_data(joint.slots, I, records, True, "joint slots")
+    j.next_live = <int64_t*>_data(joint.next_live, I, records, True, "joint next_live")
     j.head = <int64_t*>_data(joint.head, I, cells, True, "joint head")
     j.tail = <int64_t*>_data(joint.tail, I, cells, True, "joint tail")
+    if j.slot_start[0] != 0 or j.slot_start[cells] > records:
+        raise ValueError("the joint cells' slot runs do not fit their slots")
+    for i in range(cells):
+        if not j.slot_start[i] <= j.head[i] <= j.tail[i] <= j.slot_start[i + 1]:
+            raise ValueError("a joint cell's run of slots does not fit its place")
     j.cursor = <int64_t*>_data(joint.cursor, I, cells, True, "joint cursor")
     j.cursor_pass = <int64_t*>_data(joint.cursor_pass, I, cells, True, "joint cursor_pass")
     j.pass_id = 0
@@ -838,7 +850,7 @@ cdef class KernelBinding:
             self.queue_tables = self.tables[0]
             bind_joint(
                 &self.joint, &self.queue_work, &self.queue_tables, joint, self.records, V,
-                self.counts, &self.queue, _size(queue.arrival),
+                self.counts, &self.queue,
             )
             for v in range(V):
                 space = views[2][v]

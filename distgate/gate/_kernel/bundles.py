@@ -293,10 +293,15 @@ class Joint(NamedTuple):
     group_of: np.ndarray  # (cells,) int64: a joint cell's group in the safe set: its own
     map_group: np.ndarray  # (cells,) int64: its group in the queue's maps: one for all (the
     # search walks the safe joint cells' slots instead: _search.next_safe_joint)
-    next_slot: np.ndarray  # (slots,) int64: the next slot of the same joint cell (-1: none)
-    head: np.ndarray  # (cells,) int64: a joint cell's first slot that may be live
-    tail: np.ndarray  # (cells,) int64: its last slot
-    cursor: np.ndarray  # (cells,) int64: where a pass's search of it stands
+    # each joint cell's slots in arrival order, in a run of its own in ``slots``: it holds
+    # each of the cell's records at most once (a released record is never queued again)
+    slot_start: np.ndarray  # (cells + 1,) int64: where a joint cell's run begins in slots
+    slots: np.ndarray  # (records,) int64: the slots of each joint cell, in arrival order
+    next_live: np.ndarray  # (records,) int64: a place itself while its slot is live (or not
+    # yet taken), else a place further on in its run, up to its first live one or tail
+    head: np.ndarray  # (cells,) int64: the place in slots of its first slot that may be live
+    tail: np.ndarray  # (cells,) int64: the place after its last slot
+    cursor: np.ndarray  # (cells,) int64: where a pass's search of it stands (a place)
     cursor_pass: np.ndarray  # (cells,) int64: the pass of that cursor (-1: none yet)
     heap_slot: np.ndarray  # (room,) int64: the search's heap of the safe joint cells by
     heap_cell: np.ndarray  # (room,) int64: their first live slot after the pass position
