@@ -5,6 +5,10 @@ one metric are also safe under the others.
 
 Every sequence is a random sample without replacement of ``requests`` records, seeded by
 (seed, sequence number), so results do not depend on which metric runs first.
+
+With several views (SPEC 4.1) every gate run protects all of them at once; the results
+are given per view (:class:`ViewSimulation`): each view's targets, releases, fit-the-
+baseline bound and cross-safety, and the requests each view blocked.
 """
 
 from __future__ import annotations
@@ -89,6 +93,104 @@ class Evolution:
 
 
 @dataclass
+class ViewSimulation:
+    """One view's results of :func:`simulate` (SPEC 4.1), its arrays as
+    :class:`Simulation`'s: ``released[k, s, y]``, ``requested[s, y]``,
+    ``final_counts[k, s]``, ``table_sizes[y]``, ``fit_baseline[y]``, ``fit_requested[s, y]``
+    and ``cross_safety`` over this view's targets; ``blocked[k, s]``: the requests of
+    sequence s that this view blocked under configuration k (the first view, in the order
+    given, whose tests refused the request at its arrival; None for a gate of one view).
+    ``name`` is the view as written (``rank@branch``), None for the one view."""
+
+    name: str | None
+    target_labels: list[str]
+    released: np.ndarray
+    requested: np.ndarray
+    final_counts: np.ndarray
+    table_sizes: np.ndarray
+    fit_baseline: np.ndarray
+    fit_requested: np.ndarray
+    cross_safety: dict[float, dict[str, dict[str, int]]]
+    blocked: np.ndarray | None = None
+
+    def mean_released(self) -> np.ndarray:
+        """(configs, targets): mean released records per target."""
+        return self.released.mean(axis=1)
+
+    def percent_released(self) -> np.ndarray:
+        """(configs, targets + 1): percent of the requested records released, per target
+        and (last column) in total, averaged over sequences as a ratio of means."""
+        released = self.released.mean(axis=1)
+        requested = self.requested.mean(axis=0)
+        per_target = 100.0 * released / np.maximum(requested, 1e-300)
+        total = 100.0 * released.sum(axis=1) / requested.sum()
+        return np.column_stack([per_target, total])
+
+    def fit_percent(self) -> np.ndarray:
+        """(targets + 1): the fit-the-baseline bound over the requested records as a
+        percent of the requested records, per target and in total: the same ratio of means
+        as :meth:`percent_released`, so the columns compare like with like."""
+        fit = np.minimum(self.fit_requested, self.requested).mean(axis=0)
+        requested = self.requested.mean(axis=0)
+        per_target = 100.0 * fit / np.maximum(requested, 1e-300)
+        return np.append(per_target, 100.0 * fit.sum() / requested.sum())
+
+    def release_rows(self, configs: list[tuple[str, float]]) -> list[dict]:
+        """One row per configuration and target: mean released and percent."""
+        percents = self.percent_released()
+        means = self.mean_released()
+        return [
+            {
+                "metric": metric,
+                "alpha": alpha,
+                "target": label,
+                "mean_released": round(float(means[k, y]), 4),
+                "percent": round(float(percents[k, y]), 4),
+            }
+            for k, (metric, alpha) in enumerate(configs)
+            for y, label in enumerate(self.target_labels)
+        ]
+
+    def fit_dict(self) -> dict:
+        return {
+            "fit_baseline": {
+                label: int(v)
+                for label, v in zip(self.target_labels, self.fit_baseline, strict=True)
+            },
+            "fit_baseline_percent": {
+                label: round(float(v), 4)
+                for label, v in zip([*self.target_labels, "total"], self.fit_percent(), strict=True)
+            },
+        }
+
+    def blocked_rows(self, configs: list[tuple[str, float]], requests: int) -> list[dict]:
+        """One row per configuration: the mean requests this view blocked per sequence and
+        their percent of the requests."""
+        assert self.blocked is not None
+        means = self.blocked.mean(axis=1)
+        return [
+            {
+                "metric": metric,
+                "alpha": alpha,
+                "mean_blocked": round(float(means[k]), 4),
+                "percent": round(100.0 * float(means[k]) / requests, 4),
+            }
+            for k, (metric, alpha) in enumerate(configs)
+        ]
+
+    def to_dict(self, configs: list[tuple[str, float]], alphas: list[float], requests: int) -> dict:
+        """The view's part of the JSON document's ``views`` list."""
+        return {
+            "view": self.name,
+            "release": self.release_rows(configs),
+            **self.fit_dict(),
+            "cross_safety": self.cross_safety[alphas[0]],
+            "cross_safety_by_alpha": {f"{a:g}": self.cross_safety[a] for a in alphas},
+            "blocked": self.blocked_rows(configs, requests),
+        }
+
+
+@dataclass
 class Simulation:
     """Results of :func:`simulate`.
 
@@ -100,7 +202,9 @@ class Simulation:
     base of the release columns); ``observer``: the observer's attacks on every
     configuration, when asked for; ``shares``: the common share of the indistinguishable
     rule per alpha, when every gate ran under it (the share of the table's records its
-    plan releases), and ``held_back`` the targets its plan holds back per alpha.
+    plan releases), and ``held_back`` the targets its plan holds back per alpha. With
+    several views these are the first view's, and ``views`` holds every view's
+    (:class:`ViewSimulation`, the first first); it is empty for a gate of one view.
     """
 
     metrics: list[str]
@@ -122,17 +226,36 @@ class Simulation:
     held_back: dict[float, list[str]] = field(default_factory=dict)
     fit_sample: tuple[np.ndarray, int] | None = None  # chi_square_fit_sample's, when kept
     reading: TableReading | None = None  # how the table was read (distgate.simulate says)
+    views: list[ViewSimulation] = field(default_factory=list)
 
     @property
     def rule(self) -> str:
         return RULE_NAME if self.shares else "gate"
 
+    @property
+    def first_view(self) -> ViewSimulation:
+        """The first (or only) view's results."""
+        if self.views:
+            return self.views[0]
+        return ViewSimulation(
+            None,
+            self.target_labels,
+            self.released,
+            self.requested,
+            self.final_counts,
+            self.table_sizes,
+            self.fit_baseline,
+            self.fit_requested,
+            self.cross_safety,
+        )
+
     def mean_released(self) -> np.ndarray:
-        """(configs, targets): mean released records per target."""
-        return self.released.mean(axis=1)
+        """(configs, targets): mean released records per target (of the first view)."""
+        return self.first_view.mean_released()
 
     def totals(self) -> np.ndarray:
-        """(configs, sequences): records released in total by each gate run."""
+        """(configs, sequences): records released in total by each gate run (the same in
+        every view: each view holds every record)."""
         return self.released.sum(axis=2)
 
     def spread(self) -> list[Spread]:
@@ -159,39 +282,21 @@ class Simulation:
         return result
 
     def percent_released(self) -> np.ndarray:
-        """(configs, targets + 1): percent of the requested records released, per target
-        and (last column) in total, averaged over sequences as a ratio of means."""
-        released = self.released.mean(axis=1)
-        requested = self.requested.mean(axis=0)
-        per_target = 100.0 * released / np.maximum(requested, 1e-300)
-        total = 100.0 * released.sum(axis=1) / requested.sum()
-        return np.column_stack([per_target, total])
+        """(configs, targets + 1): :meth:`ViewSimulation.percent_released` of the first
+        view."""
+        return self.first_view.percent_released()
 
     def fit_percent(self) -> np.ndarray:
-        """(targets + 1): the fit-the-baseline bound over the requested records as a
-        percent of the requested records, per target and in total: the same ratio of means
-        as :meth:`percent_released`, so the columns compare like with like."""
-        fit = np.minimum(self.fit_requested, self.requested).mean(axis=0)
-        requested = self.requested.mean(axis=0)
-        per_target = 100.0 * fit / np.maximum(requested, 1e-300)
-        return np.append(per_target, 100.0 * fit.sum() / requested.sum())
+        """(targets + 1): :meth:`ViewSimulation.fit_percent` of the first view."""
+        return self.first_view.fit_percent()
 
     def to_dict(self) -> dict:
-        release = []
-        percents = self.percent_released()
-        means = self.mean_released()
-        for k, (metric, alpha) in enumerate(self.configs):
-            for y, label in enumerate(self.target_labels):
-                release.append(
-                    {
-                        "metric": metric,
-                        "alpha": alpha,
-                        "target": label,
-                        "mean_released": round(float(means[k, y]), 4),
-                        "percent": round(float(percents[k, y]), 4),
-                    }
-                )
-        first = self.alphas[0]
+        """The JSON document; with several views its release, fit-the-baseline and
+        cross-safety keys are the first view's (the shape of one view's) and ``views``
+        lists every view's."""
+        first = self.first_view
+        means = first.mean_released()
+        percents = first.percent_released()
         return {
             "sequences": self.sequences,
             "requests": self.requests,
@@ -202,7 +307,7 @@ class Simulation:
                 if self.shares
                 else {}
             ),
-            "release": release,
+            "release": first.release_rows(self.configs),
             "total": [
                 {
                     "metric": metric,
@@ -213,17 +318,15 @@ class Simulation:
                 for k, (metric, alpha) in enumerate(self.configs)
             ],
             "spread": [s.to_dict() for s in self.spread()],
-            "fit_baseline": {
-                label: int(v)
-                for label, v in zip(self.target_labels, self.fit_baseline, strict=True)
-            },
-            "fit_baseline_percent": {
-                label: round(float(v), 4)
-                for label, v in zip([*self.target_labels, "total"], self.fit_percent(), strict=True)
-            },
-            "cross_safety": self.cross_safety[first],
+            **first.fit_dict(),
+            "cross_safety": self.cross_safety[self.alphas[0]],
             "cross_safety_by_alpha": {f"{a:g}": self.cross_safety[a] for a in self.alphas},
             **(self.observer.to_dict() if self.observer is not None else {}),
+            **(
+                {"views": [v.to_dict(self.configs, self.alphas, self.requests) for v in self.views]}
+                if self.views
+                else {}
+            ),
         }
 
 
@@ -234,6 +337,31 @@ def fit_baseline_bound(counts: np.ndarray, p: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
         ratio = np.where(p > 0, counts / np.where(p > 0, p, 1.0), np.inf)
     return np.rint(ratio.min(axis=-1)).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class ViewCodes:
+    """A further view of the simulated table's records (SPEC 4.1): each record's target and
+    value codes in it, its target labels, the critical values of its baseline and its
+    name (``rank@branch``)."""
+
+    target_codes: np.ndarray
+    value_codes: np.ndarray
+    target_labels: Sequence[str]
+    critical: CriticalValues
+    name: str
+
+    @property
+    def gate_view(self) -> tuple:
+        """The view as :class:`~distgate.gate.engine.Gate` takes it."""
+        return (
+            np.asarray(self.target_codes),
+            np.asarray(self.value_codes),
+            len(self.target_labels),
+            len(self.critical.p),
+            self.critical,
+            self.name,
+        )
 
 
 MAX_SEQUENCES = 10_000
@@ -271,6 +399,8 @@ def simulate(
     checkpoints: Sequence[float] | None = None,
     indistinguishable: bool = False,
     share: float | None = None,
+    name: str | None = None,
+    more_views: Sequence[ViewCodes] = (),
 ) -> Simulation:
     """Run the gate for every (metric, alpha) over ``sequences`` random request orders.
 
@@ -288,6 +418,12 @@ def simulate(
     ``indistinguishable`` (or a common ``share``) runs every gate under the rule that keeps
     the targets alike (:mod:`distgate.gate.indistinguishable`), planned once per alpha
     from the table.
+
+    ``more_views`` are further views of the same records (SPEC 4.1), the records given
+    first being the first view, named ``name``: every gate run protects them all, and the
+    results are given per view too (:attr:`Simulation.views`). The observer's attacks, the
+    indistinguishable rule and the evolution plots take one view (``keep_evolution`` keeps
+    nothing with several).
     """
     metrics = parse_metrics(metrics)
     alphas = [check_alpha(a) for a in alphas]
@@ -301,6 +437,12 @@ def simulate(
         )
     if requests is not None and requests < 1:
         raise InputError(f"The number of requests must be at least 1, not {requests}.")
+    if more_views:
+        _check_one_view_options(
+            attack or deviating is not None or checkpoints is not None,
+            indistinguishable or share is not None,
+        )
+        keep_evolution = False
     target_codes = np.asarray(target_codes)
     value_codes = np.asarray(value_codes)
     n_targets, n_values = len(target_labels), len(critical.p)
@@ -330,8 +472,13 @@ def simulate(
 
         plans = {a: plan_common_release(full, critical.p, a, share) for a in alphas}
 
-    released = np.zeros((len(configs), sequences, n_targets), dtype=np.int64)
-    final = np.zeros((len(configs), sequences, n_targets, n_values), dtype=np.int64)
+    first = ViewCodes(target_codes, value_codes, target_labels, critical, name or "")
+    every_view = [first, *more_views]
+    finals = [
+        np.zeros((len(configs), sequences, len(v.target_labels), len(v.critical.p)), np.int64)
+        for v in every_view
+    ]
+    blocked = np.zeros((len(every_view), len(configs), sequences), dtype=np.int64)
     evolutions: list[Evolution] = []
     job = _Job(
         target_codes,
@@ -344,35 +491,32 @@ def simulate(
         keep_evolution,
         plans,
         ends,
+        tuple(v.gate_view for v in more_views),
     )
     if cluster is not None:
         from distgate.data.engines.dask import run_configs
 
+        if more_views:
+            raise InputError("Several views are simulated on this machine, not on a cluster.")
         results = run_configs(cluster, job, configs, progress, sequences)
     else:
         results = _run_configs(job, configs, workers, progress, sequences)
     streams = [None] * len(configs)  # what the observer saw, per configuration
-    for k, (counts, evolution, points) in results:
-        final[k] = counts
-        released[k] = counts.sum(axis=2)
+    for k, (counts, evolution, points, *views) in results:
+        finals[0][k] = counts
+        if views:  # each further view's counts, and the requests each view blocked
+            further, blocked_by_view = views
+            blocked[:, k] = blocked_by_view
+            for v, view_counts in enumerate(further, start=1):
+                finals[v][k] = view_counts
         if evolution is not None:
             evolutions.append(evolution)
         streams[k] = points
-
-    requested = np.stack([np.bincount(target_codes[o], minlength=n_targets) for o in orders])
-    table_sizes = np.bincount(target_codes, minlength=n_targets)
-    fit_requested = np.stack(
-        [
-            fit_baseline_bound(
-                np.bincount(
-                    target_codes[o] * n_values + value_codes[o], minlength=n_targets * n_values
-                ).reshape(n_targets, n_values),
-                critical.p,
-            )
-            for o in orders
-        ]
-    )
-    cross = {alpha: _cross_safety(final, configs, metrics, alpha, critical) for alpha in alphas}
+    results_by_view = [
+        _view_results(view, final, blocked[v], orders, configs, metrics, alphas)
+        for v, (view, final) in enumerate(zip(every_view, finals, strict=True))
+    ]
+    own = results_by_view[0]
     observer = None
     if watched is not None:
         from distgate.observer.view import observe
@@ -396,17 +540,73 @@ def simulate(
         requests=requests,
         target_labels=list(target_labels),
         configs=configs,
-        released=released,
-        requested=requested,
-        final_counts=final,
-        table_sizes=table_sizes,
-        fit_baseline=fit_baseline_bound(full, critical.p),
-        cross_safety=cross,
+        released=own.released,
+        requested=own.requested,
+        final_counts=own.final_counts,
+        table_sizes=own.table_sizes,
+        fit_baseline=own.fit_baseline,
+        cross_safety=own.cross_safety,
         evolutions=evolutions,
-        fit_requested=fit_requested,
+        fit_requested=own.fit_requested,
         observer=observer,
         shares={a: plan.share for a, plan in plans.items()},
         held_back={a: [target_labels[y] for y in plan.held_back] for a, plan in plans.items()},
+        views=results_by_view if more_views else [],
+    )
+
+
+def _check_one_view_options(attack: bool, indistinguishable: bool) -> None:
+    """The options that take one view, refused with several."""
+    if attack:
+        raise InputError(
+            "simulate --attack scores the observer's attacks on one view's targets: give "
+            "one view (-x/-y or a single --view) to score them."
+        )
+    if indistinguishable:
+        raise InputError(
+            "The indistinguishable rule keeps the targets of one view alike: give it one view."
+        )
+
+
+def _view_results(
+    view: ViewCodes,
+    final: np.ndarray,
+    blocked: np.ndarray,
+    orders: list[np.ndarray],
+    configs: list[tuple[str, float]],
+    metrics: list[str],
+    alphas: list[float],
+) -> ViewSimulation:
+    """One view's results from its final count tables ``final[k, s]`` and the requests it
+    blocked, ``blocked[k, s]``."""
+    codes, values = np.asarray(view.target_codes), np.asarray(view.value_codes)
+    n_targets, n_values = len(view.target_labels), len(view.critical.p)
+    p = view.critical.p
+    cells = n_targets * n_values
+    full = np.bincount(codes * n_values + values, minlength=cells).reshape(n_targets, n_values)
+    requested = np.stack([np.bincount(codes[o], minlength=n_targets) for o in orders])
+    fit_requested = np.stack(
+        [
+            fit_baseline_bound(
+                np.bincount(codes[o] * n_values + values[o], minlength=cells).reshape(
+                    n_targets, n_values
+                ),
+                p,
+            )
+            for o in orders
+        ]
+    )
+    return ViewSimulation(
+        name=view.name or None,
+        target_labels=list(view.target_labels),
+        released=final.sum(axis=3),
+        requested=requested,
+        final_counts=final,
+        table_sizes=full.sum(axis=1),
+        fit_baseline=fit_baseline_bound(full, p),
+        fit_requested=fit_requested,
+        cross_safety={a: _cross_safety(final, configs, metrics, a, view.critical) for a in alphas},
+        blocked=blocked,
     )
 
 
@@ -424,15 +624,20 @@ class _Job:
     keep_evolution: bool
     plans: dict  # alpha -> the indistinguishable rule's plan (empty: the ordinary gate)
     ends: np.ndarray | None = None  # requests seen at each checkpoint of the observer
+    more_views: tuple = ()  # further views, as Gate takes them (SPEC 4.1)
 
     def run(self, config: tuple[str, float]):
         """Final count tables of every sequence under one (metric, alpha), the first
         sequence's evolution if asked for, and what the observer saw at the checkpoints
         (a :class:`~distgate.observer.stream.StreamPoints` over the sequences) when
-        there are checkpoints."""
+        there are checkpoints; with further views also each one's final count tables and,
+        per view and sequence, the requests that view blocked first."""
         metric, alpha = config
         n_values = len(self.critical.p)
-        counts = np.zeros((len(self.orders), self.n_targets, n_values), dtype=np.int64)
+        sequences = len(self.orders)
+        counts = np.zeros((sequences, self.n_targets, n_values), dtype=np.int64)
+        further = [np.zeros((sequences, v[2], v[3]), dtype=np.int64) for v in self.more_views]
+        blocked = np.zeros((1 + len(further), sequences), dtype=np.int64)
         evolution = None
         # one gate over every order: the compiled loop's tables are built once
         gate = Gate(
@@ -446,6 +651,7 @@ class _Job:
             queue=self.queue,
             grace=self.grace,
             rule=self.plans.get(alpha),
+            more_views=self.more_views,
         )
         points = []
         for s, order in enumerate(self.orders):
@@ -453,6 +659,10 @@ class _Job:
                 gate.start_over()
             run = gate.run(order)
             counts[s] = gate.counts
+            if further:
+                for view_counts, now in zip(further, gate.view_counts[1:], strict=True):
+                    view_counts[s] = now
+                blocked[:, s] = np.bincount(run.view[run.view >= 0], minlength=len(blocked))
             if self.ends is not None:
                 points.append(self._stream_points(order, run, n_values))
             if self.keep_evolution and s == 0:
@@ -464,7 +674,10 @@ class _Job:
                     run.critical,
                     run.released_total,
                 )
-        return counts, evolution, StreamPoints.stack(points) if points else None
+        stream = StreamPoints.stack(points) if points else None
+        if further:
+            return counts, evolution, stream, further, blocked
+        return counts, evolution, stream
 
     def _stream_points(self, order: np.ndarray, run, n_values: int):
         from distgate.observer.stream import stream_points
