@@ -301,3 +301,23 @@ def test_every_front_end_names_the_target_the_rule_holds_back(tmp_path):
         gate.decide(["r101000", "r000000"])
         summary = gate.summary()
     assert summary.held_back == ("U11",) and summary.to_dict()["held_back"] == ["U11"]
+
+
+def test_serve_names_the_held_back_target_to_its_operator(tmp_path):
+    import httpx
+
+    from tests.serve_helpers import OPERATOR, LiveServer, write_tokens
+
+    table = _table_with_a_target_lacking_a_value(tmp_path)
+    flags = ("-x", "grade", "-y", "unit", "--id", "id", "-m", "kld", "--indistinguishable")
+    with LiveServer(table, str(tmp_path / "gate.db"), *flags, *write_tokens(tmp_path)) as live:
+        url = live.wait_ready()
+        assert (
+            "distgate: the indistinguishable rule holds back U11: their records stay queued"
+            in live.lines
+        )
+        answer = httpx.get(
+            f"{url}/v1/summary", headers={"Authorization": f"Bearer {OPERATOR}"}, timeout=60
+        )
+        assert answer.status_code == 200 and answer.json()["held_back"] == ["U11"]
+        assert live.stop() == 0
