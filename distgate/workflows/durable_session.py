@@ -48,7 +48,7 @@ from distgate.state.archive import Tail, encoding_of, keep_encoding, merge_rows,
 from distgate.state.ledger import Ledger
 from distgate.state.records import settings_record, table_record
 from distgate.state.store import StateStore, read_history, state_of_history
-from distgate.workflows.replay import TargetSummary, target_summaries
+from distgate.workflows.replay import TargetSummary, held_back_labels, target_summaries
 
 RETRY_AFTER = 1.0  # seconds without trying to write after a failed commit
 OVERLAP_FROM = 1000  # keys of a batch from which its answers are made while it is flushed
@@ -73,6 +73,7 @@ class Summary:
     decisions: dict[str, int]
     status: GateStatus
     settings: GateSettings
+    held_back: tuple[str, ...] = ()  # the targets the indistinguishable rule keeps queued
 
     def to_dict(self) -> dict:
         return {
@@ -84,6 +85,7 @@ class Summary:
             "grace": self.settings.grace,
             "targets": [t.to_dict() for t in self.targets],
             "gate": self.status.to_dict(),
+            **({"held_back": list(self.held_back)} if self.settings.indistinguishable else {}),
         }
 
 
@@ -455,7 +457,10 @@ class DurableSession:
             rows = self.ledger.rows()
             targets = target_summaries(rows, 0, self.inputs, self.gate)
             status = self.gate.status()
-        return Summary(targets, len(rows["record"]), self.decision_counts(), status, self.settings)
+        held = tuple(held_back_labels(self.gate, self.inputs))
+        return Summary(
+            targets, len(rows["record"]), self.decision_counts(), status, self.settings, held
+        )
 
 
 def _merge(lows: list[int], db: sqlite3.Connection) -> None:
