@@ -1,28 +1,32 @@
-"""What an observer learns from the gate, measured two ways.
+"""What an observer learns from the gate, measured two ways, and the goals it is held to.
 
 1. The frontier of sample_data/units.csv (20 units of 500 soldiers, pay grade, 3 units
    tilted toward the high grades; sample_data/make_units.py), kld at alpha 0.05 .. 0.95,
    20 random orders of every record, through ``distgate simulate --attack``: for each
    alpha the share of the records released and each attack's two-sided AUC (mean ± sd over
    the orders) against the three tilted units, the X-outliers of the table; the best
-   attack is the frontier. Then the released share against the yardstick of the goal
-   (the best attack's two-sided AUC at most 0.65), and the same under --indistinguishable
-   (the common share planned at three alphas, and three shares given at alpha 0.2).
+   attack is the frontier, and the largest release of the ordinary gate whose best attack
+   stays at AUC 0.65 or less.
 
-2. ``tables``: the realistic tables of observer_tables.py (log-normal unit sizes with the
-   tilted units spread over the sizes; one unit without a grade; a city of 90
-   neighbourhoods of 10 to 4,000 residents with rare categories), kld at alpha 0.2, the
-   ordinary gate and --indistinguishable (its plan by cohorts of 2, 4 or 8 times in size
-   or none, holding targets back or not: VARIANTS, the frontier), scored by this file's
-   own scorer, which uses none of distgate's attack code: the gate's answers to each
-   request (a Gate run per order) are cut at each quarter of the requests by plain masks,
-   the signals recomputed, the AUC counted over every (deviating, other) pair and
-   Kendall's tau-b over every pair of targets. For each table and rule: the released
-   share and every attack's two-sided AUC at each quarter, the size-only prior's AUC, and
-   tau against each target's D(y) over the whole table. distgate's own scoring of the
-   same runs (distgate.observer) is printed beside it as a check: the largest difference.
+2. ``tables``: units.csv and the realistic tables of observer_tables.py (log-normal unit
+   sizes with the tilted units spread over the sizes; one unit without a grade; a city of
+   90 neighbourhoods of 10 to 4,000 residents with rare categories; and, for the goal on
+   the advantage over the size-only prior, the log-normal units with the tilted ones among
+   the smaller, where the sizes inform), kld at alpha 0.2, the ordinary gate and
+   --indistinguishable, scored by this file's own scorer, which uses none of distgate's
+   attack code: the gate's answers to each request (a Gate run per order) are cut at each
+   quarter of the requests by plain masks, the signals recomputed, the AUC counted over
+   every (deviating, other) pair and Kendall's tau-b over every pair of targets. For each
+   table and rule: the released share and every attack's two-sided AUC at each quarter,
+   the size-only prior's AUC, and tau against each target's D(y) over the whole table.
+   distgate's own scoring of the same runs (distgate.observer) is printed
+   beside it as a check: the largest difference. Then each goal of the rule, the figure
+   measured and whether it held (HELD / NOT HELD). ``--plans`` measures the rule's other
+   plans too (cohorts of 2, 4 or 8 times in size or none, holding targets back or not:
+   VARIANTS, the frontier of docs/make_observer_plot.py); ``--orders K`` more orders (6 by
+   default: about a minute and a half on an idle 2-core machine).
 
-Run: python bench/bench_observer.py [units|tables] [--orders K]  (both by default)
+Run: python bench/bench_observer.py [units|tables] [--orders K] [--plans]  (both by default)
 """
 
 import math
@@ -40,14 +44,13 @@ from distgate.data.inputs import load_inputs
 from distgate.workflows.simulate import simulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from observer_tables import TABLES  # noqa: E402 (the bench's own generators)
+from observer_tables import SIZES_INFORM, TABLES  # noqa: E402 (the bench's own generators)
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_data"
 ALPHAS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95)
 GOAL = 0.65
-SHARES = (0.5, 0.6, 0.66)  # common shares given to the rule at alpha 0.2
 QUARTERS = (0.25, 0.5, 0.75, 1.0)
-ORDERS = 10  # request orders per table and rule (the rule decides in Python: ~0.2 ms each)
+ORDERS = 6  # request orders per table and rule (the rule decides in Python: ~0.2 ms each)
 ATTACK_NAMES = (  # the first three need only the released records (and sizes)
     "released-distance",
     "released-p",
@@ -107,7 +110,6 @@ def units() -> None:
     for point in view.frontier():
         if point.released_share == 0:
             print(f"at alpha {point.alpha:g}: the gate released nothing (AUC 0.5 by ties)")
-    alone = 0.0 if best is None else best.released_share
     if best is None:
         print(f"alpha alone at AUC <= {GOAL}: no level releases anything")
     else:
@@ -115,26 +117,6 @@ def units() -> None:
             f"largest release with the best attack at AUC <= {GOAL}: "
             f"{100 * best.released_share:.1f}% (alpha {best.alpha:g}); goal >= 50%: "
             f"ratio {best.released_share / 0.5:.2f}"
-        )
-    print("the indistinguishable rule, its common share planned or given at alpha 0.2")
-    runs = [(f"alpha {a:g}, share planned", simulated(inputs, [a], indistinguishable=True))
-            for a in (0.05, 0.2, 0.5)]  # fmt: skip
-    runs += [(f"alpha 0.2, share {s:g}", simulated(inputs, [0.2], share=s)) for s in SHARES]
-    for name, run in runs:
-        point = run.observer.frontier()[0]
-        planned = run.shares[point.alpha]
-        reached = "meets" if point.two_sided <= GOAL and point.released_share >= 0.5 else "misses"
-        released_only = max(
-            (r for r in run.observer.worst() if r.attack in ATTACK_NAMES[:3]),
-            key=lambda r: r.two_sided,
-        )
-        print(
-            f"  {name:<26}  share {planned:.2f}, released {100 * point.released_share:5.1f}% "
-            f"(ratio to the 50% goal {point.released_share / 0.5:4.2f}; alpha alone at AUC "
-            f"<= {GOAL} {100 * alone:.1f}%), best attack {point.attack} AUC "
-            f"{point.two_sided:.3f} ± {point.auc_sd:.3f}, {reached} the goal; best on the "
-            f"released records alone {released_only.attack} {released_only.two_sided:.3f} ± "
-            f"{released_only.auc_sd:.3f}"
         )
 
 
@@ -308,7 +290,7 @@ def distgate_scores(runs, inputs, deviating, ends):
 
 # the rule's plans measured: one cohort of every target or cohorts by size (targets within
 # a factor of 2, 4 or 8), holding no target back or one whenever the others then release
-# 10% more (the rule's default: cohorts 4, hold 1.1)
+# 10% more (the rule's default: cohorts 4, hold 1.1); --plans measures them all
 VARIANTS = (
     (math.inf, math.inf),
     (math.inf, 1.1),
@@ -317,6 +299,7 @@ VARIANTS = (
     (4.0, 1.1),
     (8.0, 1.1),
 )
+RULE = (4.0, 1.1)  # the rule's own plan (COHORT_RATIO, HOLD_GAIN)
 
 
 def rule_plan(full, p, ratio: float, gain: float):
@@ -325,17 +308,69 @@ def rule_plan(full, p, ratio: float, gain: float):
     return plan_common_release(full, p, 0.2, None, cohort_ratio=ratio, hold_gain=gain)
 
 
-def measure_table(name: str, orders: int) -> None:
-    from distgate.errors import InputError
-
-    make, target_column, value_column = TABLES[name]
+def table_inputs(name: str):
+    """(the table's Inputs, its deviating targets by label): units.csv of the sample data
+    (its tilted units U03, U10, U16) or one of observer_tables.py's, written as CSV."""
+    if name == "units.csv":
+        return units_inputs(), ["U03", "U10", "U16"]
+    make, target_column, value_column = {**TABLES, **SIZES_INFORM}[name]
     generated = make()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"{name}.csv"
         generated.write_csv(path, target_column, value_column)
         inputs = load_inputs(TableOptions(str(path), (value_column,), (target_column,), "id"))
-    labels = inputs.table.target_labels
-    deviating = np.isin(labels, np.array(generated.target_labels)[generated.deviating])
+    return inputs, list(np.array(generated.target_labels)[generated.deviating])
+
+
+@dataclass
+class RuleRun:
+    """One table under the ordinary gate (plan None) or one plan of the rule."""
+
+    rule: str
+    plan: object
+    scored: Scored
+    seconds_a_request: float
+    check: float  # the largest difference from distgate.observer's scores of the same runs
+
+    @property
+    def released(self) -> float:
+        return self.scored.released[-1]
+
+    def worst(self) -> tuple[str, int, float]:
+        """(attack, quarter, two-sided AUC) of the highest two-sided AUC over every attack
+        and quarter."""
+        return max(
+            ((a, c, float(self.scored.two_sided(a)[c])) for a in ATTACK_NAMES
+             for c in range(len(QUARTERS))),
+            key=lambda found: found[2],
+        )  # fmt: skip
+
+
+@dataclass
+class TableResult:
+    name: str
+    heading: str
+    labels: list[str]
+    prior: float  # the size-only ranking's two-sided AUC
+    prior_tau: float
+    band: float
+    refused: list[str]
+    runs: list[RuleRun]
+
+    def run(self, rule: str) -> RuleRun:
+        return next(r for r in self.runs if r.rule == rule)
+
+
+def plan_name(ratio: float, gain: float) -> str:
+    return "the rule" if (ratio, gain) == RULE else f"cohorts {ratio:g}, hold {gain:g}"
+
+
+def measure_table(name: str, orders: int, variants=(RULE,)) -> TableResult:
+    from distgate.errors import InputError
+
+    inputs, deviating_labels = table_inputs(name)
+    labels = list(inputs.table.target_labels)
+    deviating = np.isin(labels, deviating_labels)
     p = np.asarray(inputs.baseline.probabilities)
     full = np.asarray(inputs.counts, dtype=float)
     table = {
@@ -348,53 +383,24 @@ def measure_table(name: str, orders: int) -> None:
     size = len(table["targets"])
     ends = np.array([max(1, math.ceil(f * size)) for f in QUARTERS])
     prior = pairwise_auc(-table["sizes"], deviating)
-    prior_tau = pairwise_tau_b(-table["sizes"], kl_bits(full, p))
-    # a heading line, then "WHAT  RESULT" lines (docs/bench_table.py reads them so)
-    print(
+    heading = (
         f"{name}, {size:,} records, {len(labels)} targets of {int(full.sum(1).min())} to "
         f"{int(full.sum(1).max()):,}, {deviating.sum()} deviating "
         f"({', '.join(np.array(labels)[deviating])}), empty cells {int((full == 0).sum())}"
     )
-    print(
-        f"  size-only prior  AUC {prior:.3f}, two-sided {max(prior, 1 - prior):.3f}, "
-        f"tau {prior_tau:+.3f}"
-    )
-    print(
-        f"  chance band  {random_rankings_band(deviating):.3f} (a ranking unrelated to the "
-        "deviating targets reads above it two-sided one time in twenty)"
-    )
-    plans = [("gate", None)]
-    for ratio, gain in VARIANTS:
+    plans, refused = [("gate", None)], []
+    for ratio, gain in variants:
         try:
-            plans.append((f"cohorts {ratio:g}, hold {gain:g}", rule_plan(full, p, ratio, gain)))
-        except InputError as refused:
-            print(f"  indistinguishable, cohorts {ratio:g}, hold {gain:g}  refused ({refused})")
+            plans.append((plan_name(ratio, gain), rule_plan(full, p, ratio, gain)))
+        except InputError as reason:
+            refused.append(f"{plan_name(ratio, gain)}: {reason}")
+    runs = []
     for rule, plan in plans:
-        if plan is not None:
-            held = [labels[y] for y in plan.held_back]
-            cohorts = ", ".join(f"{len(c.members)} at {c.share:.2f}" for c in plan.cohorts)
-            print(f"  {rule}, plan  cohorts: {cohorts}; held back {len(held)}: {', '.join(held)}")
         start = time.perf_counter()
-        runs = gate_runs(inputs, plan, orders)
-        elapsed = time.perf_counter() - start
-        scored = score_runs(runs, table, p, ends)
-        name_shown = rule if plan is None else f"{rule} (share {plan.share:.3f})"
-        released = " / ".join(f"{100 * r:.1f}%" for r in scored.released)
-        print(f"  {name_shown}, released at 25/50/75/100%  {released} ({elapsed:.0f} s)")
-        for attack in ATTACK_NAMES:
-            row = " / ".join(f"{v:.3f}" for v in scored.two_sided(attack))
-            tau = scored.taus[attack][:, -1].mean()
-            print(f"  {name_shown}, {attack}  {row}; tau at 100% {tau:+.3f}")
-        worst = max(
-            ((a, c, scored.two_sided(a)[c]) for a in ATTACK_NAMES for c in range(len(ends))),
-            key=lambda found: found[2],
-        )
-        print(
-            f"  {name_shown}, worst point  {worst[0]} at {100 * QUARTERS[worst[1]]:g}%, "
-            f"two-sided AUC {worst[2]:.3f}, {worst[2] - max(prior, 1 - prior):+.3f} over the "
-            "prior"
-        )
-        theirs = distgate_scores(runs, inputs, deviating, ends)
+        found = gate_runs(inputs, plan, orders)
+        seconds = (time.perf_counter() - start) / (orders * size)
+        scored = score_runs(found, table, p, ends)
+        theirs = distgate_scores(found, inputs, deviating, ends)
         gap = max(
             max(
                 np.abs(theirs[a].two_sided - scored.two_sided(a)).max(),
@@ -402,27 +408,148 @@ def measure_table(name: str, orders: int) -> None:
             )
             for a in ATTACK_NAMES
         )
-        print(f"  {name_shown}, distgate.observer on the same runs  largest difference {gap:.1e}")
-
-
-def tables(orders: int) -> None:
-    print(
-        f"the realistic tables (bench/observer_tables.py), kld at alpha 0.2, {orders} orders: "
-        "two-sided AUC (of the mean over the orders) at 25, 50, 75 and 100% of the requests"
+        runs.append(RuleRun(rule, plan, scored, seconds, float(gap)))
+    return TableResult(
+        name,
+        heading,
+        labels,
+        max(prior, 1 - prior),
+        pairwise_tau_b(-table["sizes"], kl_bits(full, p)),
+        random_rankings_band(deviating),
+        refused,
+        runs,
     )
-    for name in TABLES:
-        measure_table(name, orders)
+
+
+def print_table(result: TableResult) -> None:
+    # a heading line, then "WHAT  RESULT" lines (docs/bench_table.py reads them so)
+    print(result.heading)
+    print(f"  size-only prior  two-sided AUC {result.prior:.3f}, tau {result.prior_tau:+.3f}")
+    print(
+        f"  chance band  {result.band:.3f} (a ranking unrelated to the deviating targets "
+        "reads above it two-sided one time in twenty)"
+    )
+    for reason in result.refused:
+        print(f"  {reason.split(':')[0]}  refused ({reason.split(': ', 1)[1]})")
+    for run in result.runs:
+        name = run.rule
+        if run.plan is not None:
+            held = [result.labels[y] for y in run.plan.held_back]
+            cohorts = ", ".join(f"{len(c.members)} at {c.share:.2f}" for c in run.plan.cohorts)
+            print(f"  {name}, plan  cohorts: {cohorts}; held back {len(held)}: {', '.join(held)}")
+            name = f"{name} (share {run.plan.share:.3f})"
+        released = " / ".join(f"{100 * r:.1f}%" for r in run.scored.released)
+        print(
+            f"  {name}, released at 25/50/75/100%  {released} "
+            f"({1e6 * run.seconds_a_request:.1f} us a request)"
+        )
+        for attack in ATTACK_NAMES:
+            row = " / ".join(f"{v:.3f}" for v in run.scored.two_sided(attack))
+            tau = run.scored.taus[attack][:, -1].mean()
+            print(f"  {name}, {attack}  {row}; tau at 100% {tau:+.3f}")
+        attack, quarter, auc = run.worst()
+        print(
+            f"  {name}, worst point  {attack} at {100 * QUARTERS[quarter]:g}%, two-sided AUC "
+            f"{auc:.3f}, {auc - result.prior:+.3f} over the prior"
+        )
+        print(f"  {name}, distgate.observer on the same runs  largest difference {run.check:.1e}")
+
+
+GOAL_AUC, GOAL_RELEASED = 0.65, 0.40  # the log-normal units, at every quarter
+GOAL_ADVANTAGE = 0.05  # over the size-only prior, where sizes differ
+GOAL_MISSING = 0.30  # released with one target lacking a value
+GOAL_UNITS = (0.65, 0.50)  # units.csv at the end: AUC at most, released at least
+GOAL_MICROSECONDS = 5.0  # the rule's decision a request on units.csv
+
+
+def verdict(held: bool) -> str:
+    return "HELD" if held else "NOT HELD"
+
+
+def print_goals(results: dict[str, TableResult], orders: int) -> None:
+    """Each goal, the figure measured under the rule and whether it held."""
+    print(
+        f"the goals (the rule, kld at alpha 0.2, {orders} orders; two-sided AUC of the mean "
+        "over the orders)"
+    )
+    logn = results["lognormal_units"].run("the rule")
+    attack, quarter, auc = logn.worst()
+    print(
+        f"  log-normal units, every attack at each quarter <= {GOAL_AUC} with >= "
+        f"{100 * GOAL_RELEASED:.0f}% released  worst {auc:.3f} ({attack} at "
+        f"{100 * QUARTERS[quarter]:g}%), released {100 * logn.released:.1f}%: "
+        f"{verdict(auc <= GOAL_AUC and logn.released >= GOAL_RELEASED)}"
+    )
+    for name in SIZES_INFORM:  # where the sizes inform; elsewhere the prior is chance
+        result = results[name]
+        attack, quarter, auc = result.run("the rule").worst()
+        gained = auc - result.prior
+        print(
+            f"  where the sizes inform ({name}), every attack's advantage over the size-only "
+            f"prior <= {GOAL_ADVANTAGE}  prior {result.prior:.3f}, worst {auc:.3f} ({attack} "
+            f"at {100 * QUARTERS[quarter]:g}%): {gained:+.3f}: {verdict(gained <= GOAL_ADVANTAGE)}"
+        )
+    missing = results["missing_value"]
+    run = missing.run("the rule")
+    held = ", ".join(missing.labels[y] for y in run.plan.held_back) or "none"
+    print(
+        f"  one target without a value, released >= {100 * GOAL_MISSING:.0f}%  "
+        f"{100 * run.released:.1f}% (held back: {held}): {verdict(run.released >= GOAL_MISSING)}"
+    )
+    city = results["city"]
+    run, gate = city.run("the rule"), city.run("gate")
+    attack, quarter, auc = run.worst()
+    taus = ", ".join(f"{a} {run.scored.taus[a][:, -1].mean():+.3f}" for a in ATTACK_NAMES[:3])
+    print(
+        f"  city-like table, the rule releases something  {100 * run.released:.1f}% "
+        f"({len(run.plan.held_back)} held back), worst {auc:.3f} ({attack} at "
+        f"{100 * QUARTERS[quarter]:g}%); the gate {100 * gate.released:.1f}% at "
+        f"{gate.worst()[2]:.3f}; prior {city.prior:.3f}, chance band {city.band:.3f}; tau "
+        f"at 100% {taus}, the prior's {city.prior_tau:+.3f}: {verdict(run.released > 0)}"
+    )
+    units = results["units.csv"].run("the rule")
+    at_end = max(float(units.scored.two_sided(a)[-1]) for a in ATTACK_NAMES)
+    attack, quarter, auc = units.worst()
+    print(
+        f"  units.csv unchanged, AUC <= {GOAL_UNITS[0]} with >= {100 * GOAL_UNITS[1]:.0f}% "
+        f"released  at the end {at_end:.3f}, released {100 * units.released:.1f}% (at "
+        f"every quarter {auc:.3f}, {attack} at {100 * QUARTERS[quarter]:g}%): "
+        f"{verdict(at_end <= GOAL_UNITS[0] and units.released >= GOAL_UNITS[1])}"
+    )
+    micro = 1e6 * units.seconds_a_request
+    print(
+        f"  the rule's decisions on units.csv <= {GOAL_MICROSECONDS:g} us a request  "
+        f"{micro:.1f} us (the Python loop, with the scoring's run bookkeeping): "
+        f"{verdict(micro <= GOAL_MICROSECONDS)}"
+    )
+
+
+TABLE_NAMES = ("units.csv", *TABLES, *SIZES_INFORM)
+
+
+def tables(orders: int, variants) -> None:
+    print(
+        f"the realistic tables (bench/observer_tables.py) and units.csv, kld at alpha 0.2, "
+        f"{orders} orders: two-sided AUC (of the mean over the orders) at 25, 50, 75 and "
+        "100% of the requests"
+    )
+    results = {}
+    for name in TABLE_NAMES:
+        results[name] = measure_table(name, orders, variants)
+        print_table(results[name])
+    print_goals(results, orders)
 
 
 def main(argv: list[str]) -> None:
     orders = ORDERS
     if "--orders" in argv:
         orders = int(argv[argv.index("--orders") + 1])
+    variants = VARIANTS if "--plans" in argv else (RULE,)
     chosen = [a for a in argv if a in ("units", "tables")] or ["units", "tables"]
     if "units" in chosen:
         units()
     if "tables" in chosen:
-        tables(orders)
+        tables(orders, variants)
 
 
 if __name__ == "__main__":

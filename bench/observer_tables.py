@@ -8,6 +8,8 @@ the tables are the same on every run.
   better than chance (size-only AUC 26/51 = 0.51).
 - ``missing_value``: the same units, but one ordinary unit (neither tilted nor the
   smallest) holds no soldier of the lowest grade, G01.
+- ``small_tilted`` (SIZES_INFORM): the log-normal units with the 3 tilted at the 2nd, 5th
+  and 9th place by size, so that the sizes alone find them (size-only AUC 41/51 = 0.80).
 - ``city``: 90 neighbourhoods of log-normal sizes (10 to 4,000 residents) by one of 12
   categories, three of them rare (1%, 0.5% and 0.3%); 8 neighbourhoods, spread over the
   sizes, hold three times the rare categories' share and fewer of the most common one.
@@ -18,6 +20,7 @@ Run: python bench/observer_tables.py FOLDER  (writes the three tables there as C
 from __future__ import annotations
 
 import csv
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,13 +87,22 @@ def _records(rng, sizes, deviating, ordinary, unusual) -> tuple[np.ndarray, np.n
 UNIT_TILTED = (3, 9, 17)  # places by size, smallest first: size-only AUC 26/51
 
 
-def lognormal_units(seed: int = 4) -> ObserverTable:
+def lognormal_units(seed: int = 4, tilted: tuple[int, ...] = UNIT_TILTED) -> ObserverTable:
     rng = np.random.default_rng([seed, 1])
     sizes = lognormal_sizes(rng, 20, 80, 3000)
-    deviating = np.isin(np.arange(20), UNIT_TILTED)
+    deviating = np.isin(np.arange(20), tilted)
     targets, values = _records(rng, sizes, deviating, BASE, tilted_grades())
     labels = [f"U{u + 1:02d}" for u in range(20)]
     return ObserverTable("lognormal_units", labels, GRADES, targets, values, deviating)
+
+
+SMALL_TILTED = (1, 4, 8)  # places by size among the smaller half: size-only AUC 41/51
+
+
+def small_tilted(seed: int = 4) -> ObserverTable:
+    """The log-normal units with the tilted ones among the smaller: the sizes inform."""
+    units = lognormal_units(seed, SMALL_TILTED)
+    return dataclasses.replace(units, name="small_tilted")
 
 
 MISSING_UNIT, MISSING_GRADE = 7, 0  # U08 (ordinary, 8th by size) holds no G01
@@ -129,6 +141,8 @@ TABLES = {
     "missing_value": (missing_value, "unit", "grade"),
     "city": (city, "neighbourhood", "category"),
 }
+# a table where the sizes inform: the goal on the advantage over the size-only prior
+SIZES_INFORM = {"small_tilted": (small_tilted, "unit", "grade")}
 
 
 def main(folder: str) -> None:

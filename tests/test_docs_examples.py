@@ -133,8 +133,22 @@ def examples() -> list[Example]:
 def run_distgate(args: list[str]) -> tuple[int, str]:
     """One command line in this process, as the console script runs it (``sys.argv`` is
     ``distgate ARGS``): its exit code and what it printed on standard output and standard
-    error, interleaved as written."""
+    error, interleaved as written.
+
+    The command handles SIGINT and SIGTERM while it runs, and those signals are meant for
+    the test run (Ctrl-C, or a time limit such as ``timeout`` stopping pytest on a slow
+    machine): one that arrives is passed on once the command has ended, so that the run
+    stops as it would have, instead of going on with the command's "interrupted" sentence
+    compared with the page's output as a failure of that example."""
+    import distgate.cli
     from distgate.cli import run
+
+    received: list[int] = []
+    stopped = distgate.cli._stopped
+
+    def noted(number, frame) -> None:
+        received.append(number)
+        stopped(number, frame)
 
     raw = io.BytesIO()
     stream = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
@@ -144,10 +158,13 @@ def run_distgate(args: list[str]) -> tuple[int, str]:
             contextlib.redirect_stdout(stream),
             contextlib.redirect_stderr(stream),
             mock.patch.object(sys, "argv", ["distgate", *args]),
+            mock.patch.object(distgate.cli, "_stopped", noted),
         ):
             code = run()
     finally:
         signal.signal(signal.SIGTERM, handler)
+    if received:
+        signal.raise_signal(received[0])  # the test run's own handling (SIGINT: stop it)
     stream.flush()
     return code, raw.getvalue().decode("utf-8")
 

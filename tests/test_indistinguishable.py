@@ -258,3 +258,66 @@ def test_the_rule_on_the_command_line(tmp_path):
     assert document["rule"] == "indistinguishable" and document["shares"] == {"0.2": 0.62}
     assert document["held_back"] == {"0.2": []}  # twenty units of one size: none
     assert {row["rule"] for row in document["attacks"]} == {"indistinguishable"}
+
+
+def _table_with_a_target_lacking_a_value(folder) -> str:
+    """Ten units of 500 soldiers alike and U11, which holds no soldier of grade G1 (the
+    plan's table of test_a_target_without_a_value_is_held_back_instead_of_stopping_every_
+    target), as a CSV file in ``folder``; its records in table order are its request log."""
+    counts = np.tile([40, 120, 240, 100], (11, 1))
+    counts[10] = [0, 130, 260, 110]
+    lines = ["id,unit,grade"]
+    for y, row in enumerate(counts):
+        for x, n in enumerate(row):
+            lines += [f"r{y:02d}{x}{i:03d},U{y + 1:02d},G{x + 1}" for i in range(n)]
+    path = folder / "units.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_every_front_end_names_the_target_the_rule_holds_back(tmp_path):
+    import json
+
+    table = _table_with_a_target_lacking_a_value(tmp_path)
+    flags = ("-x", "grade", "-y", "unit", "--id", "id", "-m", "kld")
+    result = run("replay", table, table, *flags, "--indistinguishable", "--json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["held_back"] == ["U11"]
+    rows = {row["target"]: row for row in document["targets"]}
+    assert rows["U11"]["still_queued"] == 500 and rows["U11"]["percent_released"] == 0
+    assert min(rows[f"U{y:02d}"]["percent_released"] for y in range(1, 11)) >= 80
+    shown = run("replay", table, table, *flags, "--indistinguishable")
+    assert "held back by the indistinguishable rule (their records stay queued): U11" in (
+        shown.stdout
+    )
+    ordinary = json.loads(run("replay", table, table, *flags, "--json").stdout)
+    assert "held_back" not in ordinary
+    # the API's results: replay's, and the summary an operator of serve reads
+    api = dict(attributes="grade", targets="unit", id="id", metric="kld")
+    assert distgate.replay(table, table, **api, indistinguishable=True).held_back == ["U11"]
+    assert distgate.replay(table, table, **api).held_back == []
+    with distgate.open_gate(table, tmp_path / "gate.db", **api, indistinguishable=True) as gate:
+        gate.decide(["r101000", "r000000"])
+        summary = gate.summary()
+    assert summary.held_back == ("U11",) and summary.to_dict()["held_back"] == ["U11"]
+
+
+def test_serve_names_the_held_back_target_to_its_operator(tmp_path):
+    import httpx
+
+    from tests.serve_helpers import OPERATOR, LiveServer, write_tokens
+
+    table = _table_with_a_target_lacking_a_value(tmp_path)
+    flags = ("-x", "grade", "-y", "unit", "--id", "id", "-m", "kld", "--indistinguishable")
+    with LiveServer(table, str(tmp_path / "gate.db"), *flags, *write_tokens(tmp_path)) as live:
+        url = live.wait_ready()
+        assert (
+            "distgate: the indistinguishable rule holds back U11: their records stay queued"
+            in live.lines
+        )
+        answer = httpx.get(
+            f"{url}/v1/summary", headers={"Authorization": f"Bearer {OPERATOR}"}, timeout=60
+        )
+        assert answer.status_code == 200 and answer.json()["held_back"] == ["U11"]
+        assert live.stop() == 0

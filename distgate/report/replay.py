@@ -101,6 +101,11 @@ def replay_report(result: ReplayResult, decisions: str | None, plot: str | None 
         )
     for line in totals_lines(result.totals()):
         report.text("  " + line)
+    if result.held_back:
+        report.text(
+            "  held back by the indistinguishable rule (their records stay queued): "
+            + ", ".join(result.held_back)
+        )
     status = result.status
     if status and status.queued:
         idle = status.idle_requests

@@ -186,6 +186,10 @@ def openapi(limits) -> dict[str, Any]:
                 },
             },
             "gate": {"type": "object"},
+            "held_back": {  # with the indistinguishable rule: the targets it keeps queued
+                "type": "array",
+                "items": {"type": "string"},
+            },
         },
     }
     decision = {

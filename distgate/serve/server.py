@@ -34,6 +34,7 @@ from distgate.serve.metrics import Metrics
 from distgate.serve.protocol import http_protocol
 from distgate.serve.render import BatchRenderer
 from distgate.workflows.durable_session import DurableSession
+from distgate.workflows.replay import held_back_labels
 
 HEADERS = [("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")]
 
@@ -115,6 +116,12 @@ def run(
                     "distgate: no tokens configured: every client on this loopback address "
                     "is the operator (give --operator-token-file and --requester-tokens to "
                     "require tokens)"
+                )
+            held = held_back_labels(session.gate, session.inputs)
+            if held:  # the operator learns which targets will never be released
+                say(
+                    "distgate: the indistinguishable rule holds back "
+                    f"{', '.join(held)}: their records stay queued"
                 )
             say(f"listening on http://{shown}:{port}")
 

@@ -48,7 +48,13 @@ from distgate.state.archive import Tail, encoding_of, keep_encoding, merge_rows,
 from distgate.state.ledger import Ledger
 from distgate.state.records import settings_record, table_record, target_count
 from distgate.state.store import StateStore, read_history, state_of_history
-from distgate.workflows.replay import TargetSummary, ViewSummary, target_summaries, view_summaries
+from distgate.workflows.replay import (
+    TargetSummary,
+    ViewSummary,
+    held_back_labels,
+    target_summaries,
+    view_summaries,
+)
 
 RETRY_AFTER = 1.0  # seconds without trying to write after a failed commit
 OVERLAP_FROM = 1000  # keys of a batch from which its answers are made while it is flushed
@@ -75,6 +81,7 @@ class Summary:
     status: GateStatus
     settings: GateSettings
     views: list[ViewSummary] = field(default_factory=list)  # several views: one per view
+    held_back: tuple[str, ...] = ()  # the targets the indistinguishable rule keeps queued
 
     def to_dict(self) -> dict:
         return {
@@ -87,6 +94,7 @@ class Summary:
             "targets": [t.to_dict() for t in self.targets],
             **({"views": [view.to_dict() for view in self.views]} if self.views else {}),
             "gate": self.status.to_dict(),
+            **({"held_back": list(self.held_back)} if self.settings.indistinguishable else {}),
         }
 
 
@@ -469,7 +477,10 @@ class DurableSession:
             views = view_summaries(rows, 0, self.inputs, self.gate)
             status = self.gate.status()
         counts = self.decision_counts()
-        return Summary(targets, len(rows["record"]), counts, status, self.settings, views)
+        held = tuple(held_back_labels(self.gate, self.inputs))
+        return Summary(
+            targets, len(rows["record"]), counts, status, self.settings, views, held_back=held
+        )
 
     @property
     def view_names(self) -> list[str]:

@@ -161,6 +161,7 @@ class ReplayResult:
     status: GateStatus | None = None  # idle requests, frozen queue (after the log)
     notes: list[str] = field(default_factory=list)  # what opening the state did (a migration)
     reading: TableReading | None = None  # how the table was read (distgate.replay says)
+    held_back: list[str] = field(default_factory=list)  # targets the rule keeps queued
     views: list[ViewSummary] = field(default_factory=list)  # several views: one per view
 
     @property
@@ -237,6 +238,7 @@ class ReplayResult:
             "targets": [s.to_dict() for s in self.summary],
             **({"views": [view.to_dict() for view in self.views]} if self.views else {}),
             "gate": self.status.to_dict() if self.status else None,
+            **({"held_back": self.held_back} if self.settings.indistinguishable else {}),
         }
 
 
@@ -371,10 +373,18 @@ def replay(
         gate.status(),
         notes=store.notes if state is not None else [],
         views=view_summaries(rows, first, inputs, gate),
+        held_back=held_back_labels(gate, inputs),
     )
     if decisions:
         write_decisions(result, decisions, spreadsheet=spreadsheet)
     return result
+
+
+def held_back_labels(gate: Gate, inputs: Inputs) -> list[str]:
+    """The targets the gate's indistinguishable rule holds back (their records stay
+    queued), by label; none without the rule."""
+    held = gate.rule.held_back if gate.rule is not None else ()
+    return [inputs.table.target_labels[y] for y in held]
 
 
 class _Committer:
