@@ -191,7 +191,15 @@ def assess_command(
         output=output,
     )
     print_notes(result.reading, quiet=shown_as.quiet, silent=shown_as.silent)
-    if result.repair is None:
+    from distgate.release.views import ViewsAssessment
+
+    if isinstance(result, ViewsAssessment):
+        from distgate.report.assess import views_report
+
+        fixed = result.repair is not None and result.repair.found
+        code = EXIT_OK if result.safe or fixed else EXIT_UNSAFE
+        shown = views_report(result)
+    elif result.repair is None:
         from distgate.report.assess import assessment_report
 
         code = EXIT_OK if result.safe else EXIT_UNSAFE

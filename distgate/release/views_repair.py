@@ -1,0 +1,229 @@
+"""Repairing a release judged in several views (``assess --fix`` with views, SPEC 4.1):
+records withheld so that every metric passes in every view.
+
+A record is withheld whole, from every view at once, so the views are repaired together,
+by withholding only (``--fix-by suppress``). Merging values is refused: a merge of one
+view's values changes the records every other view sees in ways its own search does not
+judge.
+
+Records alike in every view (the same target and value in each view: one *joint cell*)
+are interchangeable, so a plan keeps a number of records per joint cell. The search:
+
+1. for each view in turn, the fewest records of each of its cells to withhold so that the
+   view passes (:func:`distgate.release.suppress.suppress_counts` on the view's counts of
+   the records still kept);
+2. within a cell of that view, the records withheld are taken first from the joint cells
+   that the other views find most over-represented (the sum, over the other views, of
+   q(x|y) - p(x) of the record's cell), which moves those views towards their baselines;
+3. rounds over the views repeat until a round withholds nothing: every view then passes
+   with the records kept (each view's plan keeps every record it is given).
+
+The plan passes every view, judged as ``distgate assess`` judges a release (each view's
+own critical values for its kept targets), but withholding fewest records in one view at a
+time does not prove that no plan over all the views withholds fewer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from distgate.errors import InputError
+from distgate.release.assess import Assessment
+from distgate.release.suppress import judge_release, suppress_counts
+from distgate.release.views import ViewHeader
+
+MAX_ROUNDS = 20  # rounds over the views; each withholds records or ends the search
+
+
+def check_views_fix(options) -> None:
+    """InputError for a repair option that several views do not support (``options``: a
+    :class:`~distgate.release.fixing.FixOptions`)."""
+    if options.fix_by not in (None, "suppress"):
+        raise InputError(
+            f"--fix-by {options.fix_by} does not repair several views: a record is withheld "
+            "from every view at once, so with views --fix withholds records (--fix-by suppress)."
+        )
+    if options.search_budget is not None:
+        raise InputError(
+            "--search-budget bounds the search for merges, which several views do not use "
+            "(they are repaired by withholding records)."
+        )
+    if options.output:
+        raise InputError(
+            "-o DIR writes a repaired release of one view: with several views --fix reports "
+            "the plan (records withheld per view's cell) without writing it."
+        )
+
+
+@dataclass
+class ViewsRepair:
+    """The repair of a release in several views: per joint cell the records kept, per
+    view the cells' kept counts and their assessment (None when the view keeps nothing),
+    the rounds the search took and the budget (``max_suppressed``)."""
+
+    views: list[ViewHeader]
+    kept: list[np.ndarray]  # per view, K[y, x]
+    after: list[Assessment | None]
+    records: int
+    rounds: int
+    max_suppressed: float | None
+
+    @property
+    def passes(self) -> bool:
+        """Every view passes with the records kept."""
+        return all(a is not None and a.safe for a in self.after)
+
+    @property
+    def withheld(self) -> int:
+        return self.records - int(self.kept[0].sum())
+
+    @property
+    def withheld_share(self) -> float:
+        return self.withheld / self.records if self.records else 0.0
+
+    @property
+    def within_budget(self) -> bool:
+        return self.max_suppressed is None or self.withheld_share <= self.max_suppressed
+
+    @property
+    def found(self) -> bool:
+        """A plan passes every view within the budget."""
+        return self.passes and self.within_budget
+
+    def report_dict(self) -> dict:
+        """The ``fix`` object of ``assess --fix --json`` with several views."""
+        return {
+            "found": self.found,
+            "fix_by": "suppress",
+            "strategy": "suppress",
+            "max_suppressed": self.max_suppressed,
+            "within_budget": self.within_budget,
+            "records": self.records,
+            "withheld": self.withheld,
+            "withheld_share": round(self.withheld_share, 6),
+            "rounds": self.rounds,
+            "views": [
+                {
+                    **view.to_dict(),
+                    "kept": [[int(n) for n in row] for row in kept],
+                    "after": None if after is None else after.to_dict(),
+                }
+                for view, kept, after in zip(self.views, self.kept, self.after, strict=True)
+            ],
+        }
+
+
+def repair_views(
+    views: Sequence,
+    metrics: Sequence[str],
+    alpha: float,
+    *,
+    settings: Sequence,
+    max_suppressed: float | None = None,
+    critical: str,
+    seed: int,
+    draws: int,
+    threshold=None,
+) -> ViewsRepair:
+    """Withhold records so that every view of ``views`` (the per-view inputs of
+    :func:`distgate.data.inputs.load_inputs`) passes every metric (module docstring);
+    ``settings``: each view's classic settings, the other options as the assessment's."""
+    shared = {"critical": critical, "seed": seed, "draws": draws, "threshold": threshold}
+    cells, joint = _joint_cells(views)
+    shapes = [view.counts.shape for view in views]
+    kept = joint.copy()
+    rounds, changed = 0, True
+    while changed and rounds < MAX_ROUNDS:
+        rounds += 1
+        changed = False
+        for v, view in enumerate(views):
+            counts = _view_counts(cells[v], kept, shapes[v])
+            plan = suppress_counts(
+                counts,
+                view.table.target_labels,
+                view.baseline.probabilities,
+                metrics,
+                alpha,
+                ordered=view.ordered,
+                settings=settings[v],
+                **shared,
+            )
+            cut = counts - plan.kept
+            if not cut.any():
+                continue
+            changed = True
+            excess = [
+                _excess(_view_counts(cells[w], kept, shapes[w]), views[w].baseline.probabilities)
+                for w in range(len(views))
+            ]
+            score = sum(excess[w].ravel()[cells[w]] for w in range(len(views)) if w != v)
+            kept -= _withheld(cells[v], kept, cut.ravel(), score)
+    by_view = [_view_counts(cells[v], kept, shapes[v]) for v in range(len(views))]
+    after = [
+        judge_release(
+            by_view[v],
+            view.table.target_labels,
+            view.baseline.probabilities,
+            metrics,
+            alpha,
+            ordered=view.ordered,
+            settings=settings[v],
+            **shared,
+        )
+        for v, view in enumerate(views)
+    ]
+    return ViewsRepair(
+        [ViewHeader.of_inputs(view) for view in views],
+        by_view,
+        after,
+        int(joint.sum()),
+        rounds,
+        max_suppressed,
+    )
+
+
+def _joint_cells(views: Sequence) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per view, the cell (y * |X| + x) of each joint cell, and the records of each joint
+    cell (weights summed, for a table of weighted lines)."""
+    per_record = [
+        view.table.target_codes.astype(np.int64) * view.counts.shape[1] + view.table.value_codes
+        for view in views
+    ]
+    stacked = np.stack(per_record, axis=1)
+    unique, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    records = np.bincount(inverse.ravel(), minlength=len(unique)).astype(np.int64)
+    return [unique[:, v] for v in range(len(views))], records
+
+
+def _view_counts(cells: np.ndarray, kept: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    return (
+        np.bincount(cells, weights=kept, minlength=shape[0] * shape[1])
+        .astype(np.int64)
+        .reshape(shape)
+    )
+
+
+def _excess(counts: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """q(x|y) - p(x) per cell: how over-represented a value is in its target."""
+    sizes = counts.sum(axis=1, keepdims=True)
+    return np.where(sizes > 0, counts / np.maximum(sizes, 1) - p[None, :], 0.0)
+
+
+def _withheld(
+    cells: np.ndarray, kept: np.ndarray, cut: np.ndarray, score: np.ndarray
+) -> np.ndarray:
+    """Records to withhold per joint cell so that each view cell loses ``cut[cell]``,
+    taken from its joint cells with the highest ``score`` first."""
+    order = np.lexsort((-score, cells))
+    ordered_cells, ordered_kept = cells[order], kept[order]
+    before = np.cumsum(ordered_kept) - ordered_kept  # records ahead, over all cells
+    first = np.searchsorted(ordered_cells, ordered_cells)  # each cell's first position
+    start = before[first]
+    ahead = before - start  # records ahead within the cell
+    take = np.clip(cut[ordered_cells] - ahead, 0, ordered_kept)
+    withheld = np.empty_like(kept)
+    withheld[order] = take
+    return withheld
