@@ -26,7 +26,7 @@ time does not prove that no plan over all the views withholds fewer.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -70,6 +70,8 @@ class ViewsRepair:
     records: int
     rounds: int
     max_suppressed: float | None
+    joint_of: np.ndarray = field(repr=False)  # per record, its joint cell
+    joint_kept: np.ndarray = field(repr=False)  # per joint cell, the records kept
 
     @property
     def passes(self) -> bool:
@@ -92,6 +94,18 @@ class ViewsRepair:
     def found(self) -> bool:
         """A plan passes every view within the budget."""
         return self.passes and self.within_budget
+
+    def kept_records(self, seed: int = 0) -> np.ndarray:
+        """Which records (in the table's order) the plan keeps: in each joint cell, the
+        number it keeps, taken in a random order drawn with ``seed``."""
+        shuffle = np.random.default_rng([seed, 29]).random(len(self.joint_of))
+        order = np.lexsort((shuffle, self.joint_of))
+        in_order = self.joint_of[order]
+        first = np.searchsorted(in_order, np.arange(len(self.joint_kept)))
+        rank = np.arange(len(order)) - first[in_order]
+        keep = np.empty(len(order), dtype=bool)
+        keep[order] = rank < self.joint_kept[in_order]
+        return keep
 
     def report_dict(self) -> dict:
         """The ``fix`` object of ``assess --fix --json`` with several views."""
@@ -132,7 +146,7 @@ def repair_views(
     :func:`distgate.data.inputs.load_inputs`) passes every metric (module docstring);
     ``settings``: each view's classic settings, the other options as the assessment's."""
     shared = {"critical": critical, "seed": seed, "draws": draws, "threshold": threshold}
-    cells, joint = _joint_cells(views)
+    cells, joint, joint_of = _joint_cells(views)
     shapes = [view.counts.shape for view in views]
     kept = joint.copy()
     rounds, changed = 0, True
@@ -182,12 +196,14 @@ def repair_views(
         int(joint.sum()),
         rounds,
         max_suppressed,
+        joint_of,
+        kept,
     )
 
 
-def _joint_cells(views: Sequence) -> tuple[list[np.ndarray], np.ndarray]:
-    """Per view, the cell (y * |X| + x) of each joint cell, and the records of each joint
-    cell (weights summed, for a table of weighted lines)."""
+def _joint_cells(views: Sequence) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """Per view, the cell (y * |X| + x) of each joint cell; the records of each joint
+    cell; and each record's joint cell (a weighted line counts as its weight's records)."""
     per_record = [
         view.table.target_codes.astype(np.int64) * view.counts.shape[1] + view.table.value_codes
         for view in views
@@ -195,7 +211,7 @@ def _joint_cells(views: Sequence) -> tuple[list[np.ndarray], np.ndarray]:
     stacked = np.stack(per_record, axis=1)
     unique, inverse = np.unique(stacked, axis=0, return_inverse=True)
     records = np.bincount(inverse.ravel(), minlength=len(unique)).astype(np.int64)
-    return [unique[:, v] for v in range(len(views))], records
+    return [unique[:, v] for v in range(len(views))], records, inverse.ravel()
 
 
 def _view_counts(cells: np.ndarray, kept: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
