@@ -11,7 +11,9 @@ are interchangeable, so a plan keeps a number of records per joint cell. The sea
 
 1. for each view in turn, the fewest records of each of its cells to withhold so that the
    view passes (:func:`distgate.release.suppress.suppress_counts` on the view's counts of
-   the records still kept);
+   the records still kept), of which a share (``DAMPING``) is withheld in this round, so
+   that the views converge on records that serve them all rather than each taking its
+   own whole plan in turn;
 2. within a cell of that view, the records withheld are taken first from the joint cells
    that the other views find most over-represented (the sum, over the other views, of
    q(x|y) - p(x) of the record's cell), which moves those views towards their baselines;
@@ -35,7 +37,13 @@ from distgate.release.assess import Assessment
 from distgate.release.suppress import judge_release, suppress_counts
 from distgate.release.views import ViewHeader
 
-MAX_ROUNDS = 20  # rounds over the views; each withholds records or ends the search
+# A view takes a quarter of the cuts its own plan asks for in a round, so that the views
+# share the records withheld (on the sample, age and rank by location: 3,107 records
+# withheld, against 8,547 when each view takes its whole plan at once); past DAMPED_ROUNDS
+# each takes its whole plan, so the search ends within MAX_ROUNDS.
+DAMPING = 0.25
+DAMPED_ROUNDS = 40
+MAX_ROUNDS = 60
 
 
 def check_views_fix(options) -> None:
@@ -165,7 +173,8 @@ def repair_views(
                 settings=settings[v],
                 **shared,
             )
-            cut = counts - plan.kept
+            share = DAMPING if rounds <= DAMPED_ROUNDS else 1.0
+            cut = np.ceil((counts - plan.kept) * share).astype(np.int64)
             if not cut.any():
                 continue
             changed = True

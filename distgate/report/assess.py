@@ -298,8 +298,8 @@ def views_report(views: ViewsAssessment) -> Report:
     for (view, assessment), cells in zip(views.views, made, strict=True):
         report.text(
             (f"View {view.name}", STRONG),
-            f": {' + '.join(view.targets)} grouped by {' + '.join(view.attributes)}'s values "
-            f"({len(assessment.target_labels)} targets), ",
+            f": the distribution of {' + '.join(view.attributes)} within each "
+            f"{' + '.join(view.targets)} ({len(assessment.target_labels)} targets), ",
             verdict_part(assessment.safe),
         )
         _metric_tables(report, assessment, cells, view.name)

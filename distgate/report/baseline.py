@@ -81,7 +81,8 @@ def views_baseline_report(profiles: ViewsProfile) -> Report:
     for view, profile in profiles.views:
         report.text(
             (f"View {view.name}", STRONG),
-            f": {' + '.join(view.targets)} grouped by {' + '.join(view.attributes)}'s values",
+            f": the distribution of {' + '.join(view.attributes)} within each "
+            f"{' + '.join(view.targets)}",
         )
         _profile_blocks(report, profile, view.name)
         report.text("")
