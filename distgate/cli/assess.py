@@ -61,8 +61,8 @@ FixByOption = Annotated[
         "--fix-by",
         metavar="STRATEGY",
         help="How --fix repairs: merge (adjacent values of X and targets), suppress (withhold "
-        "the fewest records) or both (the plan that keeps the most information) "
-        f"[default: {DEFAULT_FIX_BY}].",
+        "the fewest records) or both (the plan that keeps the most information); several "
+        f"views are repaired by suppress only [default: {DEFAULT_FIX_BY}; suppress with views].",
     ),
 ]
 MaxSuppressedOption = Annotated[
