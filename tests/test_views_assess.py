@@ -184,3 +184,25 @@ def test_the_html_report_has_a_section_per_view(table):
     assert "View age@location" in page and "View age@unit" in page
     assert 'data-title="age@unit: kld at alpha 0.2' in page
     assert "fails 1 of 2 views (age@unit)" in page
+
+
+def test_one_view_prints_exactly_the_one_view_output(table):
+    from tests.cli_helpers import run
+
+    for shown in (["--json"], ["--format", "markdown"], ["--format", "csv"]):
+        by_view = run("assess", table, "--view", "age@unit", *shown)
+        by_flags = run("assess", table, "-x", "age", "-y", "unit", *shown)
+        assert by_view.exit_code == by_flags.exit_code == 1
+        assert by_view.stdout == by_flags.stdout
+        assert "views" not in by_view.stdout
+
+
+def test_fix_across_views_past_the_budget_is_not_found(table):
+    result = distgate.assess(table, views=["age@location", "age@unit"], fix=True)
+    share = result.repair.withheld_share
+    capped = distgate.assess(
+        table, views=["age@location", "age@unit"], fix=True, max_suppressed=share / 2
+    )
+    assert capped.repair.passes and not capped.repair.within_budget
+    assert not capped.repair.found
+    assert capped.repair.withheld == result.repair.withheld
