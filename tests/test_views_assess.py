@@ -206,3 +206,15 @@ def test_fix_across_views_past_the_budget_is_not_found(table):
     assert capped.repair.passes and not capped.repair.within_budget
     assert not capped.repair.found
     assert capped.repair.withheld == result.repair.withheld
+
+
+def test_the_test_report_of_a_fix_across_views_judges_the_repaired_views(table):
+    from tests.cli_helpers import run
+
+    junit = table.parent / "checks.xml"
+    ran = run("assess", table, "--view", "age@location", "--view", "age@unit", "--fix",
+              "--junit", junit, "-q")  # fmt: skip
+    assert ran.exit_code == 0
+    page = junit.read_text()
+    assert 'testsuite name="repair" tests="1" failures="0"' in page
+    assert 'testsuite name="repaired age@unit: kld at alpha 0.2" tests="2" failures="0"' in page

@@ -354,6 +354,13 @@ def _views_repair(report: Report, repair: ViewsRepair) -> None:
         _metric_tables(report, after, [_Columns(r) for r in after.results], f"repaired {view.name}")
     share = f"{repair.withheld_share:.2%}"
     cost = f"withholding {repair.withheld} of {repair.records} records ({share})"
+    # the checks agree with the exit code: the repair, then each view's repaired release
+    report.checks = []
+    report.check("repair", "repair plan", repair.found, f"suppress: {cost}", "repair")
+    for view, after in zip(repair.views, repair.after, strict=True):
+        if after is not None:
+            prefix = f"repaired {view.name}: "
+            report.defer_checks(lambda a=after, p=prefix: add_checks(report, a, p))
     if repair.found:
         report.conclude(
             True,
