@@ -218,3 +218,23 @@ def test_the_test_report_of_a_fix_across_views_judges_the_repaired_views(table):
     page = junit.read_text()
     assert 'testsuite name="repair" tests="1" failures="0"' in page
     assert 'testsuite name="repaired age@unit: kld at alpha 0.2" tests="2" failures="0"' in page
+
+
+def test_the_written_repair_across_views_passes_assess_run_in_its_folder(table):
+    ran = _distgate("assess", table.name, "--view", "age@location", "--view", "age@unit",
+                    "--fix", "-o", "repaired", "-q", cwd=table.parent)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    folder = table.parent / "repaired"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "baseline-age@location.csv",
+        "baseline-age@unit.csv",
+        "distgate.toml",
+        "plan.json",
+        "release.csv",
+    ]
+    plan = json.loads((folder / "plan.json").read_text())
+    again = _distgate("assess", "release.csv", "--json", cwd=folder)
+    assert again.returncode == 0, again.stderr
+    document = json.loads(again.stdout)
+    assert [v["view"] for v in document["views"]] == ["age@location", "age@unit"]
+    assert document["released"] == plan["records"] - plan["withheld"] > 0

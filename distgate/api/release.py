@@ -74,7 +74,8 @@ def assess(
     :class:`~distgate.release.views.ViewsAssessment`: one assessment per view
     (``.view(name)``), ``safe`` only when every view is. ``fix`` then withholds records
     until every view passes (:mod:`distgate.release.views_repair`; ``fix_by`` suppress
-    only, no ``output``).
+    only; ``output`` writes the kept records, a baseline file per view and a
+    ``distgate.toml`` of the views).
     """
     from distgate.data.config import metric_setting, setting
     from distgate.release.assess import (
@@ -175,7 +176,35 @@ def _assess_views(inputs, reading, names, level, fixing, options, classic):
             settings=settings,
             **options,
         )
+        if how.output and result.repair.found:
+            _write_views_repair(result.repair, inputs, how.output, names, level, settings, options)
     return result
+
+
+def _write_views_repair(repair, inputs, folder, names, level, settings, options) -> None:
+    """Write the repair across views into ``folder`` and verify it by reading it back."""
+    from distgate.data.atomic import check_outputs
+    from distgate.release.views_repair import (
+        reassess_views_written,
+        write_views_repair,
+        written_names,
+    )
+
+    if os.path.isdir(folder):  # (check_output_folder refused a file or standard output)
+        check_outputs(
+            [inputs.options.source] if isinstance(inputs.options.source, str) else [],
+            [os.path.join(folder, name) for name in written_names(inputs.views)],
+        )
+    written = write_views_repair(repair, inputs.views, folder, seed=options["seed"])
+    again = reassess_views_written(folder, inputs.views, names, level, settings=settings, **options)
+    failing = [v.name for v, a in zip(repair.views, again, strict=True) if not a.safe]
+    if failing:
+        raise InputError(
+            f"The written release in '{folder}' does not pass the view(s) {', '.join(failing)} "
+            "when read back; it is left there for inspection."
+        )
+    repair.written = [str(p) for p in written]
+    repair.verified = True
 
 
 def k_anonymity(table: Table, k: int, **options: Any) -> Assessment:

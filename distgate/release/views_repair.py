@@ -23,10 +23,15 @@ are interchangeable, so a plan keeps a number of records per joint cell. The sea
 The plan passes every view, judged as ``distgate assess`` judges a release (each view's
 own critical values for its kept targets), but withholding fewest records in one view at a
 time does not prove that no plan over all the views withholds fewer.
+
+With ``-o DIR`` the kept records are written (:func:`write_views_repair`) with a baseline
+file per view and a ``distgate.toml`` naming the views, then read back and assessed as
+``distgate assess release.csv`` in DIR would (:func:`reassess_views_written`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -59,10 +64,10 @@ def check_views_fix(options) -> None:
             "--search-budget bounds the search for merges, which several views do not use "
             "(they are repaired by withholding records)."
         )
-    if options.output:
+    if options.priority is not None:
         raise InputError(
-            "-o DIR writes a repaired release of one view: with several views --fix reports "
-            "the plan (records withheld per view's cell) without writing it."
+            "--priority does not apply to several views: the records each joint cell keeps "
+            "are drawn at random with --seed."
         )
 
 
@@ -80,6 +85,8 @@ class ViewsRepair:
     max_suppressed: float | None
     joint_of: np.ndarray = field(repr=False)  # per record, its joint cell
     joint_kept: np.ndarray = field(repr=False)  # per joint cell, the records kept
+    written: list[str] = field(default_factory=list)  # with -o: the files written
+    verified: bool = False  # with -o: the files passed every view when read back
 
     @property
     def passes(self) -> bool:
@@ -252,3 +259,147 @@ def _withheld(
     withheld = np.empty_like(kept)
     withheld[order] = take
     return withheld
+
+
+RELEASE_NAME, PLAN_NAME, SETTINGS_NAME = "release.csv", "plan.json", "distgate.toml"
+
+
+def written_names(views: Sequence) -> list[str]:
+    """The files ``-o DIR`` writes: the release, one baseline per view, the plan and the
+    settings file that names the views (``distgate assess release.csv`` in DIR reads it)."""
+    return [RELEASE_NAME, *(_baseline_name(v.view_name) for v in views), PLAN_NAME, SETTINGS_NAME]
+
+
+def _baseline_name(view: str) -> str:
+    return f"baseline-{view}.csv"
+
+
+def write_views_repair(repair: ViewsRepair, views: Sequence, folder, *, seed: int = 0) -> list:
+    """Write the kept records into ``folder``: ``release.csv`` (the key column and every
+    view's columns, as the labels the views read: binned values as their ranges),
+    ``baseline-VIEW.csv`` per view (the full table's baseline of its X), ``plan.json`` and
+    ``distgate.toml`` with a ``[[view]]`` table per view. A column two views read with
+    different bins is refused: the release holds one value per column."""
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    from distgate.data.atomic import atomic_path, atomic_text
+    from distgate.data.baseline import write_baseline
+    from distgate.data.values import MISSING_LABEL
+
+    keep = repair.kept_records(seed)
+    chosen = pa.array(keep)
+    first = views[0]
+    options = first.options
+    columns: dict[str, pa.Array] = {}
+    if first.table.keys is not None and options.weight is None:
+        columns[options.id_column] = first.table.keys.filter(chosen)
+    for view in views:
+        table = view.table
+        sides = (
+            (view.options.attributes, table.value_codes, table.value_labels),
+            (view.options.targets, table.target_codes, table.target_labels),
+        )
+        for names, codes, labels in sides:
+            parts = [label.split("|") if len(names) > 1 else [label] for label in labels]
+            for position, name in enumerate(names):
+                words = [None if p[position] == MISSING_LABEL else p[position] for p in parts]
+                values = pa.DictionaryArray.from_arrays(
+                    pa.array(np.asarray(codes)[keep]), pa.array(words, pa.string())
+                ).cast(pa.string())
+                if name in columns and not columns[name].equals(values):
+                    raise InputError(
+                        f"The views read the column '{name}' differently (with different "
+                        "bins): the repaired release holds one value per column, so -o cannot "
+                        "write it."
+                    )
+                columns[name] = values
+    if options.weight is not None:
+        columns[options.weight] = pa.array(np.ones(int(keep.sum()), dtype=np.int64))
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"Cannot create the output folder '{folder}': {exc.strerror}.") from None
+    paths = [folder / name for name in written_names(views)]
+    with atomic_path(paths[0]) as tmp:
+        pacsv.write_csv(
+            pa.table(columns), tmp, write_options=pacsv.WriteOptions(quoting_style="needed")
+        )
+    for view, path in zip(views, paths[1:], strict=False):
+        write_baseline(str(path), view.baseline)
+    with atomic_text(paths[-2]) as handle:
+        json.dump(repair.report_dict(), handle, indent=2)
+        handle.write("\n")
+    with atomic_text(paths[-1]) as handle:
+        handle.write(_settings(views, options))
+    return paths
+
+
+def _settings(views: Sequence, options) -> str:
+    """The settings file of the written release: its key, weight and views."""
+    lines = ["# the views of the repaired release (distgate assess --fix -o)"]
+    if options.id_column and options.weight is None:
+        lines.append(f"id = {json.dumps(options.id_column)}")
+    if options.weight is not None:
+        lines.append(f"weight = {json.dumps(options.weight)}")
+    for view in views:
+        lines += [
+            "",
+            "[[view]]",
+            f"x = {json.dumps(list(view.options.attributes))}",
+            f"y = {json.dumps(list(view.options.targets))}",
+            f"baseline = {json.dumps(_baseline_name(view.view_name))}",
+            f"missing = {json.dumps(view.options.missing)}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def reassess_views_written(folder, views: Sequence, metrics: Sequence[str], alpha: float,
+                           *, settings: Sequence, **options) -> list[Assessment]:  # fmt: skip
+    """Read the written release back as ``distgate assess release.csv`` in ``folder``
+    reads it (its settings file's views, each with its baseline file) and assess every
+    view with the same metrics and options: the verification that the files pass."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from distgate.data.inputs import load_inputs
+    from distgate.data.views import View
+    from distgate.release.assess import assess_release
+
+    folder = Path(folder)
+    given = views[0].options
+    written = replace(
+        given,
+        source=str(folder / RELEASE_NAME),
+        id_column=given.id_column if given.weight is None else None,
+        bins=(),
+        baseline=None,
+        order=(),
+        delimiter=None,
+        encoding=None,
+        views=tuple(
+            View(
+                tuple(v.options.attributes),
+                tuple(v.options.targets),
+                baseline=str(folder / _baseline_name(v.view_name)),
+                missing=v.options.missing,
+            )
+            for v in views
+        ),
+    )
+    again = load_inputs(written)
+    return [
+        assess_release(
+            view.counts,
+            view.table.target_labels,
+            metrics,
+            alpha,
+            view.critical_values(options["critical"], seed=options["seed"], draws=options["draws"]),
+            options.get("threshold"),
+            chosen,
+        )
+        for view, chosen in zip(again.views, settings, strict=True)
+    ]

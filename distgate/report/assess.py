@@ -361,6 +361,10 @@ def _views_repair(report: Report, repair: ViewsRepair) -> None:
         if after is not None:
             prefix = f"repaired {view.name}: "
             report.defer_checks(lambda a=after, p=prefix: add_checks(report, a, p))
+    for path in repair.written:
+        report.text(f"Wrote {path}")
+    if repair.verified:
+        report.text("Re-read the written release and its baselines: every view passes.")
     if repair.found:
         report.conclude(
             True,
