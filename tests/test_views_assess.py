@@ -238,3 +238,14 @@ def test_the_written_repair_across_views_passes_assess_run_in_its_folder(table):
     document = json.loads(again.stdout)
     assert [v["view"] for v in document["views"]] == ["age@location", "age@unit"]
     assert document["released"] == plan["records"] - plan["withheld"] > 0
+
+
+def test_fix_of_a_release_safe_in_every_view_withholds_nothing(table):
+    from distgate.report.assess import views_report
+
+    result = distgate.assess(table, views=["age@location", "age@team"], fix=True)
+    assert result.safe and result.repair.found
+    assert (result.repair.withheld, result.repair.rounds) == (0, 1)
+    assert views_report(result).verdict.plain == (
+        "SAFE: the release passes every metric in all 2 views as it is; nothing to repair."
+    )
