@@ -191,9 +191,7 @@ def assess_command(
         output=output,
     )
     print_notes(result.reading, quiet=shown_as.quiet, silent=shown_as.silent)
-    from distgate.release.views import ViewsAssessment
-
-    if isinstance(result, ViewsAssessment):
+    if hasattr(result, "views"):  # a ViewsAssessment: the table judged in several views
         from distgate.report.assess import views_report
 
         fixed = result.repair is not None and result.repair.found

@@ -39,10 +39,9 @@ def baseline_command(
     check_outputs(table.files, shown_as.files)
     profile = baseline(table, output=output)
     print_notes(profile.reading, quiet=shown_as.quiet, silent=shown_as.silent)
-    from distgate.release.views import ViewsProfile
     from distgate.report.baseline import baseline_report, views_baseline_report
 
-    if isinstance(profile, ViewsProfile):
+    if hasattr(profile, "views"):  # a ViewsProfile: the table profiled in several views
         shown = views_baseline_report(profile)
     else:
         shown = baseline_report(profile, output)
