@@ -48,13 +48,8 @@ from distgate.state.archive import Tail, encoding_of, keep_encoding, merge_rows,
 from distgate.state.ledger import Ledger
 from distgate.state.records import settings_record, table_record, target_count
 from distgate.state.store import StateStore, read_history, state_of_history
-from distgate.workflows.replay import (
-    TargetSummary,
-    ViewSummary,
-    held_back_labels,
-    target_summaries,
-    view_summaries,
-)
+from distgate.workflows.replay import TargetSummary, held_back_labels, target_summaries
+from distgate.workflows.view_summaries import ViewSummary, view_summaries
 
 RETRY_AFTER = 1.0  # seconds without trying to write after a failed commit
 OVERLAP_FROM = 1000  # keys of a batch from which its answers are made while it is flushed
