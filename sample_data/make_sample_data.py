@@ -5,6 +5,12 @@ distribution) and two candidate releases of its records: releases/2026-q1.csv fo
 baseline in every location (safe), releases/2026-q2.csv is a plain random sample, in which
 the headquarters L2 stands out.
 
+Each soldier also has a rank and a unit (the views of docs/views.md), drawn by a generator
+of their own after everything above, so that the reference columns and every figure made
+from them stay as they were: the rank follows the age, except at L4, a staff location
+whose soldiers are officers far more often than their ages say; the unit is one of three
+of its location, except that L3's unit C trains the youngest soldiers.
+
 Run from anywhere: python sample_data/make_sample_data.py
 """
 
@@ -44,13 +50,53 @@ def soldiers(rng: random.Random) -> list[tuple[str, str, int, str]]:
     ]
 
 
+# ranks in order of seniority (their labels sort in that order), and each one's weight by
+# age band: the chance of a rank at an age
+RANKS = ["E1-E4", "E5-E6", "E7-E9", "O1-O3", "O4-O6"]
+RANK_WEIGHTS = [
+    [90, 8, 0, 2, 0],  # <18
+    [80, 15, 0, 5, 0],  # 18-19
+    [55, 33, 2, 10, 0],  # 20-24
+    [30, 45, 8, 15, 2],  # 25-29
+    [15, 45, 18, 17, 5],  # 30-34
+    [8, 38, 27, 17, 10],  # 35-39
+    [5, 30, 35, 15, 15],  # 40-44
+    [3, 25, 37, 13, 22],  # 45-49
+    [2, 20, 38, 12, 28],  # 50-54
+    [2, 15, 38, 10, 35],  # >=55
+]
+STAFF = "L4"  # officers three times as likely as elsewhere at every age
+TRAINING = ("L3", "C")  # the unit of L3 that takes most of its soldiers under 20
+
+
+def ranks_and_units(rows: list[tuple[str, str, int, str]]) -> list[tuple[str, str]]:
+    """Each soldier's rank and unit, by the rules of the module docstring."""
+    rng = random.Random(20261128)
+    out = []
+    for _, _, age, location in rows:
+        weights = list(RANK_WEIGHTS[band_of(age)])
+        if location == STAFF:
+            weights[3] *= 3
+            weights[4] *= 3
+        rank = rng.choices(RANKS, weights)[0]
+        if location == TRAINING[0] and age < 20 and rng.random() < 0.85:
+            unit = TRAINING[1]
+        elif location == TRAINING[0]:
+            unit = rng.choice("AABBC")
+        else:
+            unit = rng.choice("ABC")
+        out.append((rank, f"{location}-{unit}"))
+    return out
+
+
 def main() -> None:
     rng = random.Random(20261122)
     rows = soldiers(rng)
+    extra = ranks_and_units(rows)
     with open(HERE / "soldiers.csv", "w", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(["id", "name", "age", "location"])
-        writer.writerows(rows)
+        writer.writerow(["id", "name", "age", "location", "rank", "unit"])
+        writer.writerows(row + more for row, more in zip(rows, extra, strict=True))
     keys = [row[0] for row in rows]
     rng.shuffle(keys)
     for _ in range(REPEATS):

@@ -9,6 +9,7 @@ EXACT_FIELDS = (
     "enqueued",
     "earlier_request",
     "earlier_released_at",
+    "view",
 )
 
 

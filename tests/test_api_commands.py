@@ -248,7 +248,8 @@ def test_how_the_table_was_read_comes_back_as_data():
 
 def test_the_table_options_are_declared_once_for_the_api_the_cli_and_the_settings_file():
     # every table keyword but the settings file itself is a key of the settings file
-    assert set(TABLE_KEYWORDS) - {"config"} <= KNOWN_KEYS
+    settings_keys = {FLAGS[name].setting or name for name in TABLE_KEYWORDS if name in FLAGS}
+    assert settings_keys - {"config"} <= KNOWN_KEYS and "view" in settings_keys
     assert [f.name for f in dataclasses.fields(TableSpec) if f.name in FLAGS] == list(FLAGS)
     # the commands' table options are the spec's fields, by their flags
     from distgate.cli.assess import assess_command

@@ -527,7 +527,7 @@ def test_the_chi_square_table_holds_the_degrees_of_freedom_the_metrics_ask_for(m
     from distgate.gate._compiled_loop import chi2_table, kernel_codes
 
     gate = Gate(codes, codes % 2, 4, 10, metrics, 0.2, CriticalValues(p, np.ones(4)))
-    table = chi2_table(kernel_codes(gate.metrics), gate.alpha, gate.domain, 4, 10)
+    table = chi2_table(kernel_codes(gate.metrics), gate.alpha, gate.views[0].domain, 4, 10)
     held = set(np.flatnonzero(~np.isnan(table)).tolist())
     assert held == degrees
     for df in degrees:

@@ -40,7 +40,7 @@ def _tables(groups):
     cells = len(groups.group_of)
     one = np.zeros(1, dtype=np.int64)
     critical = CriticalValues(np.full(cells, 1 / cells), np.ones(1), mode="asymptotic")
-    tables = kernel_tables(Gate(one, one, 1, cells, ["kld"], 0.2, critical).release_state, True)
+    tables = kernel_tables(Gate(one, one, 1, cells, ["kld"], 0.2, critical).views[0], True)
     return tables._replace(group_of=groups.group_of, group_size=groups.group_size)
 
 
@@ -64,7 +64,7 @@ def _layout(cells_of_slots, live, groups):
         queued=np.zeros(1, dtype=bool),
         tally=np.array([room, int(np.sum(live))], dtype=np.int64),
     )
-    _run.build_maps(tables, queue)
+    _run.build_maps(tables.group_of, queue)
     return tables, queue
 
 
@@ -287,7 +287,7 @@ def test_the_kernel_takes_a_read_only_baseline_and_decides_as_with_a_writeable_o
         p.flags.writeable = writeable
         critical = CriticalValues(p, np.full(3, 40), mode="asymptotic")
         gate = Gate(targets, values, 3, 2, ["kld"], 0.2, critical, grace="none")
-        assert kernel_tables(gate.release_state, True).p.flags.writeable == writeable
+        assert kernel_tables(gate.views[0], True).p.flags.writeable == writeable
         runs.append(gate.run(np.arange(120)))
     assert_same_run(runs[0], runs[1])
     assert (runs[0].decision == 1).any() and (runs[0].decision == 0).any()
@@ -302,23 +302,22 @@ def test_the_kernel_refuses_bundles_of_the_wrong_type_or_size():
     codes = np.array([0, 1, 1, 0])
     critical = CriticalValues(np.array([0.5, 0.5]), np.array([2.0, 2.0]), mode="asymptotic")
     gate = Gate(codes, codes, 2, 2, ["kld"], 0.2, critical)
-    tables = kernel_tables(gate.release_state, True)
-    state = KernelState(gate.release_state)
+    tables = kernel_tables(gate.views[0], True)
     none = np.zeros(0, np.int64)
-    layout = lay_out_queue(gate.release_state, tables, none, none, 8)
-    _run.KernelBinding(tables, state.counts, layout, state.work)  # as the gate binds it
+    layout = lay_out_queue(gate.release_state, tables.group_of, none, none, 8)
+    kept = KernelState(gate.release_state, None, layout)
+    counts, work = kept.counts[0], kept.work[0]
+    _run.KernelBinding(tables, counts, layout, work)  # as the gate binds it
     with pytest.raises(TypeError, match="logp has dtype float32"):
         _run.KernelBinding(
-            tables._replace(logp=tables.logp.astype(np.float32)), state.counts, layout, state.work
+            tables._replace(logp=tables.logp.astype(np.float32)), counts, layout, work
         )
     with pytest.raises(ValueError, match="need_n has 1 elements"):
-        _run.KernelBinding(
-            tables._replace(need_n=tables.need_n[:1]), state.counts, layout, state.work
-        )
+        _run.KernelBinding(tables._replace(need_n=tables.need_n[:1]), counts, layout, work)
     with pytest.raises(ValueError, match="writes its counts n"):
-        n = state.counts.n.copy()
+        n = counts.n.copy()
         n.flags.writeable = False
-        _run.KernelBinding(tables, state.counts._replace(n=n), layout, state.work)
+        _run.KernelBinding(tables, counts._replace(n=n), layout, work)
 
 
 def test_the_compiled_constants_are_the_python_sides():

@@ -131,7 +131,7 @@ OPTION_CASES = [
     ),
     ("bins-unknown-column", [*ASSESS, "--bins", "height=1,2"], ("height",)),
     ("attr-unknown", ["assess", "soldiers.csv", "-x", "height", "-y", "location"], ("height",)),
-    ("target-unknown", ["assess", "soldiers.csv", "-x", "age", "-y", "rank"], ("rank",)),
+    ("target-unknown", ["assess", "soldiers.csv", "-x", "age", "-y", "branch"], ("branch",)),
     ("critical-unknown", [*ASSESS, "--critical", "fast"], ("fast",)),
     ("draws-huge", [*ASSESS, "--draws", "2000000000"], ("draws",)),
     ("draws-small", [*ASSESS, "--draws", "10"], ("draws",)),
@@ -185,8 +185,8 @@ OPTION_CASES = [
     ),
     (
         "randomize-sensitive",
-        ["randomize", "soldiers.csv", "--qi", "age", "--sensitive", "rank", "--tau", "0.5"],
-        ("rank",),
+        ["randomize", "soldiers.csv", "--qi", "age", "--sensitive", "branch", "--tau", "0.5"],
+        ("branch",),
     ),
 ]
 CONFIG_CASES = [

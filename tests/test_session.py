@@ -258,6 +258,7 @@ def test_shards_by_target_decide_as_one_gate_over_the_whole_table(tmp_path, metr
     from distgate.data.baseline import Baseline
 
     lines = (SAMPLE / "soldiers.csv").read_text().splitlines()
+    where = lines[0].split(",").index("location")
     shard_of = {"L1": 0, "L2": 1, "L3": 0, "L4": 1, "L5": 0}
     whole = load_inputs(SAMPLE_OPTIONS, need_keys=True)
     baseline = tmp_path / "baseline.csv"
@@ -270,12 +271,12 @@ def test_shards_by_target_decide_as_one_gate_over_the_whole_table(tmp_path, metr
     sessions = []
     for s in range(2):
         part = tmp_path / f"shard{s}.csv"
-        mine = [line for line in lines[1:] if shard_of[line.rsplit(",", 1)[1]] == s]
+        mine = [line for line in lines[1:] if shard_of[line.split(",")[where]] == s]
         part.write_text("\n".join([lines[0], *mine]) + "\n")
         options = replace(SAMPLE_OPTIONS, source=str(part), baseline=str(baseline))
         shard = load_inputs(options, need_keys=True)
         sessions.append(DurableSession(shard, settings, str(tmp_path / f"s{s}.db"), durable=False))
-    target_of = {line.split(",")[0]: line.rsplit(",", 1)[1] for line in lines[1:]}
+    target_of = {line.split(",")[0]: line.split(",")[where] for line in lines[1:]}
     keys = sample_keys()[:3000]
     with DurableSession(whole, settings, str(tmp_path / "one.db"), durable=False) as one:
         decided = one.decide(keys)

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from distgate.stats.critical import CriticalValues
-from distgate.workflows.simulate import fit_baseline_bound, request_orders, simulate
+from distgate.workflows.simulate import request_orders, simulate
+from distgate.workflows.simulate_views import fit_baseline_bound
 from tests import reference as ref
 from tests.cli_helpers import assert_bad_input, run
 from tests.conftest import SAMPLE

@@ -32,7 +32,9 @@ def calibrate(
     value alpha sets) blocks at each ``alpha`` (default 0.05 and 0.2). The
     :class:`~distgate.stats.calibration.Calibration` is ``within`` when every test keeps
     its level; with ``critical="auto"`` it also says where each test hands over from
-    Monte Carlo to its corrected asymptotic law."""
+    Monte Carlo to its corrected asymptotic law. A table of several ``views`` is
+    calibrated in each (its own baseline and targets): the first view's calibration holds
+    the others' (``more_views``) and is ``within`` when every view's is."""
     from distgate.data.config import alpha_list, joined, number_list, setting
     from distgate.defaults import DEFAULT_CALIBRATION_ALPHAS, DEFAULT_CALIBRATION_SIZES
     from distgate.stats.calibration import measure_levels
@@ -44,16 +46,23 @@ def calibrate(
     alphas = alpha_list(alpha, DEFAULT_CALIBRATION_ALPHAS)
     inputs, reading = spec.read(settings, counts_only=True)
     seed_value = setting(seed, settings, "seed", DEFAULT_SEED)
-    values = inputs.critical_values(
-        setting(critical, settings, "critical", DEFAULT_CRITICAL), seed=seed_value, draws=draws
+    mode = setting(critical, settings, "critical", DEFAULT_CRITICAL)
+    chosen_sizes = number_list(
+        DEFAULT_CALIBRATION_SIZES if sizes is None else sizes, "--sizes", int
     )
-    calibration = measure_levels(
-        values,
-        metrics,
-        alphas,
-        number_list(DEFAULT_CALIBRATION_SIZES if sizes is None else sizes, "--sizes", int),
-        releases=releases,
-        seed=seed_value,
+    calibration, *more = (
+        measure_levels(
+            view.critical_values(mode, seed=seed_value, draws=draws),
+            metrics,
+            alphas,
+            chosen_sizes,
+            releases=releases,
+            seed=seed_value,
+        )
+        for view in inputs.views
     )
+    for one, view in zip([calibration, *more], inputs.views, strict=True):
+        one.view = view.view_name
+    calibration.more_views = more
     calibration.reading = reading
     return calibration

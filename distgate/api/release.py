@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from distgate.release.assess import Assessment
     from distgate.release.audit import AuditResult
     from distgate.release.baseline import TableProfile
+    from distgate.release.views import ViewsAssessment, ViewsProfile
 
 
 def assess(
@@ -46,7 +47,7 @@ def assess(
     search_budget: int | None = None,
     output: File | None = None,
     **table_keywords: Any,
-) -> Assessment:
+) -> Assessment | ViewsAssessment:
     """Assess releasing ``table`` as a whole, as ``distgate assess`` does.
 
     ``metric`` is one name or several (``"kld,cst"`` or ``["kld", "cst"]``; default kld),
@@ -68,6 +69,13 @@ def assess(
     says so; ``to_pandas()`` gives one row per metric and target; with ``fix``, its
     ``repair`` (:class:`~distgate.release.repair.Repair`) is ``found`` when a plan passes,
     and ``to_dict()`` holds it as ``fix``.
+
+    With several views (``views=["rank@location", "age@unit"]``, SPEC 4.1) the result is a
+    :class:`~distgate.release.views.ViewsAssessment`: one assessment per view
+    (``.view(name)``), ``safe`` only when every view is. ``fix`` then withholds records
+    until every view passes (:mod:`distgate.release.views_repair`; ``fix_by`` suppress
+    only; ``output`` writes the kept records, a baseline file per view and a
+    ``distgate.toml`` of the views).
     """
     from distgate.data.config import metric_setting, setting
     from distgate.release.assess import (
@@ -109,10 +117,11 @@ def assess(
         "seed": setting(seed, settings, "seed", DEFAULT_SEED),
         "draws": draws,
         "threshold": thresholds,
-        "settings": classic_settings(
-            inputs, ground=ground, hierarchy=hierarchy or (), diversity=diversity
-        ),
     }
+    classic = {"ground": ground, "hierarchy": hierarchy or (), "diversity": diversity}
+    if len(inputs.views) > 1:
+        return _assess_views(inputs, reading, names, level, (fix, fixing), options, classic)
+    options["settings"] = classic_settings(inputs, **classic)
     values = inputs.critical_values(options["critical"], seed=options["seed"], draws=draws)
     assessment = assess_release(
         inputs.counts,
@@ -127,6 +136,75 @@ def assess(
     if fix:
         assessment.repair = run_fix(inputs, names, level, fixing, **options)
     return assessment
+
+
+def _assess_views(inputs, reading, names, level, fixing, options, classic):
+    """:func:`assess` of a table read in several views: each view judged with its own
+    counts, baseline, critical values and classic settings (``classic``: the ground
+    distance and l as given), the other ``options`` shared; with ``fixing`` (whether to
+    fix, how), one repair that passes every view."""
+    from distgate.release.assess import assess_release, classic_settings
+    from distgate.release.views import ViewHeader, ViewsAssessment
+    from distgate.release.views_repair import check_views_fix, repair_views
+
+    fix, how = fixing
+    if fix:
+        check_views_fix(how)
+    judged, settings = [], []
+    for view in inputs.views:
+        settings.append(classic_settings(view, **classic))
+        values = view.critical_values(
+            options["critical"], seed=options["seed"], draws=options["draws"]
+        )
+        assessment = assess_release(
+            view.counts,
+            view.table.target_labels,
+            names,
+            level,
+            values,
+            options["threshold"],
+            settings[-1],
+        )
+        judged.append((ViewHeader.of_inputs(view), assessment))
+    result = ViewsAssessment(judged, reading)
+    if fix:
+        result.repair = repair_views(
+            inputs.views,
+            names,
+            level,
+            max_suppressed=how.max_suppressed,
+            settings=settings,
+            **options,
+        )
+        if how.output and result.repair.found:
+            _write_views_repair(result.repair, inputs, how.output, names, level, settings, options)
+    return result
+
+
+def _write_views_repair(repair, inputs, folder, names, level, settings, options) -> None:
+    """Write the repair across views into ``folder`` and verify it by reading it back."""
+    from distgate.data.atomic import check_outputs
+    from distgate.release.views_repair import (
+        reassess_views_written,
+        write_views_repair,
+        written_names,
+    )
+
+    if os.path.isdir(folder):  # (check_output_folder refused a file or standard output)
+        check_outputs(
+            [inputs.options.source] if isinstance(inputs.options.source, str) else [],
+            [os.path.join(folder, name) for name in written_names(inputs.views)],
+        )
+    written = write_views_repair(repair, inputs.views, folder, seed=options["seed"])
+    again = reassess_views_written(folder, inputs.views, names, level, settings=settings, **options)
+    failing = [v.name for v, a in zip(repair.views, again, strict=True) if not a.safe]
+    if failing:
+        raise InputError(
+            f"The written release in '{folder}' does not pass the view(s) {', '.join(failing)} "
+            "when read back; it is left there for inspection."
+        )
+    repair.written = [str(p) for p in written]
+    repair.verified = True
 
 
 def k_anonymity(table: Table, k: int, **options: Any) -> Assessment:
@@ -165,13 +243,19 @@ def t_closeness(
     )
 
 
-def baseline(table: Table, *, output: File | None = None, **table_keywords: Any) -> TableProfile:
+def baseline(
+    table: Table, *, output: File | None = None, **table_keywords: Any
+) -> TableProfile | ViewsProfile:
     """What the whole table shows per target against the baseline, as ``distgate
     baseline`` does: each target's distribution q(x|y), KL distance D(y), exposure E(y)
     and the X-outliers. ``output`` also writes the baseline file (``-o``; ``"-"``:
     standard output). The :class:`~distgate.release.baseline.TableProfile` keeps the
     baseline (``.baseline``), which :func:`assess` and :func:`replay` take as their
-    ``baseline``."""
+    ``baseline``.
+
+    With several views (``views=``) the result is a
+    :class:`~distgate.release.views.ViewsProfile`, one profile per view (``.view(name)``);
+    ``output`` then is refused: a baseline file is one view's."""
     from distgate.data.atomic import check_outputs
     from distgate.data.baseline import write_baseline
     from distgate.release.baseline import profile_table
@@ -180,6 +264,22 @@ def baseline(table: Table, *, output: File | None = None, **table_keywords: Any)
     if output is not None:
         check_outputs(spec.files, [os.fspath(output)])
     inputs, reading = spec.read(counts_only=True)
+    if len(inputs.views) > 1:
+        if output is not None:
+            raise InputError(
+                "-o writes one view's baseline file: with several views, write each with its "
+                "own command (baseline TABLE --view X@Y -o FILE)."
+            )
+        from distgate.release.views import ViewHeader, ViewsProfile
+
+        profiles = [
+            (
+                ViewHeader.of_inputs(view),
+                profile_table(view.counts, view.baseline, view.table.target_labels),
+            )
+            for view in inputs.views
+        ]
+        return ViewsProfile(profiles, reading)
     profile = profile_table(inputs.counts, inputs.baseline, inputs.table.target_labels)
     if output is not None:
         write_baseline(os.fspath(output), inputs.baseline)

@@ -217,13 +217,18 @@ def simulate(
     ``critical``, ``seed`` (also the request orders'), ``draws``, ``no_queue``, ``grace``,
     ``indistinguishable`` and ``share`` (:data:`SIMULATE_KEYWORDS`).
 
+    With several ``views`` every gate run protects them all (SPEC 4.1) and the results are
+    given per view too (``views``: each view's releases per target, fit-the-baseline bound,
+    cross-safety and the requests it blocked); ``attack`` and ``indistinguishable`` take one
+    view (InputError with several), and ``keep_evolution`` keeps nothing with several.
+
     The :class:`~distgate.workflows.simulate.Simulation` gives the released share per
     metric, alpha and target, the fit-the-baseline bound and the cross-safety matrix
     (``to_dict()``); its ``reading`` says how the table was read."""
     from distgate.data.config import alpha_list, joined
     from distgate.defaults import DEFAULT_SIMULATE_ALPHAS, DEFAULT_SIMULATE_METRICS
     from distgate.stats.metrics.registry import parse_metrics
-    from distgate.workflows.simulate import chi_square_fit_sample
+    from distgate.workflows.simulate import ViewCodes, chi_square_fit_sample
     from distgate.workflows.simulate import simulate as run_simulation
 
     spec, given = _table_spec(table, keywords, "simulate", SIMULATE_KEYWORDS)
@@ -235,7 +240,21 @@ def simulate(
 
         checkpoints = parse_checkpoints(checkpoints)
     inputs, reading = spec.read(settings)
-    values = inputs.critical_values(chosen.critical, seed=chosen.seed, draws=chosen.draws)
+    first, *more = inputs.views
+    values, *more_values = (
+        view.critical_values(chosen.critical, seed=chosen.seed, draws=chosen.draws)
+        for view in inputs.views
+    )
+    more_views = [
+        ViewCodes(
+            view.table.target_codes,
+            view.table.value_codes,
+            view.table.target_labels,
+            view_values,
+            view.view_name,
+        )
+        for view, view_values in zip(more, more_values, strict=True)
+    ]
     total, done = len(metrics) * len(alphas) * sequences, [0]
 
     def advance() -> None:
@@ -263,8 +282,10 @@ def simulate(
         checkpoints=checkpoints,
         indistinguishable=chosen.indistinguishable,
         share=chosen.share,
+        name=first.view_name,
+        more_views=more_views,
     )
-    if keep_evolution:
+    if keep_evolution and not more_views:
         result.fit_sample = chi_square_fit_sample(
             values, result.requests, chosen.draws, chosen.seed
         )

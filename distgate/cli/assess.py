@@ -61,8 +61,8 @@ FixByOption = Annotated[
         "--fix-by",
         metavar="STRATEGY",
         help="How --fix repairs: merge (adjacent values of X and targets), suppress (withhold "
-        "the fewest records) or both (the plan that keeps the most information) "
-        f"[default: {DEFAULT_FIX_BY}].",
+        "the fewest records) or both (the plan that keeps the most information); several "
+        f"views are repaired by suppress only [default: {DEFAULT_FIX_BY}; suppress with views].",
     ),
 ]
 MaxSuppressedOption = Annotated[
@@ -191,7 +191,13 @@ def assess_command(
         output=output,
     )
     print_notes(result.reading, quiet=shown_as.quiet, silent=shown_as.silent)
-    if result.repair is None:
+    if hasattr(result, "views"):  # a ViewsAssessment: the table judged in several views
+        from distgate.report.assess import views_report
+
+        fixed = result.repair is not None and result.repair.found
+        code = EXIT_OK if result.safe or fixed else EXIT_UNSAFE
+        shown = views_report(result)
+    elif result.repair is None:
         from distgate.report.assess import assessment_report
 
         code = EXIT_OK if result.safe else EXIT_UNSAFE

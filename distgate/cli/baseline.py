@@ -39,9 +39,12 @@ def baseline_command(
     check_outputs(table.files, shown_as.files)
     profile = baseline(table, output=output)
     print_notes(profile.reading, quiet=shown_as.quiet, silent=shown_as.silent)
-    from distgate.report.baseline import baseline_report
+    from distgate.report.baseline import baseline_report, views_baseline_report
 
-    shown = baseline_report(profile, output)
+    if hasattr(profile, "views"):  # a ViewsProfile: the table profiled in several views
+        shown = views_baseline_report(profile)
+    else:
+        shown = baseline_report(profile, output)
     describe(shown, context, table.files, profile.reading.settings)
     show(
         shown,

@@ -18,6 +18,7 @@ from distgate.defaults import (
     DEFAULT_SIMULATE_ALPHAS,
     DEFAULT_SIMULATE_METRICS,
 )
+from distgate.errors import InputError
 from distgate.extras import require_plots
 from distgate.report.figures import check_plot_path
 
@@ -105,7 +106,9 @@ def simulate_command(
     """Repeat the gate over random request orders and compare metrics and significance
     levels: percent released per target, the fit-the-baseline bound and the cross-safety
     matrix. Each order requests every record of the table unless --requests N asks for
-    fewer. --attack adds the observer's attacks on the final releases.
+    fewer. --attack adds the observer's attacks on the final releases. With several --view
+    every gate protects them all and each view gets its tables and the requests it blocked
+    (--attack and --plot take one view).
 
     Example: distgate simulate soldiers.csv --metric mis,kld,cst,dqt --alpha 0.2,0.05
     """
@@ -119,6 +122,11 @@ def simulate_command(
     if plots is not None:
         require_plots("simulate --plot")
         check_plot_path(plots)
+        if len(table.options(table.settings()).views) > 1:
+            raise InputError(
+                "simulate --plot draws one view's statistic against its critical value: give "
+                "one view to draw it (the report gives every view's releases)."
+            )
     with progress(shown_as.quiet) as bar:
         task = bar.add_task("simulate", total=None)
         result = simulate(

@@ -3,15 +3,17 @@
 Looked up in the working directory (or given with ``--config FILE``). Keys: ``id``,
 ``attributes``, ``targets``, ``[bins]``, ``[order]``, ``weight``, ``missing``,
 ``delimiter``, ``encoding``, ``baseline``, ``metric``, ``alpha`` (and ``critical``,
-``seed``, ``engine``, ``scheduler``). Command-line flags override the file. A relative
-``baseline`` path is taken relative to the config file's folder.
+``seed``, ``engine``, ``scheduler``), and ``[[view]]`` tables, one per view of the table
+(SPEC 4.1: ``x``, ``y``, and optionally ``bins``, ``baseline``, ``missing``). Command-line
+flags override the file. A relative ``baseline`` path is taken relative to the config
+file's folder.
 """
 
 from __future__ import annotations
 
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +99,10 @@ VALIDATORS: dict[str, tuple[Any, str]] = {
         lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
         "a whole number >= 0",
     ),
+    "view": (
+        lambda v: isinstance(v, list) and bool(v) and all(isinstance(t, dict) for t in v),
+        "[[view]] tables, each with x and y (and optionally bins, baseline, missing)",
+    ),
 }
 KNOWN_KEYS = frozenset(VALIDATORS)
 
@@ -150,7 +156,31 @@ def load_config(path: str | None = None) -> dict[str, Any]:
         data["metric"] = ",".join(data["metric"])
     if "baseline" in data and not Path(data["baseline"]).is_absolute():
         data["baseline"] = str(candidate.parent / data["baseline"])
+    if "view" in data:
+        data["view"] = _config_views(data["view"], candidate, text)
     return data
+
+
+def _config_views(tables: list[dict], candidate: Path, text: str) -> list:
+    """The ``[[view]]`` tables as views (:class:`distgate.data.views.View`), a relative
+    baseline path taken relative to the file's folder."""
+    from distgate.data.views import view_of
+
+    line = _line_of(text, "[view]")
+    views = []
+    for i, table in enumerate(tables):
+        where = f"Config file '{candidate}', [[view]] number {i + 1}"
+        if line is not None:
+            where += f" (from line {line})"
+        view = view_of(table, where)
+        baseline = table.get("baseline")
+        if baseline is not None:
+            if not _is_text(baseline):
+                raise InputError(f"{where}: baseline must be a file path in quotes.")
+            if not Path(baseline).is_absolute():
+                view = replace(view, baseline=str(candidate.parent / baseline))
+        views.append(view)
+    return views
 
 
 @dataclass(frozen=True)
@@ -177,6 +207,10 @@ class TableOptions:
     order: tuple[tuple[str, tuple[str, ...]], ...] = ()  # value order per column
     delimiter: str | None = None  # None: tab for .tsv names, else a comma
     encoding: str | None = None  # None: UTF-8
+    # several views of the table (SPEC 4.1; distgate.data.views.View), each with its own
+    # columns, bins, baseline and missing values; the first is also the options above.
+    # Empty: the one view of the options above
+    views: tuple = ()
 
     @property
     def bins_dict(self) -> dict[str, list[float]]:

@@ -354,6 +354,77 @@ def encode_table(
     )
 
 
+def encode_views(
+    source: str,
+    views: Sequence,
+    *,
+    value_domains: Sequence[Sequence[str] | None],
+    id_column: str | None = None,
+    missing: str = "error",
+    weight: str | None = None,
+    order: Mapping[str, Sequence[str]] | None = None,
+    fmt: TextFormat = PLAIN,
+    keys_checked_later: bool = False,
+) -> list[EncodedTable]:
+    """Read a table once and encode its records in each of several views (SPEC 4.1; a
+    view is a :class:`distgate.data.views.View`), as :func:`encode_table` encodes them in
+    one: every view's EncodedTable holds the same records in the same order. A record
+    that a view leaves out (its ``missing``, else ``missing``, is ``drop``) is left out of
+    every view: a record is released whole or not at all. ``value_domains`` fixes each
+    view's value codes (its baseline's labels, or None)."""
+    order = dict(order or {})
+    for view in views:
+        used = (*view.attributes, *view.targets)
+        check_roles(
+            view.attributes,
+            view.targets,
+            view.bins_dict,
+            {c: v for c, v in order.items() if c in used},
+            weight,
+        )
+    name = f"table {display_name(source)}"
+    encoded_columns = list(dict.fromkeys(c for v in views for c in (*v.attributes, *v.targets)))
+    # a column binned wherever it is used is read as numbers; one also used as text is not
+    binned = {c for v in views for c, _ in v.bins}
+    as_text = {c for v in views for c in (*v.attributes, *v.targets) if c not in v.bins_dict}
+    numeric = sorted(binned - as_text)
+    extra = [c for c in (id_column, weight) if c and c not in encoded_columns]
+    table = read_columns(
+        source,
+        encoded_columns + extra,
+        what="table",
+        dictionary=encoded_columns,
+        numeric=[*numeric, *([weight] if weight else [])],
+        fmt=fmt,
+    )
+    dropping = [
+        c for v in views if (v.missing or missing) == "drop" for c in (*v.attributes, *v.targets)
+    ]
+    table, dropped = handle_missing(
+        table, list(dict.fromkeys(dropping)), name, "drop", also=encoded_columns
+    )
+    encoded = []
+    for i, view in enumerate(views):
+        used = (*view.attributes, *view.targets)
+        one = _encode_read_table(
+            table,
+            attributes=view.attributes,
+            targets=view.targets,
+            bins=view.bins_dict,
+            order={c: v for c, v in order.items() if c in used},
+            value_domain=value_domains[i],
+            missing=view.missing or missing,
+            source=source,
+            name=name,
+            weight=weight,
+            id_column=id_column,
+            keys_checked_later=keys_checked_later or i > 0,  # the first view checks them
+        )
+        one.dropped += dropped
+        encoded.append(one)
+    return encoded
+
+
 _GROUP_COUNT = "\x00records"  # the count column of the distinct records (no column's name)
 
 

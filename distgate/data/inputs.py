@@ -21,7 +21,11 @@ from distgate.stats.critical import CriticalValues
 @dataclass(frozen=True)
 class Inputs:
     """The encoded table, its counts C[y, x] (all records), the baseline and the engine
-    that counted them."""
+    that counted them.
+
+    A table read in several views (SPEC 4.1; ``options.views``) is one Inputs per view,
+    over the same records in the same order; the first view's holds them all
+    (:attr:`views`), each names its view (``view_name``)."""
 
     table: EncodedTable  # or an engines.EngineTable with the same attributes
     baseline: Baseline
@@ -29,6 +33,13 @@ class Inputs:
     counts: np.ndarray
     engine: str = "arrow"
     engine_reason: str = ""
+    view_name: str | None = None
+    other_views: tuple = ()  # the first view's: the views after it
+
+    @property
+    def views(self) -> tuple[Inputs, ...]:
+        """Every view's inputs, this one first (itself alone for a table of one view)."""
+        return (self, *self.other_views)
 
     def critical_values(
         self, mode: str = DEFAULT_CRITICAL, seed: int = DEFAULT_SEED, draws: int = DEFAULT_DRAWS
@@ -81,6 +92,8 @@ def load_inputs(
     """
     from distgate.data.engines import choose_engine
 
+    if options.views:
+        return _load_views(options, need_keys)
     baseline = None
     if options.baseline:
         baseline = read_baseline(options.baseline, options.attributes)
@@ -105,6 +118,63 @@ def load_inputs(
     if baseline is None:
         baseline = Baseline.from_counts(counts, table.value_labels, options.attributes)
     return Inputs(table, baseline, options, counts, engine, reason)
+
+
+def _load_views(options: TableOptions, need_keys: bool) -> Inputs:
+    """The table read once and encoded in each of ``options.views``
+    (:func:`distgate.data.domain.encode_views`): one Inputs per view, the first holding
+    the others. Several views are counted by the arrow engine: a record a view leaves out
+    is left out of every view, which the out-of-core engines' counts per view cannot
+    follow."""
+    from dataclasses import replace
+
+    from distgate.data.domain import encode_views
+    from distgate.data.engines import choose_engine
+    from distgate.data.frames import FrameSource
+    from distgate.errors import InputError
+
+    if options.engine not in ("auto", "arrow"):
+        raise InputError(
+            f"Several views are read by the arrow engine (a record is left out of every view "
+            f"or of none), not by the {options.engine} engine: leave --engine out."
+        )
+    reason = "several views"
+    if isinstance(options.source, FrameSource):
+        reason = choose_engine(options.source, "auto")[1]
+    views = options.views
+    baselines = [
+        read_baseline(view.baseline, view.attributes) if view.baseline else None for view in views
+    ]
+    tables = encode_views(
+        options.source,
+        views,
+        value_domains=[b.labels if b is not None else None for b in baselines],
+        id_column=options.id_column if (need_keys or options.id_column) else None,
+        missing=options.missing,
+        weight=options.weight,
+        order=options.order_dict,
+        fmt=options.text_format,
+        keys_checked_later=need_keys,
+    )
+    inputs = []
+    for view, table, baseline in zip(views, tables, baselines, strict=True):
+        counts = table.count_table().counts
+        if baseline is None:
+            baseline = Baseline.from_counts(counts, table.value_labels, view.attributes)
+        view_options = replace(
+            options,
+            attributes=view.attributes,
+            targets=view.targets,
+            bins=view.bins,
+            baseline=view.baseline,
+            missing=view.missing,
+            views=(),
+        )
+        inputs.append(
+            Inputs(table, baseline, view_options, counts, "arrow", reason, view_name=view.name)
+        )
+    first, *more = inputs
+    return replace(first, options=options, other_views=tuple(more))
 
 
 def _load_with_engine(options, baseline, engine: str, reason: str, need_keys: bool) -> Inputs:

@@ -99,11 +99,12 @@ def _missing_mask(column: pa.ChunkedArray) -> np.ndarray | None:
 
 
 def handle_missing(
-    table: pa.Table, columns: Sequence[str], name: str, mode: str
+    table: pa.Table, columns: Sequence[str], name: str, mode: str, also: Sequence[str] = ()
 ) -> tuple[pa.Table, int]:
     """Records with a missing value in ``columns``: ``error`` names how many and where,
-    ``drop`` leaves them out (returning how many), ``keep`` makes "missing" a value of its
-    own (after every bin, for a binned column)."""
+    ``drop`` leaves them out (returning how many; the dictionaries of ``columns`` and of
+    the encoded columns ``also`` are rebuilt without the values left out), ``keep`` makes
+    "missing" a value of its own (after every bin, for a binned column)."""
     if mode not in MISSING_MODES:
         raise InputError(
             f"Unknown --missing mode '{mode}' (choose from {', '.join(MISSING_MODES)})."
@@ -125,7 +126,8 @@ def handle_missing(
     if mode == "drop":
         if anywhere.all():
             raise InputError(nothing_left(name, list(masks)))
-        return keep_records(table, ~anywhere, columns), int(anywhere.sum())
+        rebuilt = list(dict.fromkeys([*columns, *also]))
+        return keep_records(table, ~anywhere, rebuilt), int(anywhere.sum())
     for column, mask in masks.items():
         text = pc.cast(table.column(column), pa.string())
         filled = pc.if_else(arrow_array(mask), MISSING_LABEL, text.combine_chunks())

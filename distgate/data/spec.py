@@ -40,14 +40,15 @@ class Flag:
 
     ``names``: the option's flags (none: the positional argument); ``repeat``: a list,
     the flag repeated or comma-separated; ``parameter``: the command's parameter name when
-    it is not the field's (the report lists the options by it). The settings file's key
-    is the field's name."""
+    it is not the field's (the report lists the options by it); ``setting``: the settings
+    file's key when it is not the field's name (``[[view]]`` tables for ``views``)."""
 
     names: tuple[str, ...]
     metavar: str
     help: str
     repeat: bool = False
     parameter: str | None = None
+    setting: str | None = None
 
 
 def _given(*names: str, metavar: str, help: str, **more: Any) -> Any:
@@ -64,9 +65,12 @@ class TableSpec:
     (``"age,sex"`` too); ``bins`` and ``order`` a mapping (``{"age": [18, 20]}``) or the
     flag's texts (``"age=18,20"``); ``baseline`` a file, a table in memory, or a
     :class:`~distgate.data.baseline.Baseline` (or a profile holding one); ``config`` a
-    settings file. ``local_config``: with no ``config``, read ``./distgate.toml`` when
-    there is one, as the command line does (a function reads no settings file unless it
-    is named)."""
+    settings file; ``views`` several groupings of the table to protect at once (SPEC 4.1:
+    ``"rank@branch"`` texts, (x, y) pairs, :class:`~distgate.data.views.View` objects or
+    mappings with ``x``, ``y``, ``bins``, ``baseline`` and ``missing``), instead of
+    ``attributes`` and ``targets``. ``local_config``: with no ``config``, read
+    ``./distgate.toml`` when there is one, as the command line does (a function reads no
+    settings file unless it is named)."""
 
     table: Any = _given(
         metavar="TABLE",
@@ -156,6 +160,16 @@ class TableSpec:
         metavar="FILE",
         help="Settings file (default: ./distgate.toml if present).",
     )
+    views: Any = _given(
+        "--view",
+        metavar="X@Y",
+        help="A view to protect: attribute column(s) X grouped by target column(s) Y, "
+        "several of one side joined with '+', e.g. rank@branch+gender; repeat for several "
+        "views, all protected at once (instead of -x/-y; distgate.toml: [[view]] tables).",
+        repeat=True,
+        parameter="view",
+        setting="view",
+    )
     local_config: bool = False
 
     def settings(self) -> dict[str, Any]:
@@ -187,11 +201,14 @@ class TableSpec:
         """The table options (all but the table and the settings file) in the command
         line's forms: a list option as a list of texts (a mapping of bins or orders as it
         is), None where not given."""
-        return {
+        given = {
             name: _as_flag(getattr(self, name)) if flag.repeat else getattr(self, name)
             for name, flag in FLAGS.items()
-            if name not in ("table", "config")
+            if name not in ("table", "config", "views")
         }
+        views = self.views  # texts, View objects, (x, y) pairs or mappings, as they are
+        given["views"] = [views] if isinstance(views, str) else views
+        return given
 
     def options(self, settings: dict[str, Any]) -> TableOptions:
         """The options the readers take: each one given over the settings file's over the
@@ -203,18 +220,26 @@ class TableSpec:
         from distgate.data.values import parse_bins, parse_order
 
         given = self.given()
+        given["baseline"] = _baseline_source(self.baseline)
+        views = _chosen_views(settings, given)
+        table_missing = given["missing"] or settings.get("missing") or "error"
+        if views:  # the first view's columns are the options' own
+            first = views[0]
+            given["attributes"], given["targets"] = list(first.attributes), list(first.targets)
+            given["baseline"] = first.baseline or given["baseline"]
+            given["missing"] = first.missing or given["missing"]
         attributes = split_names(given["attributes"]) or list(settings.get("attributes") or [])
         targets = split_names(given["targets"]) or list(settings.get("targets") or [])
         for role, named in (("attributes", attributes), ("targets", targets)):
             if not named:
                 raise InputError(self._none_named(role))
-        bins = {c: e for c, e in parse_bins(settings.get("bins")).items() if c in attributes}
-        bins.update(parse_bins(given["bins"]))
-        used = attributes + targets
+        file_bins, flag_bins = parse_bins(settings.get("bins")), parse_bins(given["bins"])
+        bins = {c: e for c, e in file_bins.items() if c in attributes}
+        bins.update(flag_bins)
+        used = {*attributes, *targets} | {c for v in views for c in (*v.attributes, *v.targets)}
         order = {c: v for c, v in parse_order(settings.get("order")).items() if c in used}
         order.update(parse_order(given["order"]))
         fmt = text_format(settings, given["delimiter"], given["encoding"])
-        given["baseline"] = _baseline_source(self.baseline)
         chosen = {
             option: value
             for option, name in (
@@ -226,6 +251,15 @@ class TableSpec:
             )
             if (value := given[name] or settings.get(name)) is not None
         }  # those left out take TableOptions' defaults
+        if len(views) > 1:  # each view's bins: the file's, the flags', its own
+            views = tuple(_view_options(v, file_bins, flag_bins, table_missing) for v in views)
+            unused = [c for c in flag_bins if not any(c in v.attributes for v in views)]
+            if unused:
+                raise InputError(f"Bins are given for '{unused[0]}', which no view's attribute is.")
+            bins = dict(views[0].bins)
+            chosen["missing"] = views[0].missing
+        elif views:
+            bins.update(views[0].bins_dict)
         scheduler = given["scheduler"] or settings.get("scheduler")
         return TableOptions(
             source=self.source,
@@ -236,6 +270,7 @@ class TableSpec:
             order=tuple((c, tuple(v)) for c, v in order.items()),
             delimiter=fmt.delimiter,
             encoding=fmt.encoding,
+            views=views if len(views) > 1 else (),
             **chosen,
         )
 
@@ -376,3 +411,43 @@ def _baseline_source(value: Any) -> Any:
     from distgate.data.frames import table_source
 
     return table_source(value)
+
+
+def _view_options(view: Any, file_bins: dict, flag_bins: dict, missing: str) -> Any:
+    """A view of several with the bins of its attributes (the file's, then the flags',
+    then its own) and its missing values (its own, else the table's)."""
+    bins = {c: e for c, e in file_bins.items() if c in view.attributes}
+    bins.update({c: e for c, e in flag_bins.items() if c in view.attributes})
+    bins.update(view.bins_dict)
+    return dataclasses.replace(
+        view,
+        bins=tuple((c, tuple(e)) for c, e in bins.items()),
+        missing=view.missing or missing,
+    )
+
+
+def _chosen_views(config: dict[str, Any], given: dict[str, Any]) -> tuple:
+    """The views given (``--view``, the ``views`` keyword), else the settings file's
+    unless -x or -y is given; () for the one view of -x and -y."""
+    flags = given.get("views")
+    from distgate.data.config import split_names
+    from distgate.data.views import check_views, view_of
+
+    named = split_names(given.get("attributes")) or split_names(given.get("targets"))
+    if flags:
+        if named:
+            raise InputError(
+                "Give the views with --view only: -x and -y name one view (the same as --view X@Y)."
+            )
+        views = tuple(view_of(v, "--view") for v in flags)
+    elif not named and config.get("view"):
+        views = tuple(config["view"])
+    else:
+        return ()
+    if given.get("baseline") and len(views) > 1:
+        raise InputError(
+            "--baseline is one view's baseline: with several views give each its own in the "
+            "[[view]] tables of distgate.toml (or in the views keyword's mappings)."
+        )
+    check_views(views)
+    return views

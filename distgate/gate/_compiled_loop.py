@@ -11,6 +11,9 @@ What the kernel keeps between runs (its counts, its work space, the queue in its
 stays with the loop (:class:`KernelState`) and the gate's queue, so that a run allocates
 only what grows with its own requests: deciding one request costs a few microseconds, not
 a rebuild of the gate's structures.
+
+With several views (SPEC 4.1) the kernel gets a table, counts and work space per view and
+the views' joint cells (:func:`joint_cells`), which its queue holds.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import numpy as np
 
 from distgate.gate._kernel.bundles import (
     Counts,
+    Joint,
     Outputs,
     Queue,
     Tables,
@@ -31,6 +35,7 @@ from distgate.gate.decisions import GateRun
 from distgate.gate.grace import Grace
 from distgate.gate.loop import Loop
 from distgate.gate.release_state import ReleaseState
+from distgate.gate.view import GateView
 from distgate.stats.critical import AUTOMATIC, CriticalValues, chi2_quantile
 from distgate.stats.metrics.evaluators import LAWS
 from distgate.stats.metrics.registry import (
@@ -144,17 +149,17 @@ def dqt_by_size(cv, alpha: float, largest: int) -> np.ndarray:
     return np.concatenate([kept, values(sizes[count:])])
 
 
-def kernel_tables(state: ReleaseState, queue: bool) -> Tables:
-    """What the kernel looks up for the release ``state`` (its records, its metrics'
-    checks, its grace) with or without a ``queue``: the critical values of the chosen
-    tests by their own size (:func:`critical_tables`), Dixon per number of targets,
-    exposure's spread factors, the grace thresholds, the cells' groups."""
-    checks = state.checks
+def kernel_tables(view: GateView, queue: bool) -> Tables:
+    """What the kernel looks up for one ``view`` of the release (its records, its
+    metrics' checks, its grace) with or without a ``queue``: the critical values of the
+    chosen tests by their own size (:func:`critical_tables`), Dixon per number of
+    targets, exposure's spread factors, the grace thresholds, the cells' groups."""
+    checks = view.checks
     codes = kernel_codes([record.name for record in checks.records])
     cv, alpha = checks.critical, checks.alpha
-    n_targets, n_values = state.n_targets, state.n_values
-    records = len(state.target_codes)
-    largest = int(np.bincount(state.target_codes).max()) if records else 0
+    n_targets, n_values = view.n_targets, view.n_values
+    records = len(view.target_codes)
+    largest = int(np.bincount(view.target_codes).max()) if records else 0
     unused = (np.full(1, np.nan), 0, np.ones(1))
     kld = critical_tables(cv, LAWS["kld"], alpha, largest) if KERNEL_KLD in codes else unused
     cst = critical_tables(cv, LAWS["cst"], alpha, largest) if KERNEL_CST in codes else unused
@@ -167,7 +172,7 @@ def kernel_tables(state: ReleaseState, queue: bool) -> Tables:
     targets = np.arange(n_targets + 2, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         spread = np.where(targets >= 3, np.sqrt(targets / (targets - 2)), 0.0)
-    need_n, need_v = state.grace.need
+    need_n, need_v = view.grace.need
     group_of, group_size, _ = cell_groups(n_targets * n_values)
     families = 0
     for code in codes:
@@ -175,12 +180,12 @@ def kernel_tables(state: ReleaseState, queue: bool) -> Tables:
     return Tables(
         # the smallest integers that hold the codes: a random request reads them from
         # tables that then stay in the processor's cache
-        target_codes=_compact(state.target_codes, n_targets),
-        value_codes=_compact(state.value_codes, n_values),
+        target_codes=_compact(view.target_codes, n_targets),
+        value_codes=_compact(view.value_codes, n_values),
         metrics=np.array(codes, np.int64),
         chosen=sum(1 << code for code in set(codes)),
         families=families,
-        logp=state.logp,
+        logp=view.logp,
         p=np.asarray(cv.p, dtype=float),
         chi2=chi2_table(codes, alpha, checks.domain, n_targets, n_values),
         kld_mc=kld[0],
@@ -202,26 +207,107 @@ def kernel_tables(state: ReleaseState, queue: bool) -> Tables:
         auto=cv.mode in AUTOMATIC,
         switch=int(cv.switch_size),
         queue_on=queue,
-        xlogx=state.xlogx,
+        xlogx=view.xlogx,
         distances=any(code in DISTANCE_METRICS for code in codes),
         group_of=group_of,
         group_size=group_size,
     )
 
 
+class JointLayout:
+    """The joint cells of several views as the kernel reads them (:class:`Joint`'s
+    fields that never change): each joint cell's cells, each record's joint cell, and per
+    view, the joint cells holding each of its cells; with their groups in the queue's
+    maps."""
+
+    def __init__(self, state: ReleaseState) -> None:
+        joint, views = state.joint, state.views
+        count = joint.count
+        starts, members, view_start = [], [], []
+        first = 0
+        for v, view in enumerate(views):
+            column = joint.view_cells[:, v]
+            held = np.bincount(column, minlength=view.n_cells)
+            view_start.append(first)
+            first += view.n_cells + 1
+            starts.append(np.concatenate([[0], np.cumsum(held)]) + v * count)
+            members.append(np.argsort(column, kind="stable"))
+        self.views, self.count = len(views), count
+        self.view_cells = joint.view_cells.reshape(-1)
+        self.of_record = joint.of_record
+        self.starts = np.concatenate(starts).astype(np.int64)
+        self.view_start = np.array(view_start, dtype=np.int64)
+        self.members = np.concatenate(members).astype(np.int64)
+        # each joint cell is a group of the safe set of its own; the queue's maps have one
+        # group (a search walks the safe joint cells' slots: _search.next_safe_joint)
+        self.group_of = np.arange(count, dtype=np.int64)
+        self.map_group = np.zeros(count, dtype=np.int64)
+        # each joint cell's run of slots holds one per record of it (_search.link_slot)
+        held = np.bincount(joint.of_record, minlength=count)
+        self.slot_start = np.concatenate([[0], np.cumsum(held)]).astype(np.int64)
+
+    def fresh(self, layout: Queue) -> Joint:
+        """The joint cells of the queue ``layout`` with no view's verdict yet: every joint
+        cell blocked by every view, the safe set empty; each joint cell's slots in
+        arrival order."""
+        count = self.count
+        fill = int(layout.tally[0])
+        slots = np.zeros(len(self.of_record), dtype=np.int64)
+        head = self.slot_start[:-1].copy()
+        tail = head.copy()
+        if fill:
+            cells = layout.cell[:fill]
+            by_cell = np.argsort(cells, kind="stable")  # each cell's slots, in order
+            held = np.bincount(cells, minlength=count)
+            places = np.repeat(self.slot_start[:-1], held)
+            places += np.arange(fill) - np.repeat(np.cumsum(held) - held, held)
+            slots[places] = by_cell
+            tail += held
+        return Joint(
+            view_cells=self.view_cells,
+            of_record=self.of_record,
+            starts=self.starts,
+            view_start=self.view_start,
+            members=self.members,
+            unsafe=np.full(count, self.views, dtype=np.int64),
+            group_of=self.group_of,
+            map_group=self.map_group,
+            slot_start=self.slot_start,
+            slots=slots,
+            next_live=np.arange(len(slots), dtype=np.int64),
+            head=head,
+            tail=tail,
+            cursor=np.full(count, -1, dtype=np.int64),
+            cursor_pass=np.full(count, -1, dtype=np.int64),
+            # room for each cell's entry and as many stale ones before a rebuild
+            heap_slot=np.zeros(2 * count + 64, dtype=np.int64),
+            heap_cell=np.zeros(2 * count + 64, dtype=np.int64),
+            key=np.full(count, -1, dtype=np.int64),
+            pending=np.zeros(count, dtype=np.int64),
+            is_pending=np.zeros(count, dtype=bool),
+            safe=np.zeros(count, dtype=np.uint8),
+            group_safe=np.zeros(count, dtype=np.int64),
+            safe_groups=np.zeros(count, dtype=np.int64),
+            group_place=np.full(count, -1, dtype=np.int64),
+            counters=np.array([0, 0, 0, 0, -1, 0, 0], dtype=np.int64),
+            ready=np.zeros(1, dtype=bool),
+        )
+
+
 def lay_out_queue(
-    state: ReleaseState, tables: Tables, arrivals: np.ndarray, records: np.ndarray, room: int
+    state: ReleaseState, group_of: np.ndarray, arrivals: np.ndarray, records: np.ndarray, room: int
 ) -> Queue:
     """The queue (``arrivals``, ``records``, in arrival order) of the release ``state``
     laid out for the kernel in a layout of ``room`` slots: the entries in the first slots,
-    their maps built."""
+    their maps built by ``group_of``, each cell's group (the one view's tables', or the
+    joint cells' one group)."""
     from distgate.gate._kernel._run import build_maps
 
     n = len(arrivals)
-    cells_total = state.n_targets * state.n_values
-    _, _, groups = cell_groups(cells_total)
+    cells_total = state.n_cells
+    groups = int(group_of.max(initial=0)) + 1
     blocks = room // 64 + 1
-    cells = state.target_codes[records] * state.n_values + state.value_codes[records]
+    cells = state.cells[records]
     layout = Queue(
         arrival=np.zeros(room, dtype=np.int64),
         record=np.zeros(room, dtype=np.int64),
@@ -231,7 +317,7 @@ def lay_out_queue(
         map1=np.zeros((groups, blocks // 64 + 1), dtype=np.uint64),
         map2=np.zeros((groups, blocks // 4096 + 1), dtype=np.uint64),
         cell_alive=np.bincount(cells, minlength=cells_total).astype(np.int64),
-        queued=np.zeros(len(state.target_codes), dtype=bool),
+        queued=np.zeros(state.records, dtype=bool),
         tally=np.array([n, n], dtype=np.int64),
     )
     layout.arrival[:n], layout.record[:n], layout.cell[:n] = arrivals, records, cells
@@ -240,42 +326,49 @@ def lay_out_queue(
     layout.alive[:whole] = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
     if part:
         layout.alive[whole] = np.uint64((1 << part) - 1)
-    build_maps(tables, layout)
+    build_maps(group_of, layout)
     return layout
 
 
 class KernelState:
-    """What the loop keeps for the kernel between runs: its counts (views of the release
-    state's running sums and the kernel's own tallies), its work space (the safe set,
-    each target's order of values, the rechecks' edges) and buffers for the requests of
-    earlier runs that a run releases. Rebuilt whenever the queue is laid out again (so
-    after anything but the kernel changed the release state)."""
+    """What the loop keeps for the kernel between runs: each view's counts (views of the
+    release state's running sums and the kernel's own tallies) and work space (the safe
+    set, each target's order of values, the rechecks' edges), the joint cells' verdicts
+    with several views, and buffers for the requests of earlier runs that a run releases.
+    Rebuilt whenever the queue is laid out again (so after anything but the kernel changed
+    the release state)."""
 
-    def __init__(self, state: ReleaseState) -> None:
-        sums = state.sums
-        # A and the sum of squares added in target order, as the kernel adds them
-        weighted = squares = 0.0
-        for term in sums.term[sums.checked & (sums.n > 0)].tolist():
-            weighted += term
-            squares += term * term
-        self.counts = Counts(
-            C=sums.C,
-            n=sums.n,
-            distinct=(sums.C > 0).sum(axis=1).astype(np.int64),
-            S=sums.S,
-            L=sums.L,
-            D=sums.D,
-            term=sums.term,
-            checked=sums.checked,
-            released=state.released,
-            released_at=state.released_at,
-            tally=np.array([sums.N, sums.N_all, sums.NY], dtype=np.int64),
-            weighted=np.array([weighted, squares]),
-        )
-        _, _, groups = cell_groups(state.n_targets * state.n_values)
-        metrics = [record.name for record in state.checks.records]
-        cst = KERNEL_CST in (kernel_codes(metrics) or ())
-        self.work = work_space(state.n_targets, state.n_values, groups, cst)
+    def __init__(self, state: ReleaseState, joint: JointLayout | None, layout: Queue) -> None:
+        self.counts, self.work = [], []
+        several = joint is not None
+        for view, sums in zip(state.views, state.sums, strict=True):
+            # A and the sum of squares added in target order, as the kernel adds them
+            weighted = squares = 0.0
+            for term in sums.term[sums.checked & (sums.n > 0)].tolist():
+                weighted += term
+                squares += term * term
+            self.counts.append(
+                Counts(
+                    C=sums.C,
+                    n=sums.n,
+                    distinct=(sums.C > 0).sum(axis=1).astype(np.int64),
+                    S=sums.S,
+                    L=sums.L,
+                    D=sums.D,
+                    term=sums.term,
+                    checked=sums.checked,
+                    released=state.released,
+                    released_at=state.released_at,
+                    tally=np.array([sums.N, sums.N_all, sums.NY], dtype=np.int64),
+                    weighted=np.array([weighted, squares]),
+                )
+            )
+            # with several views the queue's maps are the joint cells': one group here
+            groups = 1 if several else cell_groups(view.n_cells)[2]
+            metrics = [record.name for record in view.checks.records]
+            cst = KERNEL_CST in (kernel_codes(metrics) or ())
+            self.work.append(work_space(view.n_targets, view.n_values, groups, cst))
+        self.joint = joint.fresh(layout) if several else None
         self.late = np.zeros(0, dtype=np.int64)
         self.late_at = np.zeros(0, dtype=np.int64)
         self.binding = None  # the kernel bound to these arrays, once a run has made it
@@ -286,10 +379,14 @@ def call_kernel(kept: KernelState, records, first: int, tables, layout, out) -> 
     """Run the kernel on the release state (bound to its arrays once, for as long as the
     queue keeps its layout)."""
     binding = kept.binding
-    if binding is None or not binding.binds(tables, kept.counts, layout, kept.work):
+    if kept.joint is None:  # one view: a bundle each
+        bound = (tables[0], kept.counts[0], layout, kept.work[0])
+    else:
+        bound = (tables, kept.counts, layout, kept.work, kept.joint)
+    if binding is None or not binding.binds(*bound):
         from distgate.gate._kernel._run import KernelBinding
 
-        binding = kept.binding = KernelBinding(tables, kept.counts, layout, kept.work)
+        binding = kept.binding = KernelBinding(*bound)
     return binding.run(records, first, out)
 
 
@@ -304,7 +401,8 @@ class CompiledLoop(Loop):
 
     def __init__(self, state: ReleaseState, queue: bool) -> None:
         self.state = state
-        self.tables = kernel_tables(state, queue)
+        self.tables = [kernel_tables(view, queue) for view in state.views]
+        self.joint = JointLayout(state) if state.joint is not None else None
         self.runs = 0  # runs since the gate started (over): after the first, layouts get room
         self.kept: KernelState | None = None
 
@@ -332,8 +430,12 @@ class CompiledLoop(Loop):
             room = len(arrivals) + k
             if self.runs > 0:
                 room = 2 * (len(arrivals) + 4 * k) + 64
-            layout = lay_out_queue(state, self.tables, arrivals, queued, room)
-            kept = self.kept = KernelState(state)
+            if self.joint is None:
+                group_of = self.tables[0].group_of
+            else:
+                group_of = self.joint.map_group
+            layout = lay_out_queue(state, group_of, arrivals, queued, room)
+            kept = self.kept = KernelState(state, self.joint, layout)
             old = len(arrivals)
         if len(kept.late) <= old:
             kept.late = np.zeros(2 * old + 1, dtype=np.int64)
@@ -345,16 +447,15 @@ class CompiledLoop(Loop):
             requests, own, out = slots.take(first, k, records, kept)
         else:  # a run's own arrays
             requests, own, out = _Slots(first, k).take(first, k, records, kept)
-        counts = kept.counts
         n_late = call_kernel(kept, own, first, self.tables, layout, out)
         # the queue stays in the kernel's layout for the next run (new entries go to the
         # free slots at its end); other readers take it out when they need it
         queue.keep_kernel_layout(layout)
         self.runs += 1
         state.next_request = first + k
-        sums = state.sums
-        sums.N, sums.N_all, sums.NY = counts.tally.tolist()
-        sums.A = counts.weighted.item(0)
+        for sums, counts in zip(state.sums, kept.counts, strict=True):
+            sums.N, sums.N_all, sums.NY = counts.tally.tolist()
+            sums.A = counts.weighted.item(0)
         return GateRun(
             requests,
             own,
@@ -366,6 +467,7 @@ class CompiledLoop(Loop):
             kept.late[:n_late].copy() if n_late else _NONE,
             kept.late_at[:n_late].copy() if n_late else _NONE,
             out.enqueued,
+            out.view,
         )
 
 
@@ -390,6 +492,7 @@ class _Slots:
         self.critical = np.full(size, np.nan)
         self.total = np.empty(size, dtype=np.int64)
         self.enqueued = np.zeros(size, dtype=bool)
+        self.view = np.full(size, -1, dtype=np.int16)
 
     def fits(self, first: int, k: int) -> bool:
         return self.first <= first and first + k - self.first <= self.size
@@ -407,6 +510,7 @@ class _Slots:
             self.critical[part],
             self.total[part],
             self.enqueued[part],
+            self.view[part],
             kept.late,
             kept.late_at,
         )

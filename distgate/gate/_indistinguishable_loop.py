@@ -21,7 +21,7 @@ def _step(count: int) -> float:
 
 
 class IndistinguishableLoop(Loop):
-    """Decides runs on ``state`` under ``plan``. A duplicate of a released record is
+    """Decides runs on ``state`` (of one view) under ``plan``. A duplicate of a released record is
     ``duplicate``; every other request is ``queued`` on arrival: its target's share and
     steering release records of the target's queue as it stood before the request, so
     the answer to a request tells nothing of its record or its target (a held-back
@@ -29,7 +29,7 @@ class IndistinguishableLoop(Loop):
 
     def __init__(self, state: ReleaseState, plan: RulePlan) -> None:
         self.state, self.plan = state, plan
-        self.cohort_of = [plan.cohort_of(y) for y in range(state.n_targets)]
+        self.cohort_of = [plan.cohort_of(y) for y in range(state.views[0].n_targets)]
         self.log_release = {
             id(c): [math.log(v) if v > 0 else -math.inf for v in c.release] for c in plan.cohorts
         }
@@ -46,12 +46,17 @@ class IndistinguishableLoop(Loop):
         decision, released_at, enqueued = out.decision, out.released_at, out.enqueued
         statistic, critical, total, late = out.statistic, out.critical, out.total, out.late
         by_cell, _, arrival_of = state.queue.dicts()
-        X = state.n_values
+        view, sums = state.views[0], state.sums[0]
+        X = view.n_values
         # records of each target asked for so far: released or waiting in the queue
-        requested = state.sums.n.astype(np.int64).tolist()
+        requested = sums.n.astype(np.int64).tolist()
         for cell, arrivals in by_cell.items():
             requested[cell // X] += len(arrivals)
-        counts = state.sums.C
+        counts = sums.C
+
+        def passes(y: int, x: int) -> bool:
+            """y's grace, or the ordinary tests of the release plus (y, x)."""
+            return not sums.checked[y] or view.checks.check(sums, y, x)[0]
 
         def settle(y: int, at: int) -> None:
             """Release y's queued records while its cohort's share allows, each time the
@@ -61,7 +66,7 @@ class IndistinguishableLoop(Loop):
             if cohort is None:
                 return
             log_release = self.log_release[id(cohort)]
-            while state.sums.n[y] + 1 <= cohort.budget(requested[y]):
+            while sums.n[y] + 1 <= cohort.budget(requested[y]):
                 # y's queued values from the closest to r on: the first that passes the
                 # ordinary test is the one released (most often the first looked at)
                 candidates = sorted(
@@ -69,9 +74,7 @@ class IndistinguishableLoop(Loop):
                     for x in range(X)
                     if (arrivals := by_cell.get(y * X + x)) and log_release[x] > -math.inf
                 )
-                chosen = next(
-                    (c for c in candidates if state.exempt(y) or state.check(y, c[2])[0]), None
-                )
+                chosen = next((c for c in candidates if passes(y, c[2])), None)
                 if chosen is None:
                     return
                 arrival, record = state.queue.leave(y * X + chosen[2], 0)
@@ -91,14 +94,14 @@ class IndistinguishableLoop(Loop):
             elif r in arrival_of:
                 decision[j] = QUEUED
             else:
-                y, x = state.cell_of(r)
-                if not state.exempt(y):
-                    _, statistic[j], critical[j] = state.check(y, x)
+                y, x = int(view.target_codes[r]), int(view.value_codes[r])
+                if sums.checked[y]:
+                    _, statistic[j], critical[j] = view.checks.check(sums, y, x)
                 requested[y] += 1
                 settle(y, at)  # from the queue before this request: its record waits
                 state.queue.enter(y * X + x, at, r)
                 decision[j] = QUEUED
                 enqueued[j] = True
-            total[j] = state.sums.N_all
+            total[j] = sums.N_all
         state.next_request = first + k
         return out.run(first, records)

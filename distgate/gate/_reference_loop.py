@@ -55,6 +55,7 @@ class ReferenceLoop(Loop):
         out = RunColumns(k)
         decision, released_at, enqueued = out.decision, out.released_at, out.enqueued
         statistic, critical, total, late = out.statistic, out.critical, out.total, out.late
+        blocked = out.view
         row_of: dict[int, int] = {}
         arrival_of = state.queue.dicts()[2]
         for j in range(k):
@@ -65,11 +66,7 @@ class ReferenceLoop(Loop):
             elif state.is_released(r):
                 decision[j] = DUPLICATE
             else:
-                y, x = state.cell_of(r)
-                if state.exempt(y):
-                    ok = True
-                else:
-                    ok, statistic[j], critical[j] = state.check(y, x)
+                ok, statistic[j], critical[j], blocked[j] = state.judge(r)
                 if r in arrival_of:
                     decision[j] = QUEUED
                 elif ok:
@@ -81,10 +78,10 @@ class ReferenceLoop(Loop):
                     decision[j] = QUEUED
                     enqueued[j] = True
                     row_of[at] = j
-                    state.queue.enter(y * state.n_values + x, at, r)
+                    state.queue.enter(int(state.cells[r]), at, r)
                 else:
                     decision[j] = DENIED
-            total[j] = state.sums.N_all
+            total[j] = state.released_total
         state.next_request = first + k
         return out.run(first, records)
 
@@ -104,8 +101,7 @@ class ReferenceLoop(Loop):
             heads.sort()
             chosen = None
             for arrival, cell, i in heads:
-                y, x = divmod(cell, state.n_values)
-                if state.exempt(y) or state.check(y, x)[0]:
+                if state.cell_safe(cell):
                     chosen = (arrival, cell, i)
                     break
             if chosen is None:

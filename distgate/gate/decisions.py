@@ -35,7 +35,9 @@ class GateRun:
     duplicate, unknown and grace releases). ``released_total`` is |T_r| after the request.
     ``earlier_request``/``earlier_released_at``: requests of earlier runs whose queued
     record was released during this run. ``enqueued``: the request put its record in the
-    queue (its first place; a repeated request of a queued record does not).
+    queue (its first place; a repeated request of a queued record does not). ``view``:
+    the first view, in the order given, that blocked the request (-1: none blocked it;
+    0 for every blocked request of a gate with one view).
     """
 
     request: np.ndarray
@@ -48,6 +50,7 @@ class GateRun:
     earlier_request: np.ndarray
     earlier_released_at: np.ndarray
     enqueued: np.ndarray  # bool: the request put its record in the queue
+    view: np.ndarray  # int16: the view that blocked the request (-1: none)
 
     def __len__(self) -> int:
         return len(self.record)
@@ -57,7 +60,8 @@ class GateRun:
 class GateState:
     """Everything a gate needs to continue: the released records (with the request index
     that released them), the queue (arrival index, record), the next request index and
-    which targets have left their grace."""
+    which targets have left their grace (with several views, each view's targets one
+    after the other)."""
 
     released_records: np.ndarray
     released_at: np.ndarray
@@ -106,6 +110,7 @@ class RunColumns:
         self.critical = np.full(k, np.nan)
         self.total = np.empty(k, dtype=np.int64)
         self.enqueued = np.zeros(k, dtype=bool)
+        self.view = np.full(k, -1, dtype=np.int16)
         self.late: list[tuple[int, int]] = []
 
     def run(self, first: int, records: np.ndarray) -> GateRun:
@@ -122,6 +127,7 @@ class RunColumns:
             earlier_request=late[:, 0].copy(),
             earlier_released_at=late[:, 1].copy(),
             enqueued=self.enqueued,
+            view=self.view,
         )
 
 

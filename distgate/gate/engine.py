@@ -6,8 +6,10 @@ repair's online comparison and :func:`distgate.open_gate` all decide through a G
 holds the table's records and its settings, and puts together the modules of this
 package, each with one job:
 
+- :mod:`~distgate.gate.view`: each view the gate protects (SPEC 4.1), a grouping (X, Y)
+  of the table with its own codes and baseline: one when none is given;
 - :mod:`~distgate.gate.release_state`: what has been released and what waits (the
-  running sums of :mod:`~distgate.gate.sums`, the queue of
+  running sums of :mod:`~distgate.gate.sums` in each view, the queue of
   :mod:`~distgate.gate.gate_queue`, the next request), the only state that changes;
 - :mod:`~distgate.gate.checks`: the chosen metrics' tests of one candidate request, each
   the check of its record in :mod:`distgate.stats.metrics.registry`;
@@ -28,6 +30,11 @@ The switch of ``auto`` from Monte Carlo to chi-square critical values rechecks n
 target. Without grace, in ``asymptotic`` and ``mc`` mode the decision is therefore
 exactly the candidate target's verdict of ``registry.evaluate`` on T_r + {t} (the whole
 release's verdict for mis and dqt).
+
+With several views a request is released when it is safe in every view, per-target
+metrics judging its target in each view and global ones each view's release as a whole;
+the decision names the first view, in the order given, that blocked it. One view decides
+exactly as a gate given none.
 """
 
 from __future__ import annotations
@@ -39,13 +46,12 @@ import numpy as np
 
 from distgate.defaults import DEFAULT_GRACE
 from distgate.errors import InputError
-from distgate.gate.checks import Checks
 from distgate.gate.decisions import GateRun, GateState, GateStatus
-from distgate.gate.grace import Grace
+from distgate.gate.grace import parse_grace
 from distgate.gate.loop import Loop
 from distgate.gate.release_state import ReleaseState
+from distgate.gate.view import GateView
 from distgate.stats.critical import CriticalValues, check_alpha, check_threshold
-from distgate.stats.metrics.information import domain_values
 from distgate.stats.metrics.registry import parse_metrics
 
 if TYPE_CHECKING:
@@ -64,6 +70,11 @@ class Gate:
     value of the metrics that take one, and ``rule`` a plan of
     :func:`distgate.gate.indistinguishable.plan_common_release`. ``run(records)`` feeds
     record positions in arrival order and may be called again to continue.
+
+    ``more_views`` are further views of the same records (SPEC 4.1), each a
+    ``(target_codes, value_codes, n_targets, n_values, critical, name)`` tuple: the
+    records given first are the first view. :meth:`of_views` and :meth:`of_inputs` build
+    a gate of several views from a table's views.
     """
 
     use_kernel = True  # False (before the first run): the reference loop (the tests compare)
@@ -82,68 +93,95 @@ class Gate:
         grace: str = DEFAULT_GRACE,
         threshold: float | None = None,
         rule: RulePlan | None = None,
+        name: str | None = None,
+        more_views: Sequence[tuple] = (),
     ) -> None:
-        self.target_codes = np.ascontiguousarray(target_codes, dtype=np.int64)
-        self.value_codes = np.ascontiguousarray(value_codes, dtype=np.int64)
-        if self.target_codes.shape != self.value_codes.shape:
-            raise ValueError("target_codes and value_codes must have the same length")
-        self.n_targets, self.n_values = int(n_targets), int(n_values)
         self.metrics = parse_metrics(metrics)
         self.alpha = check_alpha(alpha)
-        self.critical_values = critical
         self.queue_enabled = bool(queue)
         self.threshold = check_threshold(threshold)
+        parse_grace(grace)
         self.rule = rule  # the rule that keeps the targets alike, if chosen
         if rule is not None and not self.queue_enabled:
             raise InputError(
                 "The indistinguishable rule releases records from the queue: it cannot run "
                 "with --no-queue."
             )
-        self.p = np.asarray(critical.p, dtype=float)
-        if len(self.p) != self.n_values:
-            raise ValueError("the baseline has a different number of values than n_values")
-        with np.errstate(divide="ignore"):
-            self.logp = np.log2(self.p)
-        self.domain = domain_values(self.p)  # N_X
-        self.grace = Grace(
-            grace, self.target_codes, self.value_codes, self.n_targets, self.n_values, self.p
-        )
-        self.checks = Checks(self.metrics, self.alpha, critical, self.domain, self.threshold)
-        self.release_state = ReleaseState(
-            self.target_codes,
-            self.value_codes,
-            self.n_targets,
-            self.n_values,
-            self.logp,
-            self.grace,
-            self.checks,
-        )
+        if rule is not None and more_views:
+            raise InputError(
+                "The indistinguishable rule keeps the targets of one view alike: give it one view."
+            )
+        given = [(target_codes, value_codes, n_targets, n_values, critical, name), *more_views]
+        self.views = [
+            GateView(t, v, nt, nv, cv, self.metrics, self.alpha, grace, self.threshold, label)
+            for t, v, nt, nv, cv, label in given
+        ]
+        if len({len(view.target_codes) for view in self.views}) != 1:
+            raise ValueError("every view holds the same records")
+        first = self.views[0]
+        # the first view's, as a gate of one view has them
+        self.target_codes, self.value_codes = first.target_codes, first.value_codes
+        self.n_targets, self.n_values = first.n_targets, first.n_values
+        self.critical_values, self.grace = first.critical, first.grace
+        self.release_state = ReleaseState(self.views)
         self._loop: Loop | None = None  # chosen at the first run (or by prepare)
         self._runs_compiled: bool | None = None  # whether the kernel can run these options
 
     @classmethod
+    def of_views(
+        cls,
+        views: Sequence[tuple],
+        metrics: Sequence[str],
+        alpha: float,
+        **options,
+    ) -> Gate:
+        """A gate protecting several views of one table's records: ``views`` as
+        ``more_views`` of the constructor takes them (the first one first), ``options``
+        the constructor's keywords."""
+        first, *more = views
+        t, v, nt, nv, cv, name = first
+        return cls(t, v, nt, nv, metrics, alpha, cv, name=name, more_views=more, **options)
+
+    @classmethod
     def of_inputs(cls, inputs: Inputs, settings: GateSettings) -> Gate:
-        """A gate over a table read with :func:`distgate.data.inputs.load_inputs`,
-        deciding under ``settings`` (its critical values from the inputs' baseline)."""
-        table = inputs.table
+        """A gate over a table read with :func:`distgate.data.inputs.load_inputs`, in each
+        of its views (``inputs.views``: one unless the table was read in several),
+        deciding under ``settings`` (each view's critical values from its baseline)."""
+        views = list(inputs.views)
+        several = len(views) > 1
         rule = None
         if settings.indistinguishable:
+            if len(views) > 1:
+                raise InputError(
+                    "The indistinguishable rule keeps the targets of one view alike: give "
+                    "it one view."
+                )
             from distgate.gate.indistinguishable import plan_common_release
 
             rule = plan_common_release(
-                inputs.counts, inputs.baseline.probabilities, settings.alpha, settings.share
+                views[0].counts, views[0].baseline.probabilities, settings.alpha, settings.share
             )
-        critical = inputs.critical_values(
-            settings.critical, seed=settings.seed, draws=settings.draws
-        )
-        return cls(
-            table.target_codes,
-            table.value_codes,
-            len(table.target_labels),
-            len(table.value_labels),
+        given = []
+        for one in views:
+            table = one.table
+            critical = one.critical_values(
+                settings.critical, seed=settings.seed, draws=settings.draws
+            )
+            name = one.view_name if several else None
+            given.append(
+                (
+                    table.target_codes,
+                    table.value_codes,
+                    len(table.target_labels),
+                    len(table.value_labels),
+                    critical,
+                    name,
+                )
+            )
+        return cls.of_views(
+            given,
             settings.metrics,
             settings.alpha,
-            critical,
             queue=settings.queue,
             grace=settings.grace,
             threshold=settings.threshold,
@@ -190,8 +228,8 @@ class Gate:
         if self._runs_compiled is None:
             from distgate.gate._compiled_loop import runs_compiled
 
-            self._runs_compiled = self.rule is None and runs_compiled(
-                self.metrics, self.critical_values, self.grace
+            self._runs_compiled = self.rule is None and all(
+                runs_compiled(self.metrics, view.critical, view.grace) for view in self.views
             )
         return self.use_kernel and self._runs_compiled
 
@@ -213,8 +251,14 @@ class Gate:
     # ------------------------------------------------------------------ reading
     @property
     def counts(self) -> np.ndarray:
-        """Current released counts C[y, x], shape (n_targets, n_values) (a copy)."""
-        return self.release_state.sums.C.copy()
+        """Current released counts C[y, x] of the first view, shape (n_targets, n_values)
+        (a copy; :attr:`view_counts` has every view's)."""
+        return self.release_state.sums[0].C.copy()
+
+    @property
+    def view_counts(self) -> list[np.ndarray]:
+        """Each view's released counts C[y, x] (copies)."""
+        return [sums.C.copy() for sums in self.release_state.sums]
 
     @property
     def released(self) -> np.ndarray:
@@ -223,8 +267,9 @@ class Gate:
 
     @property
     def checked(self) -> np.ndarray:
-        """Which targets have left their grace (a copy)."""
-        return self.release_state.sums.checked.copy()
+        """Which targets have left their grace (a copy; with several views each view's
+        targets one after the other)."""
+        return np.concatenate([sums.checked for sums in self.release_state.sums])
 
     @property
     def next_request(self) -> int:
@@ -233,17 +278,16 @@ class Gate:
 
     def status(self) -> GateStatus:
         """How long the gate has released nothing and whether it ever can again: one
-        test per (target, value) cell that still has unreleased records, O(|Y| |X|)."""
+        test per queue cell (a cell of the one view, or a joint cell of several) that
+        still has unreleased records."""
         state = self.release_state
         last = int(state.released_at.max(initial=-1))
-        remaining = np.zeros((self.n_targets, self.n_values), dtype=np.int64)
-        np.add.at(remaining, (self.target_codes, self.value_codes), 1)
-        remaining -= state.sums.C
+        remaining = np.bincount(state.cells[~state.released], minlength=state.n_cells)
         rule = self.rule
         releasable = any(
-            (rule is None or _rule_releases(rule, int(y), int(x)))
-            and (state.exempt(int(y)) or state.check(int(y), int(x))[0])
-            for y, x in zip(*np.nonzero(remaining), strict=True)
+            (rule is None or _rule_releases(rule, *divmod(int(cell), self.n_values)))
+            and state.cell_safe(int(cell))
+            for cell in np.flatnonzero(remaining)
         )
         return GateStatus(
             queued=len(state.queue),

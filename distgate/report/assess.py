@@ -8,10 +8,14 @@ one for the whole release)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from distgate.release.assess import Assessment
+from distgate.release.views import ViewsAssessment
 from distgate.report.model import (
     BLOCKED,
     SAFE,
+    STRONG,
     Cell,
     Column,
     Report,
@@ -23,6 +27,9 @@ from distgate.report.model import (
 )
 from distgate.stats.metrics.registry import Column as MetricColumn
 from distgate.stats.metrics.registry import MetricResult
+
+if TYPE_CHECKING:
+    from distgate.release.views_repair import ViewsRepair
 
 
 def _bound(value: float) -> Cell:
@@ -200,46 +207,10 @@ def assessment_report(assessment: Assessment) -> Report:
     made = [_Columns(r) for r in assessment.results]
     report.data = lambda: long_table(assessment, made)
     report.defer_checks(lambda: add_checks(report, assessment))
-    targets = [Cell(t) for t in assessment.target_labels]
-    counts = [count(n) for n in assessment.sizes.tolist()]
-    for r, cells in zip(assessment.results, made, strict=True):
-        record = r.record
-        columns = [Column("target"), Column("count", True)] + [
-            Column(c.label, c.field != "target_safe") for c in record.columns
-        ]
-        table = report.table(
-            f"{r.metric} at alpha {r.alpha:g}: {record.description}", columns, name=r.metric
-        )
-        figures = [cells.get(c.field) for c in record.columns]
-        table.rows = [list(row) for row in zip(targets, counts, *figures, strict=True)]
-        if record.lists_failing:
-            _classic_summary(report, assessment, r)
-        report.text("")
-    summary = report.table(
-        "Per metric",
-        [
-            Column("metric"),
-            Column("alpha", True),
-            Column("statistic", True),
-            Column("critical", True),
-            Column("critical values"),
-            Column("decision"),
-        ],
-        name="per-metric",
-    )
+    _metric_tables(report, assessment, made)
+    summary = report.table("Per metric", _SUMMARY_COLUMNS, name="per-metric")
     for r in assessment.results:
-        # global metrics and the classic models have one statistic for the table (I, Q,
-        # k, l, t); the others decide target by target
-        single = r.global_statistic is not None
-        show = _bound if _whole(r) else num
-        summary.add(
-            r.metric,
-            Cell(f"{r.alpha:g}", r.alpha),
-            show(float(r.global_statistic)) if single else Cell("per target", ""),
-            show(float(r.global_critical)) if single else Cell("per target", ""),
-            r.method,
-            verdict_cell(bool(r.safe)),
-        )
+        summary.rows.append(_summary_row(r))
     word = "SAFE" if assessment.safe else "UNSAFE"
     report.conclude(
         bool(assessment.safe),
@@ -249,3 +220,166 @@ def assessment_report(assessment: Assessment) -> Report:
         f"{'every metric' if assessment.safe else 'at least one metric'}.",
     )
     return report
+
+
+_SUMMARY_COLUMNS = [
+    Column("metric"),
+    Column("alpha", True),
+    Column("statistic", True),
+    Column("critical", True),
+    Column("critical values"),
+    Column("decision"),
+]
+
+
+def _metric_tables(
+    report: Report, assessment: Assessment, made: list[_Columns], view: str = ""
+) -> None:
+    """One table per metric (safe/BLOCKED per target); ``view``: the view's name, put
+    before each title and table name when the release is judged in several views."""
+    targets = [Cell(t) for t in assessment.target_labels]
+    counts = [count(n) for n in assessment.sizes.tolist()]
+    for r, cells in zip(assessment.results, made, strict=True):
+        record = r.record
+        columns = [Column("target"), Column("count", True)] + [
+            Column(c.label, c.field != "target_safe") for c in record.columns
+        ]
+        title = f"{r.metric} at alpha {r.alpha:g}: {record.description}"
+        table = report.table(
+            f"{view}: {title}" if view else title,
+            columns,
+            name=f"{view}.{r.metric}" if view else r.metric,
+        )
+        figures = [cells.get(c.field) for c in record.columns]
+        table.rows = [list(row) for row in zip(targets, counts, *figures, strict=True)]
+        if record.lists_failing:
+            _classic_summary(report, assessment, r)
+        report.text("")
+
+
+def _summary_row(r: MetricResult) -> list[Cell]:
+    """A metric's own verdict: global metrics and the classic models have one statistic
+    for the table (I, Q, k, l, t); the others decide target by target."""
+    single = r.global_statistic is not None
+    show = _bound if _whole(r) else num
+    return [
+        Cell(r.metric),
+        Cell(f"{r.alpha:g}", r.alpha),
+        show(float(r.global_statistic)) if single else Cell("per target", ""),
+        show(float(r.global_critical)) if single else Cell("per target", ""),
+        Cell(r.method),
+        verdict_cell(bool(r.safe)),
+    ]
+
+
+def views_long_table(views: ViewsAssessment, made: list[list[_Columns]]) -> Table:
+    """The long table of a release in several views: each view's rows, a ``view`` column
+    first (the columns of every view: the same metrics report the same figures)."""
+    columns = long_columns(views.views[0][1])
+    table = Table(
+        "assess: one row per view, metric and target",
+        [Column("view")] + [Column(c) for c in columns],
+    )
+    for (view, assessment), cells in zip(views.views, made, strict=True):
+        name = Cell(view.name)
+        table.rows += [[name, *row] for row in long_rows(assessment, columns, cells)]
+    return table
+
+
+def views_report(views: ViewsAssessment) -> Report:
+    """The report of a release judged in several views: a section per view (its metric
+    tables, under a heading naming the view, its X and its Y), then one table of every
+    view's metrics and the verdict, safe only when every view is."""
+    report = Report("assess")
+    made = [[_Columns(r) for r in a.results] for _, a in views.views]
+    report.data = lambda: views_long_table(views, made)
+    for view, assessment in views.views:
+        report.defer_checks(lambda a=assessment, v=view: add_checks(report, a, f"{v.name}: "))
+    for (view, assessment), cells in zip(views.views, made, strict=True):
+        report.text(
+            (f"View {view.name}", STRONG),
+            f": the distribution of {' + '.join(view.attributes)} within each "
+            f"{' + '.join(view.targets)} ({len(assessment.target_labels)} targets), ",
+            verdict_part(assessment.safe),
+        )
+        _metric_tables(report, assessment, cells, view.name)
+    summary = report.table(
+        "Per view and metric", [Column("view"), *_SUMMARY_COLUMNS], name="per-view", key=2
+    )
+    for view, assessment in views.views:
+        for r in assessment.results:
+            summary.rows.append([Cell(view.name), *_summary_row(r)])
+    unsafe = views.unsafe_views
+    total = len(views.views)
+    if views.repair is not None and unsafe:
+        _views_repair(report, views.repair)
+        return report
+    if views.repair is not None:
+        report.conclude(
+            True,
+            ("SAFE", SAFE),
+            f": the release passes every metric in all {total} views as it is; nothing to repair.",
+        )
+        return report
+    if unsafe:
+        ending = f"fails {len(unsafe)} of {total} views ({', '.join(unsafe)})."
+    else:
+        ending = f"passes every metric in all {total} views."
+    report.conclude(
+        bool(views.safe),
+        ("SAFE" if views.safe else "UNSAFE", SAFE if views.safe else BLOCKED),
+        f": releasing {views.released} records {ending}",
+    )
+    return report
+
+
+def _views_repair(report: Report, repair: ViewsRepair) -> None:
+    """The repair of a release in several views: what it withholds, each view's repaired
+    release, and the verdict (fixed only when every view passes within the budget)."""
+    report.text("")
+    report.text(
+        f"UNSAFE as given: withholding records until every view passes "
+        f"({repair.rounds} round{'s' if repair.rounds != 1 else ''} over the views)."
+    )
+    report.text("")
+    for view, after in zip(repair.views, repair.after, strict=True):
+        if after is None:
+            report.text((f"Repaired release, view {view.name}", STRONG), ": no record kept.")
+            continue
+        report.text(
+            (f"Repaired release, view {view.name}", STRONG),
+            f": {after.released} records, ",
+            verdict_part(after.safe),
+        )
+        _metric_tables(report, after, [_Columns(r) for r in after.results], f"repaired {view.name}")
+    share = f"{repair.withheld_share:.2%}"
+    cost = f"withholding {repair.withheld} of {repair.records} records ({share})"
+    # the checks agree with the exit code: the repair, then each view's repaired release
+    report.checks = []
+    report.check("repair", "repair plan", repair.found, f"suppress: {cost}", "repair")
+    for view, after in zip(repair.views, repair.after, strict=True):
+        if after is not None:
+            prefix = f"repaired {view.name}: "
+            report.defer_checks(lambda a=after, p=prefix: add_checks(report, a, p))
+    for path in repair.written:
+        report.text(f"Wrote {path}")
+    if repair.verified:
+        report.text("Re-read the written release and its baselines: every view passes.")
+    if repair.found:
+        report.conclude(
+            True,
+            ("FIXED", SAFE),
+            f": {cost} passes every metric in all {len(repair.views)} views.",
+        )
+    elif repair.passes:
+        report.conclude(
+            False,
+            ("NOT FIXED", BLOCKED),
+            f": {cost} passes every view, past --max-suppressed {repair.max_suppressed:g}.",
+        )
+    else:
+        report.conclude(
+            False,
+            ("NOT FIXED", BLOCKED),
+            f": after {cost} some view still fails.",
+        )

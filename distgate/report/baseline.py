@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from distgate.data.baseline import Baseline
 from distgate.release.baseline import TableProfile
-from distgate.report.model import BAR, BLOCKED, Cell, Column, Report, Table, count, num
+from distgate.release.views import ViewsProfile
+from distgate.report.model import BAR, BLOCKED, STRONG, Cell, Column, Report, Table, count, num
 
 BAR_WIDTH = 40
 
@@ -51,30 +52,77 @@ def long_table(baseline: Baseline, profile: TableProfile) -> Table:
 def baseline_report(profile: TableProfile, written: str | None) -> Report:
     """p(x) with a bar chart, q(x|y) per target, D(y), E(y) and the X-outliers of the
     profile (against its baseline); ``written``: where the baseline file went."""
-    baseline = profile.baseline
     report = Report("baseline")
-    report.data = lambda: long_table(baseline, profile)
+    report.data = lambda: long_table(profile.baseline, profile)
+    _profile_blocks(report, profile)
+    if written:
+        report.text(f"Baseline written to {'standard output' if written == '-' else written}.")
+    _profile_plot(report, profile)
+    return report
+
+
+def views_baseline_report(profiles: ViewsProfile) -> Report:
+    """One section per view (its baseline, q(x|y), D(y), E(y) and X-outliers, under a
+    heading naming the view), then one plot per view; the long table gets a ``view``
+    column first."""
+    report = Report("baseline")
+
+    def data() -> Table:
+        table = Table("baseline: one row per view, target and value", [Column("view")])
+        for view, profile in profiles.views:
+            own = long_table(profile.baseline, profile)
+            if len(table.columns) == 1:
+                table.columns += own.columns
+            name = Cell(view.name)
+            table.rows += [[name, *row] for row in own.rows]
+        return table
+
+    report.data = data
+    for view, profile in profiles.views:
+        report.text(
+            (f"View {view.name}", STRONG),
+            f": the distribution of {' + '.join(view.attributes)} within each "
+            f"{' + '.join(view.targets)}",
+        )
+        _profile_blocks(report, profile, view.name)
+        report.text("")
+    for view, profile in profiles.views:
+        _profile_plot(report, profile, view.name)
+    return report
+
+
+def _profile_blocks(report: Report, profile: TableProfile, view: str = "") -> None:
+    """The tables of one profile; ``view``: its view's name, put before each title and
+    table name when the table is profiled in several views."""
+
+    def title(text: str) -> str:
+        return f"{view}: {text}" if view else text
+
+    def name(text: str) -> str:
+        return f"{view}.{text}" if view else text
+
+    baseline = profile.baseline
     top = float(baseline.probabilities.max())
     chart = report.table(
-        f"Baseline of {' | '.join(baseline.attributes)}",
+        title(f"Baseline of {' | '.join(baseline.attributes)}"),
         [Column("value"), Column("p(x)", True), Column("", decorative=True)],
-        name="distribution",
+        name=name("distribution"),
     )
     for label, prob in zip(baseline.labels, baseline.probabilities, strict=True):
         chart.add(label, num(float(prob), 4), Cell(_bar(float(prob), top), style=BAR))
 
     cond = report.table(
-        "Distribution of X within each target, q(x|y)",
+        title("Distribution of X within each target, q(x|y)"),
         [Column("value")] + [Column(label, True) for label in profile.target_labels],
         across="target",
-        name="conditional",
+        name=name("conditional"),
     )
     by_value = profile.conditional.T.tolist()  # formatted from Python numbers: fast
     for value, row in zip(baseline.labels, by_value, strict=True):
         cond.rows.append([Cell(value), *(num(q, 4) for q in row)])
 
     summary = report.table(
-        "Per target",
+        title("Per target"),
         [
             Column("target"),
             Column("count", True),
@@ -82,7 +130,7 @@ def baseline_report(profile: TableProfile, written: str | None) -> Report:
             Column("E(y)", True),
             Column("X-outlier"),
         ],
-        name="per-target",
+        name=name("per-target"),
     )
     outliers = set(profile.outliers)
     figures = zip(
@@ -98,13 +146,12 @@ def baseline_report(profile: TableProfile, written: str | None) -> Report:
         f"I = {profile.mutual_information:.6f}, sigma_D = {profile.kl_std:.6f}; X-outliers "
         f"(D(y) > I + sigma_D): {', '.join(profile.outliers) or 'none'}"
     )
-    if written:
-        report.text(f"Baseline written to {'standard output' if written == '-' else written}.")
-    report.plot(
-        f"Baseline p(x) of {' | '.join(baseline.attributes)} and q(x|y) per target",
-        lambda: baseline_figure(baseline, profile),
-    )
-    return report
+
+
+def _profile_plot(report: Report, profile: TableProfile, view: str = "") -> None:
+    baseline = profile.baseline
+    title = f"Baseline p(x) of {' | '.join(baseline.attributes)} and q(x|y) per target"
+    report.plot(f"{view}: {title}" if view else title, lambda: baseline_figure(baseline, profile))
 
 
 def baseline_figure(baseline: Baseline, profile: TableProfile):

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from distgate.report.figures import figure_path
+from distgate.report.figures import figure_path, is_image_file
 from distgate.report.model import BLOCKED, SAFE, Cell, Column, Report, count, num
 from distgate.stats.calibration import Calibration
 
@@ -22,26 +22,66 @@ def _at(handover, n: int) -> Cell:
 
 
 def calibration_report(calibration: Calibration, plot: str | None = None) -> Report:
+    """The report of a calibration: with several views, one section per view (each titled
+    with its name) and one conclusion over them all."""
     report = Report("calibrate")
+    views = calibration.every_view
+    several = len(views) > 1
     data = report.data_table(
-        "calibrate: one row per metric, alpha and size",
-        ["metric", "alpha", "size", "critical", "method", "type_i_error", "standard_error"]
-        + ["within_tolerance"],
+        "calibrate: one row per " + ("view, " if several else "") + "metric, alpha and size",
+        [*(["view"] if several else []), "metric", "alpha", "size", "critical", "method"]
+        + ["type_i_error", "standard_error", "within_tolerance"],
     )
-    for level in calibration.levels:
-        data.add(
-            level.metric,
-            Cell(f"{level.alpha:g}", level.alpha),
-            count(level.size),
-            num(level.critical),
-            level.method,
-            num(level.blocked, 4),
-            num(level.standard_error, 4),
-            Cell("yes" if level.within else "no", level.within),
+    for one in views:
+        for level in one.levels:
+            data.add(
+                *([str(one.view)] if several else []),
+                level.metric,
+                Cell(f"{level.alpha:g}", level.alpha),
+                count(level.size),
+                num(level.critical),
+                level.method,
+                num(level.blocked, 4),
+                num(level.standard_error, 4),
+                Cell("yes" if level.within else "no", level.within),
+            )
+    if several:
+        report.text(
+            f"{len(views)} views, each calibrated on its own baseline and targets: "
+            + ", ".join(str(one.view) for one in views)
+            + ". The gate blocks a request that any view blocks."
         )
+    for one in views:
+        # an image file holds the first view's figure, a folder every view's
+        drawn = plot and (one is calibration or not is_image_file(plot))
+        path = figure_path(plot, levels_name(one, several)) if drawn else None
+        _view_sections(report, one, path, several)
+    levels = [level for one in views for level in one.levels]
+    outside = [level for level in levels if not level.within]
+    if outside:
+        report.conclude(
+            False,
+            ("OUTSIDE", BLOCKED),
+            f": {len(outside)} of {len(levels)} measured levels lie outside "
+            "max(10% of alpha, 3 standard errors) of alpha.",
+        )
+    else:
+        report.conclude(
+            True,
+            ("AT LEVEL", SAFE),
+            f": all {len(levels)} measured levels lie within max(10% of alpha, "
+            "3 standard errors) of alpha.",
+        )
+    return report
+
+
+def _view_sections(report: Report, calibration: Calibration, plot: str | None, several: bool):
+    """One view's hand-over table, its type I error tables and its plot (written to
+    ``plot``; ``several``: the titles name the view)."""
+    suffix = f" in view {calibration.view}" if several else ""
     if calibration.handovers:
         table = report.table(
-            "Hand-over from Monte Carlo to the corrected asymptotic law",
+            f"Hand-over from Monte Carlo to the corrected asymptotic law{suffix}",
             [
                 Column("metric"),
                 Column("alpha", True),
@@ -71,8 +111,9 @@ def calibration_report(calibration: Calibration, plot: str | None = None) -> Rep
         )
     for alpha in calibration.alphas:
         levels = report.table(
-            f"Type I error at alpha {alpha:g} on {calibration.releases:,} null releases per "
-            f"size ({calibration.mode} critical values, {calibration.draws:,} draws)",
+            f"Type I error at alpha {alpha:g}{suffix} on {calibration.releases:,} null "
+            f"releases per size ({calibration.mode} critical values, "
+            f"{calibration.draws:,} draws)",
             [
                 Column("metric"),
                 Column("size", True),
@@ -101,26 +142,10 @@ def calibration_report(calibration: Calibration, plot: str | None = None) -> Rep
         "errors) of alpha."
     )
     report.plot(
-        "Type I error against sample size",
+        f"Type I error against sample size{suffix}",
         lambda: levels_figure(calibration),
-        figure_path(plot, LEVELS_NAME) if plot else None,
+        plot,
     )
-    outside = [level for level in calibration.levels if not level.within]
-    if outside:
-        report.conclude(
-            False,
-            ("OUTSIDE", BLOCKED),
-            f": {len(outside)} of {len(calibration.levels)} measured levels lie outside "
-            "max(10% of alpha, 3 standard errors) of alpha.",
-        )
-    else:
-        report.conclude(
-            True,
-            ("AT LEVEL", SAFE),
-            f": all {len(calibration.levels)} measured levels lie within max(10% of alpha, "
-            "3 standard errors) of alpha.",
-        )
-    return report
 
 
 def levels_figure(calibration: Calibration, *, labels: Sequence[str] | None = None):
@@ -161,10 +186,19 @@ def levels_figure(calibration: Calibration, *, labels: Sequence[str] | None = No
 LEVELS_NAME = "calibrate_levels"
 
 
+def levels_name(calibration: Calibration, several: bool) -> str:
+    """The figure's name: one view's plain, each of several views' with its name."""
+    return f"{LEVELS_NAME}_{calibration.view}" if several else LEVELS_NAME
+
+
 def write_levels_plot(calibration: Calibration, path: str) -> str:
     """Write :func:`levels_figure` under ``--plot path`` (an image file, or a folder:
-    :mod:`distgate.report.figures`); the file written."""
+    :mod:`distgate.report.figures`), one figure per view of several (an image file gets
+    the first view's); the file written (the first, of several)."""
     from distgate.report.figures import Figure, write_figures
 
-    written = write_figures([Figure(LEVELS_NAME, lambda: levels_figure(calibration))], path)
-    return written[LEVELS_NAME]
+    views = calibration.every_view
+    several = len(views) > 1
+    drawn = [Figure(levels_name(one, several), lambda one=one: levels_figure(one)) for one in views]
+    written = write_figures(drawn, path)
+    return written[drawn[0].name]

@@ -123,12 +123,56 @@ def replay_report(result: ReplayResult, decisions: str | None, plot: str | None 
     if decisions:
         where = "standard output" if decisions == "-" else decisions
         report.text(f"  decisions written to {where}")
+    if result.views:
+        view_tables(report, result)
     report.plot(
         f"{s.metrics[0]} statistic and critical value against released tuples",
         lambda: evolution(result),
         figure_path(plot, EVOLUTION_NAME) if plot else None,
     )
     return report
+
+
+def view_tables(report: Report, result: ReplayResult) -> None:
+    """With several views: the requests each view blocked first (what it costs in
+    released records), then each view's release per target of its Y."""
+    table = report.table(
+        "views: requests each view blocked first, in the order given",
+        [
+            Column("view"),
+            Column("blocked", True),
+            Column("still blocked", True),
+            Column("released from the queue", True),
+        ],
+        name="views",
+    )
+    for view in result.views:
+        table.add(
+            view.view,
+            count(view.blocked),
+            Cell(
+                str(view.still_blocked), view.still_blocked, BLOCKED if view.still_blocked else None
+            ),
+            count(view.blocked - view.still_blocked),
+        )
+    for view in result.views:
+        per_target = report.table(
+            f"view {view.view}: records released per target",
+            [
+                Column("target"),
+                Column("requested", True),
+                Column("released", True),
+                Column("% released", True),
+            ],
+            name=f"view {view.view}",
+        )
+        for row in view.targets:
+            per_target.add(
+                row.target,
+                count(row.requested),
+                count(row.released),
+                Cell(f"{row.percent_released:.1f}", round(row.percent_released, 4)),
+            )
 
 
 def totals_lines(totals: ReplayTotals) -> list[str]:

@@ -9,16 +9,21 @@ import numpy as np
 
 from distgate.report.figures import Figure, write_figures
 from distgate.report.model import WARN, Cell, Column, Report, count
-from distgate.workflows.simulate import Evolution, Simulation
+from distgate.workflows.simulate import Evolution, Simulation, ViewSimulation
 
 
 def long_table(report: Report, sim: Simulation) -> None:
     """One row per (metric, alpha, target): the mean requested and released records, the
     percent released, the fit-the-baseline bound on the same base, and the spread of the
-    configuration's released totals over the sequences (repeated on each of its rows)."""
+    configuration's released totals over the sequences (repeated on each of its rows).
+    With several views, one row per view, metric, alpha and target of that view, the view
+    named first."""
+    several = bool(sim.views)
     data = report.data_table(
-        "simulate: one row per metric, alpha and target",
+        "simulate: one row per "
+        + ("view, metric, alpha and target" if several else "metric, alpha and target"),
         [
+            *(["view"] if several else []),
             "metric",
             "alpha",
             "target",
@@ -34,28 +39,31 @@ def long_table(report: Report, sim: Simulation) -> None:
             "stalled",
         ],
     )
-    percents = sim.percent_released()
-    means = sim.mean_released()
-    requested = sim.requested.mean(axis=0)
-    fit = np.minimum(sim.fit_requested, sim.requested).mean(axis=0)
-    fit_percent = sim.fit_percent()
-    for k, s in enumerate(sim.spread()):
-        for y, target in enumerate(sim.target_labels):
-            data.add(
-                s.metric,
-                Cell(f"{s.alpha:g}", s.alpha),
-                target,
-                Cell(f"{requested[y]:.1f}", round(float(requested[y]), 4)),
-                Cell(f"{means[k, y]:.1f}", round(float(means[k, y]), 4)),
-                Cell(f"{percents[k, y]:.2f}", round(float(percents[k, y]), 4)),
-                Cell(f"{fit[y]:.1f}", round(float(fit[y]), 4)),
-                Cell(f"{fit_percent[y]:.2f}", round(float(fit_percent[y]), 4)),
-                Cell(f"{s.mean:.1f}", round(s.mean, 4)),
-                count(s.minimum),
-                Cell(f"{s.median:g}", s.median),
-                count(s.maximum),
-                Cell(str(len(s.stalled)), len(s.stalled), WARN if s.stalled else None),
-            )
+    spreads = sim.spread()
+    for view in sim.views or [sim.first_view]:
+        percents = view.percent_released()
+        means = view.mean_released()
+        requested = view.requested.mean(axis=0)
+        fit = np.minimum(view.fit_requested, view.requested).mean(axis=0)
+        fit_percent = view.fit_percent()
+        for k, s in enumerate(spreads):
+            for y, target in enumerate(view.target_labels):
+                data.add(
+                    *([view.name] if several else []),
+                    s.metric,
+                    Cell(f"{s.alpha:g}", s.alpha),
+                    target,
+                    Cell(f"{requested[y]:.1f}", round(float(requested[y]), 4)),
+                    Cell(f"{means[k, y]:.1f}", round(float(means[k, y]), 4)),
+                    Cell(f"{percents[k, y]:.2f}", round(float(percents[k, y]), 4)),
+                    Cell(f"{fit[y]:.1f}", round(float(fit[y]), 4)),
+                    Cell(f"{fit_percent[y]:.2f}", round(float(fit_percent[y]), 4)),
+                    Cell(f"{s.mean:.1f}", round(s.mean, 4)),
+                    count(s.minimum),
+                    Cell(f"{s.median:g}", s.median),
+                    count(s.maximum),
+                    Cell(str(len(s.stalled)), len(s.stalled), WARN if s.stalled else None),
+                )
 
 
 def simulation_report(
@@ -64,59 +72,35 @@ def simulation_report(
     plots: dict[str, str] | None = None,
 ) -> Report:
     """The report of a simulation; ``plots`` are the files :func:`write_plots` wrote, by
-    figure name."""
+    figure name. With several views: each view's release tables, the requests each view
+    blocked, and each view's cross-safety."""
     written = plots or {}
     report = Report("simulate")
     long_table(report, sim)
-    percents = sim.percent_released()
-    means = sim.mean_released()
-    requested = sim.requested.mean(axis=0)
-    fit_percent = sim.fit_percent()
-    fit = np.minimum(sim.fit_requested, sim.requested).mean(axis=0)
     whole = sim.requests == int(sim.table_sizes.sum())
     report.text(
         f"{sim.sequences} random request orders of "
         + (f"all {sim.requests} records of the table" if whole else f"{sim.requests} records each")
         + "; percent of the requested records released (mean released in brackets)."
     )
-    for alpha in sim.alphas:
-        table = report.table(
-            f"Released at alpha {alpha:g}",
-            [Column("target"), Column("requested", True)]
-            + [Column(metric, True) for metric in sim.metrics]
-            + [Column("fit baseline", True)],
-            name=f"released-alpha-{alpha:g}",
+    if sim.views:
+        names = ", ".join(str(view.name) for view in sim.views)
+        report.text(
+            f"Every gate protects {len(sim.views)} views at once ({names}): a record is "
+            "released when it is safe in every view. Each view's tables count its own targets."
         )
-        for y, label in enumerate([*sim.target_labels, "total"]):
-            asked = requested[y] if y < len(requested) else requested.sum()
-            row: list[Cell | str] = [label, Cell(f"{asked:.0f}", float(asked))]
-            for metric in sim.metrics:
-                k = sim.configs.index((metric, alpha))
-                mean = means[k, y] if y < len(sim.target_labels) else means[k].sum()
-                row.append(
-                    Cell(f"{percents[k, y]:.1f}% ({mean:.0f})", round(float(percents[k, y]), 4))
-                )
-            bound = fit[y] if y < len(fit) else fit.sum()
-            row.append(
-                Cell(f"{fit_percent[y]:.1f}% ({bound:.0f})", round(float(fit_percent[y]), 4))
-            )
-            table.add(*row)
+    for view in sim.views or [sim.first_view]:
+        release_tables(report, sim, view)
     report.text(
         "fit baseline: the largest n per target with n p(x) <= C[y, x] for every value, C "
         "counting the requested records, as a percent of the requested records (the base "
         "of the other columns)."
     )
+    if sim.views:
+        blocked_table(report, sim)
     spread(report, sim)
-    for alpha in sim.alphas:
-        matrix = sim.cross_safety[alpha]
-        table = report.table(
-            f"Cross-safety at alpha {alpha:g}: final releases of the row metric "
-            f"(out of {sim.sequences}) that are safe under the column metric",
-            [Column("released by")] + [Column(metric, True) for metric in sim.metrics],
-            name=f"cross-safety-alpha-{alpha:g}",
-        )
-        for row_metric in sim.metrics:
-            table.add(row_metric, *(count(matrix[row_metric][c]) for c in sim.metrics))
+    for view in sim.views or [sim.first_view]:
+        cross_safety_tables(report, sim, view)
     if sim.observer is not None:
         from distgate.report.observer import FRONTIER_NAME, attack_table
 
@@ -136,6 +120,84 @@ def simulation_report(
             written.get(CHI_SQUARE_NAME),
         )
     return report
+
+
+def _in_view(view: ViewSimulation) -> str:
+    return "" if view.name is None else f" in view {view.name}"
+
+
+def _view_suffix(view: ViewSimulation) -> str:
+    return "" if view.name is None else f"-{view.name}"
+
+
+def release_tables(report: Report, sim: Simulation, view: ViewSimulation) -> None:
+    """One view's release table per alpha: percent of its targets' requested records
+    released by each metric, beside the fit-the-baseline bound."""
+    percents = view.percent_released()
+    means = view.mean_released()
+    requested = view.requested.mean(axis=0)
+    fit_percent = view.fit_percent()
+    fit = np.minimum(view.fit_requested, view.requested).mean(axis=0)
+    labels = view.target_labels
+    for alpha in sim.alphas:
+        table = report.table(
+            f"Released at alpha {alpha:g}{_in_view(view)}",
+            [Column("target"), Column("requested", True)]
+            + [Column(metric, True) for metric in sim.metrics]
+            + [Column("fit baseline", True)],
+            name=f"released-alpha-{alpha:g}{_view_suffix(view)}",
+        )
+        for y, label in enumerate([*labels, "total"]):
+            asked = requested[y] if y < len(requested) else requested.sum()
+            row: list[Cell | str] = [label, Cell(f"{asked:.0f}", float(asked))]
+            for metric in sim.metrics:
+                k = sim.configs.index((metric, alpha))
+                mean = means[k, y] if y < len(labels) else means[k].sum()
+                row.append(
+                    Cell(f"{percents[k, y]:.1f}% ({mean:.0f})", round(float(percents[k, y]), 4))
+                )
+            bound = fit[y] if y < len(fit) else fit.sum()
+            row.append(
+                Cell(f"{fit_percent[y]:.1f}% ({bound:.0f})", round(float(fit_percent[y]), 4))
+            )
+            table.add(*row)
+
+
+def blocked_table(report: Report, sim: Simulation) -> None:
+    """What each view costs: per metric and alpha, the mean requests per order each view
+    blocked at their arrival (the first view, in the order given, that refused them)."""
+    table = report.table(
+        "Requests blocked by each view (mean per order; percent of the requests)",
+        [Column("metric"), Column("alpha", True)]
+        + [Column(str(view.name), True) for view in sim.views],
+        name="blocked-by-view",
+    )
+    means = [view.blocked.mean(axis=1) for view in sim.views]
+    for k, (metric, alpha) in enumerate(sim.configs):
+        cells = [
+            Cell(f"{100 * mean[k] / sim.requests:.1f}% ({mean[k]:.0f})", round(float(mean[k]), 4))
+            for mean in means
+        ]
+        table.add(metric, Cell(f"{alpha:g}", alpha), *cells)
+    report.text(
+        "A request is counted under the first view, in the order given, whose tests refused "
+        "it when it arrived (a queued request may leave the queue later): a view's count is "
+        "what it adds to the views before it."
+    )
+
+
+def cross_safety_tables(report: Report, sim: Simulation, view: ViewSimulation) -> None:
+    """One view's cross-safety matrix per alpha."""
+    for alpha in sim.alphas:
+        matrix = view.cross_safety[alpha]
+        table = report.table(
+            f"Cross-safety at alpha {alpha:g}{_in_view(view)}: final releases of the row "
+            f"metric (out of {sim.sequences}) that are safe under the column metric",
+            [Column("released by")] + [Column(metric, True) for metric in sim.metrics],
+            name=f"cross-safety-alpha-{alpha:g}{_view_suffix(view)}",
+        )
+        for row_metric in sim.metrics:
+            table.add(row_metric, *(count(matrix[row_metric][c]) for c in sim.metrics))
 
 
 def spread(report: Report, sim: Simulation) -> None:

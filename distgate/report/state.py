@@ -30,6 +30,16 @@ def inspect_report(summary: StateSummary) -> Report:
     table.add("targets (Y)", ", ".join(s.get("targets") or []))
     table.add("key column", s.get("id") or "- (row number)")
     table.add("baseline fingerprint", str(s.get("baseline", "-")))
+    for view in s.get("views") or []:  # several views: each one the gate protects
+        bins = "; ".join(
+            f"{column} at {','.join(f'{e:g}' for e in edges)}"
+            for column, edges in (view.get("bins") or {}).items()
+        )
+        table.add(
+            f"view {view.get('name')}",
+            f"{view.get('targets')} targets, baseline {view.get('baseline')}, missing "
+            f"{view.get('missing')}" + (f", bins {bins}" if bins else ""),
+        )
     for name in SHOWN_SETTINGS:
         table.add(name, _setting(s.get(name)))
     table.add(

@@ -6,9 +6,11 @@ Routes (the OpenAPI document at ``/openapi.json`` describes each):
   (``{"requests": [{"key": ...}, ...]}``); requesters and the operator;
 - ``GET /v1/requests/{n}``: request n as it stands now (a requester: its own only; another
   requester's request answers 404 exactly as one that does not exist); ``?detail=1``
-  (operator only) gives the state's row instead, with target, value, statistic and critical;
+  (operator only) gives the state's row instead, with target, value, statistic and critical
+  (and, when the gate protects several views, ``view``: the one that blocked it);
 - ``GET /v1/releases?after=E``: the releases made after request index E (paged);
-- ``GET /v1/summary`` and ``GET /metrics``: operator only;
+- ``GET /v1/summary`` and ``GET /metrics``: operator only (with several views, per view:
+  the requests it blocked first, and in the summary its release per target);
 - ``GET /healthz`` and ``GET /openapi.json``: open.
 
 ``POST /v1/requests`` and ``GET /healthz`` carry a service's traffic: they are answered on
@@ -426,7 +428,10 @@ def create_app(service: Service, lifespan: Callable | None = None):
         session = service.session
         ready = session is not None and service.batcher is not None
         text = service.metrics.text(
-            session.decision_counts() if ready else {}, session.queued if ready else 0, ready
+            session.decision_counts() if ready else {},
+            session.queued if ready else 0,
+            ready,
+            session.blocked_by_view() if ready else None,
         )
         return Response(text, media_type="text/plain; version=0.0.4")
 

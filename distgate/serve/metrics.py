@@ -60,13 +60,29 @@ class Metrics:
     def response(self, status: int) -> None:
         self.responses[status] += 1  # from the event loop's thread only
 
-    def text(self, decisions: dict[str, int], queued: int, ready: bool) -> str:
-        """The exposition text, with the state's totals by decision and queue length."""
+    def text(
+        self,
+        decisions: dict[str, int],
+        queued: int,
+        ready: bool,
+        blocked: dict[str, int] | None = None,
+    ) -> str:
+        """The exposition text, with the state's totals by decision and queue length, and
+        with several views the requests each view blocked first (``blocked``)."""
         lines = [
             "# HELP distgate_requests_total Requests decided in this state, by decision.",
             "# TYPE distgate_requests_total counter",
         ]
         lines += [f'distgate_requests_total{{decision="{d}"}} {n}' for d, n in decisions.items()]
+        if blocked:
+            lines += [
+                "# HELP distgate_view_blocked_total Requests each view was the first to block.",
+                "# TYPE distgate_view_blocked_total counter",
+            ]
+            lines += [
+                f'distgate_view_blocked_total{{view="{_label(view)}"}} {n}'
+                for view, n in blocked.items()
+            ]
         lines += [
             "# HELP distgate_queue_length Records waiting in the gate's queue.",
             "# TYPE distgate_queue_length gauge",
@@ -96,3 +112,8 @@ class Metrics:
             for code, n in sorted(self.responses.items())
         ]
         return "\n".join(lines) + "\n"
+
+
+def _label(text: str) -> str:
+    """A label value as the exposition format writes it (backslash, quote, newline escaped)."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

@@ -113,7 +113,8 @@ def openapi(limits) -> dict[str, Any]:
         "asked (null for the operator or a replay); with ?detail=1 the state's row instead: "
         "the gate's word (duplicate for a record released before), the request index at "
         "which the record was released (an earlier one for a duplicate), and the target, "
-        "value, statistic and critical value of replay's decisions file.",
+        "value, statistic and critical value of replay's decisions file (with several "
+        "views, its view column: the view that blocked the request, null for none).",
         "required": ["request", "key", "decision", "requester"],
         "additionalProperties": False,
         "properties": {
@@ -127,6 +128,7 @@ def openapi(limits) -> dict[str, Any]:
             "value": {"type": ["string", "null"]},
             "statistic": {"type": ["number", "string", "null"]},
             "critical": {"type": ["number", "string", "null"]},
+            "view": {"type": ["string", "null"]},
         },
     }
     count = {"type": "integer", "minimum": 0}
@@ -152,6 +154,34 @@ def openapi(limits) -> dict[str, Any]:
                         "released_from_queue": count,
                         "still_queued": count,
                         "percent_released": {"type": "number"},
+                    },
+                },
+            },
+            "views": {
+                "type": "array",
+                "description": "With several views, one per view in the order given: the "
+                "requests it was the first to block (queued or denied), those of them still "
+                "unreleased, and its records requested and released per target of its Y.",
+                "items": {
+                    "type": "object",
+                    "required": ["view", "blocked", "still_blocked", "targets"],
+                    "properties": {
+                        "view": {"type": "string"},
+                        "blocked": count,
+                        "still_blocked": count,
+                        "targets": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "required": ["target", "requested", "released"],
+                                "properties": {
+                                    "target": {"type": "string"},
+                                    "requested": count,
+                                    "released": count,
+                                    "percent_released": {"type": "number"},
+                                },
+                            },
+                        },
                     },
                 },
             },

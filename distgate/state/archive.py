@@ -25,6 +25,7 @@ from distgate.errors import InputError
 from distgate.state.blocks import from_ipc as _from_ipc
 from distgate.state.blocks import one_stream
 from distgate.state.blocks import to_ipc as _to_ipc
+from distgate.state.records import view_names
 from distgate.state.store import empty_rows, read_history
 
 ENCODING = "CREATE TABLE IF NOT EXISTS encoding (name TEXT PRIMARY KEY, data BLOB NOT NULL)"
@@ -231,10 +232,12 @@ class Tail:
 @dataclass
 class StateRows:
     """Every request of a state (:func:`distgate.state.store.read_history`'s rows) with
-    the table's encoding."""
+    the table's encoding (the first view's) and the names of the views it protects
+    (empty for one view)."""
 
     rows: dict[str, np.ndarray]
     encoding: Encoding
+    views: list[str]
 
 
 def read_state(path: str | os.PathLike) -> StateRows:
@@ -255,10 +258,15 @@ def read_state(path: str | os.PathLike) -> StateRows:
             raise InputError(f"State file '{path}' is not a distgate state (no decisions).")
         encoding = read_encoding(db, path)
         history = read_history(db)
+        settings = db.execute("SELECT value FROM meta WHERE name = 'settings'").fetchone()
     except sqlite3.DatabaseError as exc:
         raise InputError(f"State file '{path}' is not a distgate state ({exc}).") from None
     finally:
         db.close()
     if history is None:
         history = {**empty_rows(), "enqueued": np.zeros(0, bool)}
-    return StateRows(history, encoding)
+    try:
+        views = view_names(json.loads(settings[0])) if settings else []
+    except ValueError:
+        raise InputError(f"State file '{path}' is damaged: its settings are not JSON.") from None
+    return StateRows(history, encoding, views)

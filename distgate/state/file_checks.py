@@ -14,6 +14,7 @@ from distgate.errors import InputError
 from distgate.gate.decisions import (
     DECISION_NAMES,
     DECISION_RULES_VERSION,
+    DENIED,
     DUPLICATE,
     QUEUED,
     RELEASED,
@@ -121,10 +122,16 @@ class FileChecks:
                 raise Disagreement("the stored counts hold a negative count.")
             read.append("counts")
         targets = self._targets()
+        views = self.settings.get("views")
+        if isinstance(views, list) and targets is not None:  # one flag per target of each view
+            if not all(isinstance(v, dict) and isinstance(v.get("targets"), int) for v in views):
+                raise Disagreement("the recorded views do not say how many targets each has.")
+            targets = sum(v["targets"] for v in views)
+            where = f"its {len(views)} views have {targets}"
+        else:
+            where = f"the table has {targets}"
         if self.checked is not None and targets is not None and len(self.checked) != targets:
-            raise Disagreement(
-                f"the grace flags name {len(self.checked)} targets, the table has {targets}."
-            )
+            raise Disagreement(f"the grace flags name {len(self.checked)} targets, {where}.")
         return ", ".join(read[:-1]) + f" and {read[-1]} read and fit together"
 
     def _targets(self) -> int | None:
@@ -135,6 +142,9 @@ class FileChecks:
     def batches(self) -> str:
         parts, late = [], []
         expected = 0
+        views = self.settings.get("views")
+        # a state of several views keeps the view that blocked each request
+        wanted = BATCH_COLUMNS + (("view",) if isinstance(views, list) else ())
         for first, size, decisions, late_blob in self.stored.batches:
             if first != expected:
                 raise Disagreement(
@@ -142,7 +152,7 @@ class FileChecks:
                 )
             try:
                 table, released = decode_block(decisions), decode_block(late_blob)
-                columns = {name: table.column(name).to_numpy() for name in BATCH_COLUMNS}
+                columns = {name: table.column(name).to_numpy() for name in wanted}
                 columns["key"] = table.column("key")
                 late_request = released.column("request").to_numpy()
                 late_at = released.column("released_at").to_numpy()
@@ -172,7 +182,7 @@ class FileChecks:
                 f"{self.next_request}."
             )
         if parts:
-            rows = {name: np.concatenate([p[name] for p in parts]) for name in BATCH_COLUMNS}
+            rows = {name: np.concatenate([p[name] for p in parts]) for name in wanted}
             rows["key"] = pa.chunked_array([p["key"] for p in parts], pa.string())
             rows["released_at"] = rows["released_at"].astype(np.int64, copy=True)
             for request, at in late:
@@ -228,6 +238,12 @@ class FileChecks:
             ),
             "is released at a request after the last stored one": at >= len(decision),
         }
+        if "view" in rows:  # several views: a blocked request names one, no other does
+            views, view = len(self.settings["views"]), rows["view"]
+            blocked = (decision == QUEUED) | (decision == DENIED)
+            bad[f"names no view of the {views} when blocked, or one when not"] = np.where(
+                blocked, (view < 0) | (view >= views), view != -1
+            )
         for what, where in bad.items():
             if where.any():
                 raise Disagreement(_at_request(rows, int(np.argmax(where)), what))

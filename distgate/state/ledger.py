@@ -2,14 +2,14 @@
 
 A :class:`Ledger` holds one row per request (record, decision, the released_at of its row
 as the decisions file has it, statistic, critical, whether it put its record in the queue,
-who asked), each record's release time, and the release feed: every (released_at, request)
-pair, in order, of a request whose record has been released after it was asked for
-(the request that released it at once, a queued request released later, and a repeated
-request of a queued record once that record leaves the queue); beside it, the repeated
-requests of a record released before them (decided ``duplicate``), which a service shows
-their requesters released at their own index (:meth:`Ledger.releases` with ``repeats``).
-It is updated only with batches already committed to the state file, so nothing read from
-it can be undone by a crash.
+the view that blocked it, who asked), each record's release time, and the release feed:
+every (released_at, request) pair, in order, of a request whose record has been released
+after it was asked for (the request that released it at once, a queued request released
+later, and a repeated request of a queued record once that record leaves the queue);
+beside it, the repeated requests of a record released before them (decided ``duplicate``),
+which a service shows their requesters released at their own index
+(:meth:`Ledger.releases` with ``repeats``). It is updated only with batches already
+committed to the state file, so nothing read from it can be undone by a crash.
 
 Its rows are the state's: a ledger rebuilt from the state file after a restart equals the
 one that was kept in memory.
@@ -60,6 +60,7 @@ class Ledger:
         self.statistic = Column(np.float64)
         self.critical = Column(np.float64)
         self.enqueued = Column(np.bool_)
+        self.view = Column(np.int16, fill=-1)  # the view that blocked the request (-1: none)
         self.requester = Column(np.int32)
         self.record_released_at = np.full(n_records, -1, dtype=np.int64)
         self.unknown_keys: dict[int, str] = {}
@@ -113,6 +114,7 @@ class Ledger:
         ledger.statistic = Column.of(history["statistic"].astype(np.float64))
         ledger.critical = Column.of(history["critical"].astype(np.float64))
         ledger.enqueued = Column.of(history["enqueued"].astype(np.bool_))
+        ledger.view = Column.of(history["view"].astype(np.int16), fill=-1)
         ledger.requester = Column.of(requesters.astype(np.int32))
         unknown = np.flatnonzero(record < 0)
         if len(unknown):
@@ -142,6 +144,7 @@ class Ledger:
         self.statistic.extend(run.statistic)
         self.critical.extend(run.critical)
         self.enqueued.extend(run.enqueued)
+        self.view.extend(run.view)
         self.requester.extend(requesters)
         if len(record) and record.min() < 0:
             for j in np.flatnonzero(record < 0).tolist():
@@ -277,6 +280,7 @@ class Ledger:
             "record": self.record.values,
             "decision": self.decision.values,
             "released_at": self.released_at.values,
+            "view": self.view.values,
         }
 
     def history(self) -> dict[str, np.ndarray]:

@@ -50,7 +50,10 @@ def table_fingerprint(target_labels, value_labels, target_codes, value_codes) ->
 
 def settings_record(inputs: Inputs, s: GateSettings) -> dict:
     """What a state file records of the table and the settings its decisions were made
-    under (a state is only continued under the same)."""
+    under (a state is only continued under the same). The columns, bins and baseline are
+    the first view's; a table read in several views also records them all under
+    ``views`` (:func:`views_record`), a table of one view does not (its record is the one
+    states recorded before views existed, so those resume unchanged)."""
     options = inputs.options
     record = {
         "attributes": list(options.attributes),
@@ -63,6 +66,8 @@ def settings_record(inputs: Inputs, s: GateSettings) -> dict:
     }
     if s.indistinguishable:  # the rule's record names the targets its plan holds back
         record["indistinguishable"]["held_back"] = held_back_labels(inputs, s)
+    if len(inputs.views) > 1:
+        record["views"] = views_record(inputs)
     return record
 
 
@@ -73,6 +78,35 @@ def held_back_labels(inputs: Inputs, s: GateSettings) -> list[str]:
 
     plan = plan_common_release(inputs.counts, inputs.baseline.probabilities, s.alpha, s.share)
     return [inputs.table.target_labels[y] for y in plan.held_back]
+
+
+def views_record(inputs: Inputs) -> list[dict[str, Any]]:
+    """Each view of a table read in several, in the order given: its name, columns, bins,
+    missing-value handling, baseline fingerprint and number of targets (the grace flags
+    hold one per target of each view)."""
+    return [
+        {
+            "name": view.view_name,
+            "x": list(view.options.attributes),
+            "y": list(view.options.targets),
+            "bins": {c: list(e) for c, e in view.options.bins},
+            "missing": view.options.missing,
+            "baseline": view.baseline.fingerprint(),
+            "targets": len(view.table.target_labels),
+        }
+        for view in inputs.views
+    ]
+
+
+def view_names(settings: dict[str, Any]) -> list[str]:
+    """The names of the views a state's ``settings`` record (empty for one view)."""
+    views = settings.get("views")
+    return [str(v.get("name")) for v in views] if isinstance(views, list) else []
+
+
+def target_count(inputs: Inputs) -> int:
+    """How many grace flags a gate over ``inputs`` keeps: one per target of each view."""
+    return sum(len(view.table.target_labels) for view in inputs.views)
 
 
 # the gate settings a state records under keys of their own, and those every state records

@@ -46,7 +46,7 @@ import numpy as np
 import pyarrow as pa
 
 from distgate.errors import InputError
-from distgate.gate.decisions import DECISION_RULES_VERSION, GateRun, GateState
+from distgate.gate.decisions import DECISION_RULES_VERSION, DENIED, QUEUED, GateRun, GateState
 from distgate.state import file_format
 from distgate.state.blocks import DECODE_ERRORS
 from distgate.state.blocks import from_ipc as _from_ipc
@@ -58,7 +58,7 @@ from distgate.state.file_format import (
     identify,
     sqlite_error,
 )
-from distgate.state.records import TableRecord
+from distgate.state.records import TableRecord, view_names
 
 SCHEMA = (
     "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -160,6 +160,7 @@ class StateStore:
     ) -> None:
         self.path = str(path)
         self.durable = durable
+        self.several_views = len(view_names(settings)) > 1  # batches keep the blocking view
         self.notes: list[str] = []
         self._read: tuple | None = None  # the history as first read, and releases since
         self._late_since_read: list[tuple[np.ndarray, np.ndarray]] = []
@@ -302,6 +303,8 @@ class StateStore:
                 f"State file '{self.path}' is damaged: its settings are not a JSON object; "
                 f"{LEFT_ALONE}."
             )
+        if old.get("views") != settings.get("views"):
+            raise InputError(_other_views(self.path, old, settings))
         for name in sorted(set(old) | set(settings)):
             if old.get(name) != settings.get(name):
                 raise InputError(
@@ -427,6 +430,7 @@ class StateStore:
             {
                 "key": keys if keys.type == pa.string() else keys.cast(pa.string()),
                 **{name: getattr(run, field) for name, field in _NUMERIC.items()},
+                **({"view": run.view} if self.several_views else {}),
             }
         )
         flags = json.dumps(checked.tolist())
@@ -496,6 +500,10 @@ def history_of(batches: list[tuple[bytes, bytes]]) -> dict[str, np.ndarray] | No
     decisions = pa.concat_tables([_from_ipc(blob) for blob, _ in batches])
     late = pa.concat_tables([_from_ipc(blob) for _, blob in batches])
     rows = {name: decisions.column(name).to_numpy() for name in _NUMERIC}
+    if "view" in decisions.column_names:  # a state of several views
+        rows["view"] = decisions.column("view").to_numpy().astype(np.int16)
+    else:  # one view: it blocked every request that was blocked
+        rows["view"] = one_view_blocking(rows["decision"])
     rows["key"] = decisions.column("key").combine_chunks()
     rows["request"] = np.arange(decisions.num_rows, dtype=np.int64)
     rows["released_at"] = rows["released_at"].copy()
@@ -525,6 +533,31 @@ def state_of_history(
     )
 
 
+def one_view_blocking(decision: np.ndarray) -> np.ndarray:
+    """The ``view`` column of a gate of one view (:attr:`GateRun.view`): 0 for a queued
+    or denied request, -1 for the others."""
+    blocked = (decision == QUEUED) | (decision == DENIED)
+    return np.where(blocked, 0, -1).astype(np.int16)
+
+
+def _other_views(path: str, old: dict[str, Any], given: dict[str, Any]) -> str:
+    """The sentence refusing a state built in other views than those given."""
+
+    def named(settings: dict[str, Any]) -> str:
+        names = view_names(settings)
+        if names:
+            return "the views " + ", ".join(names)
+        x, y = settings.get("attributes") or [], settings.get("targets") or []
+        return f"the one view {'+'.join(map(str, x))}@{'+'.join(map(str, y))}"
+
+    same = view_names(old) == view_names(given)
+    detail = " (the same names, other bins, missing values or baselines)" if same else ""
+    return (
+        f"State file '{path}' was built with {named(old)}, not {named(given)}{detail}; "
+        "resume it with the views it was built with, or use a new state file."
+    )
+
+
 def _table_rows(table: TableRecord | None) -> list[tuple[str, str]]:
     if table is None:
         return []
@@ -546,4 +579,5 @@ def empty_rows() -> dict:
         "statistic": np.zeros(0),
         "critical": np.zeros(0),
         "released_total": np.zeros(0, np.int64),
+        "view": np.zeros(0, np.int16),
     }

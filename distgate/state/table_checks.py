@@ -32,6 +32,8 @@ class TableChecks:
 
         stored = self.parts.settings
         given = settings_record(self.inputs, self._gate_settings())
+        if stored.get("views") != given.get("views"):
+            raise Disagreement(_other_views(stored, given))
         for name in sorted(set(stored) | set(given)):
             if stored.get(name) != given.get(name):
                 raise Disagreement(
@@ -140,6 +142,7 @@ class TableChecks:
             ("critical value", run.critical),
             ("released count", run.released_total),
             ("queue entry", run.enqueued),
+            *([("blocking view", run.view)] if len(gate.views) > 1 else []),
         ):
             have = rows[_STORED[name]]
             same = have == made
@@ -168,7 +171,27 @@ _STORED = {
     "critical value": "critical",
     "released count": "released_total",
     "queue entry": "enqueued",
+    "blocking view": "view",
 }
+
+
+def _other_views(stored: dict, given: dict) -> str:
+    """The disagreement of a table read in other views than the state was built with."""
+    from distgate.state.records import view_names
+
+    def named(settings: dict) -> str:
+        names = view_names(settings)
+        if names:
+            return "the views " + ", ".join(names)
+        x, y = settings.get("attributes") or [], settings.get("targets") or []
+        return f"one view, {'+'.join(map(str, x))}@{'+'.join(map(str, y))}"
+
+    if view_names(stored) == view_names(given):
+        return (
+            f"the state was built with {named(stored)}; the table given gives them other bins, "
+            "missing values or baselines (give each view's baseline in a [[view]] table)."
+        )
+    return f"the state was built with {named(stored)}, the table was read in {named(given)}."
 
 
 def _value(name: str, value) -> str:

@@ -47,6 +47,7 @@ from typing import Any
 from distgate.data.config import TableOptions
 from distgate.data.inputs import Inputs
 from distgate.data.spec import TableReading
+from distgate.errors import InputError
 from distgate.state.file_checks import FAILED, OK, SKIPPED, Check, Disagreement, FileChecks, Skip
 from distgate.state.inspection import read_state
 from distgate.state.table_checks import TableChecks
@@ -99,12 +100,31 @@ def state_table_settings(path: str) -> dict[str, Any]:
     """How the state at ``path`` read its table, as a settings file's values: its attribute
     and target columns, key column and bins (they replace a settings file's own)."""
     settings = read_state(path).entry("settings", {})
-    return {
+    own = {
         "attributes": settings.get("attributes"),
         "targets": settings.get("targets"),
         "id": settings.get("id"),
         "bins": settings.get("bins") or {},
     }
+    views = settings.get("views")
+    if isinstance(views, list):  # read in the views the state records (--view: others)
+        own["view"] = [recorded_view(view) for view in views]
+    return own
+
+
+def recorded_view(view: Any) -> Any:
+    """A view a state records (:func:`distgate.state.records.views_record`) as the table
+    is read in it: its columns, bins and missing values. Its baseline is the table's own
+    distribution: a view with a baseline file of its own is given again with --view or
+    a [[view]] table, else the ``table`` check names the baseline that differs."""
+    from distgate.data.views import view_of
+
+    if not isinstance(view, dict):
+        raise InputError("The state's recorded views are not a list of views: it is damaged.")
+    return view_of(
+        {name: view.get(name) for name in ("x", "y", "bins", "missing") if view.get(name)},
+        "A view the state records",
+    )
 
 
 def verify_state(path: str, inputs: Inputs | None = None) -> Verification:

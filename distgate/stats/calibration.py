@@ -90,7 +90,11 @@ class Level:
 class Calibration:
     """The measured levels of the chosen tests, and (``auto``) where each hands over.
     ``reading``: how the table was read, when :func:`distgate.calibrate` read one (a
-    :class:`distgate.data.spec.TableReading`; statistics know no files, so not imported)."""
+    :class:`distgate.data.spec.TableReading`; statistics know no files, so not imported).
+
+    A table of several views (SPEC 4.1) is calibrated in each, on its own baseline and
+    targets: this is the first view's (``view`` its name), ``more_views`` the others', and
+    :attr:`within` holds when every view's levels are kept."""
 
     mode: str
     draws: int
@@ -103,19 +107,37 @@ class Calibration:
     handovers: dict[tuple[str, float], Handover] = field(default_factory=dict)
     scopes: dict[str, str] = field(default_factory=dict)
     reading: Any = field(default=None, repr=False, compare=False)
+    view: str | None = None  # the view's name (rank@branch), None for a table's one view
+    more_views: list[Calibration] = field(default_factory=list)
+
+    @property
+    def every_view(self) -> list[Calibration]:
+        """This view's calibration and the further views', in the order given."""
+        return [self, *self.more_views]
 
     @property
     def within(self) -> bool:
-        return all(level.within for level in self.levels)
+        """Every measured level of every view lies within its tolerance."""
+        return all(level.within for one in self.every_view for level in one.levels)
 
     def to_dict(self) -> dict:
+        """The JSON document; with several views its keys are the first view's (the shape
+        of one view's) but ``within_tolerance``, every view's, and ``views`` lists every
+        view's with its name."""
+        document = self._own_dict()
+        if self.more_views:
+            document["within_tolerance"] = self.within
+            document["views"] = [{"view": one.view, **one._own_dict()} for one in self.every_view]
+        return document
+
+    def _own_dict(self) -> dict:
         return {
             "critical": self.mode,
             "draws": self.draws,
             "seed": self.seed,
             "releases": self.releases,
             "tolerance": f"max({TOLERANCE:g} alpha, 3 standard errors)",
-            "within_tolerance": self.within,
+            "within_tolerance": all(level.within for level in self.levels),
             "handovers": [
                 {
                     "metric": metric,

@@ -1,5 +1,7 @@
 """The decisions file of a replay: one CSV row per request (``request,key,target,value,
-decision,released_at,statistic,critical``), written atomically a chunk at a time."""
+decision,released_at,statistic,critical``; a gate of several views adds ``view``, the
+first view in the order given that blocked a queued or denied request, empty for the
+others), written atomically a chunk at a time."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from distgate.data.csv_cells import spreadsheet_array, spreadsheet_cell, write_r
 from distgate.gate.decisions import DECISION_NAMES
 
 COLUMNS = ("request", "key", "target", "value", "decision", "released_at", "statistic", "critical")
+VIEW_COLUMN = "view"  # after COLUMNS, with several views
 WRITE_CHUNK = 1 << 18  # rows of the decisions file made into text at a time
 WRITE_AHEAD = 2  # chunks made into text ahead of the one being written
 TEXT_SAMPLE = 4096  # floats looked at to judge whether a column's values repeat
@@ -43,26 +46,36 @@ def _text_numbers(values: np.ndarray) -> pa.Array:
 
 
 def write_decisions(
-    result, path: str, *, chunk: int = WRITE_CHUNK, spreadsheet: bool = False
+    result,
+    path: str,
+    *,
+    chunk: int = WRITE_CHUNK,
+    spreadsheet: bool = False,
+    views: list[str] | None = None,
 ) -> None:
     """The decisions CSV of ``result`` (a :class:`~distgate.workflows.replay.ReplayResult`;
-    columns :data:`COLUMNS`), written atomically, ``chunk`` rows at a time: the text of a
-    chunk is made, written and dropped, so a long log's output never sits in memory as
-    text (the file is the same whatever the chunk size). Keys and labels are written as
-    they are, or with ``spreadsheet`` with an apostrophe before what a spreadsheet would
-    run as a formula."""
+    columns :data:`COLUMNS`, and :data:`VIEW_COLUMN` when the gate protected several
+    ``views``, by default the result's), written atomically, ``chunk`` rows at a time:
+    the text of a chunk is made, written and dropped, so a long log's output never sits
+    in memory as text (the file is the same whatever the chunk size). Keys and labels are
+    written as they are, or with ``spreadsheet`` with an apostrophe before what a
+    spreadsheet would run as a formula."""
+    views = result.view_names if views is None else views
+    names = list(views) if len(views) > 1 else []
+    columns = COLUMNS + ((VIEW_COLUMN,) if names else ())
     if spreadsheet:
         result = dataclasses.replace(
             result,
             target_labels=[spreadsheet_cell(label) for label in result.target_labels],
             value_labels=[spreadsheet_cell(label) for label in result.value_labels],
         )
+        names = [spreadsheet_cell(name) for name in names]
     rows = result.rows
     keys = rows["key"]  # Arrow text, or key text made a slice at a time (RequestKeys)
     if not hasattr(keys, "slice"):
         keys = pa.array(list(keys), type=pa.string())
     labels_special = needs_quoting(
-        pa.array(result.target_labels + result.value_labels, type=pa.string())
+        pa.array(result.target_labels + result.value_labels + names, type=pa.string())
     )
     size, chunk = len(rows["request"]), max(1, chunk)
     options = pacsv.WriteOptions(quoting_style="none", include_header=False)
@@ -73,7 +86,7 @@ def write_decisions(
         # takes the fast one unless its own text needs quotes
         table, keys_special = made
         if labels_special or keys_special:
-            handle.write(_quoted_csv(table).encode("utf-8"))
+            handle.write(_quoted_csv(table, columns).encode("utf-8"))
         else:
             pacsv.write_csv(table, handle, write_options=options)
 
@@ -87,11 +100,13 @@ def write_decisions(
         open(tmp, "wb") as handle,
         ThreadPoolExecutor(max_workers=WRITE_AHEAD) as pool,
     ):
-        handle.write((",".join(COLUMNS) + "\n").encode())
+        handle.write((",".join(columns) + "\n").encode())
         waiting: deque = deque()
         for start in range(0, size, chunk):
             stop = min(start + chunk, size)
-            waiting.append(pool.submit(_decision_table, result, keys, start, stop, spreadsheet))
+            waiting.append(
+                pool.submit(_decision_table, result, keys, start, stop, spreadsheet, names)
+            )
             if len(waiting) > WRITE_AHEAD:
                 write(waiting.popleft().result())
         while waiting:
@@ -121,10 +136,11 @@ def needs_quoting(text: pa.Array | pa.ChunkedArray) -> bool:
 
 
 def _decision_table(
-    result, keys, start: int, stop: int, spreadsheet: bool = False
+    result, keys, start: int, stop: int, spreadsheet: bool = False, views: list[str] = ()
 ) -> tuple[pa.Table, bool]:
-    """Rows [start, stop) of the decisions file as Arrow columns, and whether one of
-    their keys needs CSV quoting."""
+    """Rows [start, stop) of the decisions file as Arrow columns (with the ``view`` of
+    each when ``views`` names several), and whether one of their keys needs CSV
+    quoting."""
     rows = result.rows
     key = keys.slice(start, stop - start).cast(pa.string())
     if spreadsheet:
@@ -153,13 +169,19 @@ def _decision_table(
             "critical": _text_numbers(rows["critical"][start:stop]),
         }
     )
+    if views:
+        blocking = rows["view"][start:stop].astype(np.int64)
+        named = pa.array(list(views), type=pa.string())
+        table = table.append_column(
+            VIEW_COLUMN, named.take(arrow_array(blocking, pa.int64(), mask=blocking < 0))
+        )
     return table, special
 
 
-def _quoted_csv(table: pa.Table) -> str:
+def _quoted_csv(table: pa.Table, names: tuple[str, ...] = COLUMNS) -> str:
     import io
 
     text = io.StringIO(newline="")
-    columns = [table.column(c).to_pylist() for c in COLUMNS]
+    columns = [table.column(c).to_pylist() for c in names]
     write_rows(text, (["" if v is None else v for v in row] for row in zip(*columns, strict=True)))
     return text.getvalue()

@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
 
@@ -46,9 +46,10 @@ from distgate.gate.engine import Gate
 from distgate.gate.settings import GateSettings
 from distgate.state.archive import Tail, encoding_of, keep_encoding, merge_rows, read_requesters
 from distgate.state.ledger import Ledger
-from distgate.state.records import settings_record, table_record
+from distgate.state.records import settings_record, table_record, target_count
 from distgate.state.store import StateStore, read_history, state_of_history
 from distgate.workflows.replay import TargetSummary, held_back_labels, target_summaries
+from distgate.workflows.view_summaries import ViewSummary, view_summaries
 
 RETRY_AFTER = 1.0  # seconds without trying to write after a failed commit
 OVERLAP_FROM = 1000  # keys of a batch from which its answers are made while it is flushed
@@ -66,13 +67,15 @@ class StateUnwritable(Exception):
 
 @dataclass(frozen=True)
 class Summary:
-    """The per-target table of replay's report over every request of the state."""
+    """The per-target table of replay's report over every request of the state (with
+    several views, replay's per-view figures too: the operator sees the view names)."""
 
     targets: list[TargetSummary]
     requests: int
     decisions: dict[str, int]
     status: GateStatus
     settings: GateSettings
+    views: list[ViewSummary] = field(default_factory=list)  # several views: one per view
     held_back: tuple[str, ...] = ()  # the targets the indistinguishable rule keeps queued
 
     def to_dict(self) -> dict:
@@ -84,6 +87,7 @@ class Summary:
             "queue": self.settings.queue,
             "grace": self.settings.grace,
             "targets": [t.to_dict() for t in self.targets],
+            **({"views": [view.to_dict() for view in self.views]} if self.views else {}),
             "gate": self.status.to_dict(),
             **({"held_back": list(self.held_back)} if self.settings.indistinguishable else {}),
         }
@@ -183,7 +187,8 @@ class DurableSession:
         self.tail = Tail(db)  # the batches' sizes, for compaction (archive.compact_tail)
         if size:
             checked = json.loads(self.store._meta("checked") or "null")
-            self.gate.restore(state_of_history(history, size, checked, len(table.target_labels)))
+            flags = target_count(self.inputs)
+            self.gate.restore(state_of_history(history, size, checked, flags))
 
     # ------------------------------------------------------------------ closing
     def close(self) -> None:
@@ -315,7 +320,8 @@ class DurableSession:
         with self._reading:
             history = self.ledger.history()
         gate = self.gate
-        gate.restore(state_of_history(history, next_request, checked.tolist(), gate.n_targets))
+        flags = target_count(self.inputs)
+        gate.restore(state_of_history(history, next_request, checked.tolist(), flags))
 
     # ------------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -429,15 +435,22 @@ class DurableSession:
         return shown
 
     def detail(self, decision: Decision) -> dict:
-        """Target, value, statistic and critical of a request, as in the decisions file."""
+        """Target, value, statistic and critical of a request, as in the decisions file
+        (with several views its ``view`` too: for the operator only)."""
         table = self.inputs.table
         known = decision.record >= 0
-        return {
+        shown = {
             "target": table.target_labels[table.target_codes[decision.record]] if known else None,
             "value": table.value_labels[table.value_codes[decision.record]] if known else None,
             "statistic": decision.statistic,
             "critical": decision.critical,
         }
+        names = self.view_names
+        if names:  # several views: the one that blocked the request, as the decisions file
+            with self._reading:
+                blocking = int(self.ledger.view.data[decision.request])
+            shown["view"] = names[blocking] if blocking >= 0 else None
+        return shown
 
     @property
     def queued(self) -> int:
@@ -456,11 +469,30 @@ class DurableSession:
         with self._deciding:  # the gate as the last committed batch left it
             rows = self.ledger.rows()
             targets = target_summaries(rows, 0, self.inputs, self.gate)
+            views = view_summaries(rows, 0, self.inputs, self.gate)
             status = self.gate.status()
+        counts = self.decision_counts()
         held = tuple(held_back_labels(self.gate, self.inputs))
         return Summary(
-            targets, len(rows["record"]), self.decision_counts(), status, self.settings, held
+            targets, len(rows["record"]), counts, status, self.settings, views, held_back=held
         )
+
+    @property
+    def view_names(self) -> list[str]:
+        """The views the gate protects, in the order given (empty for one view)."""
+        views = self.gate.views
+        return [str(view.name) for view in views] if len(views) > 1 else []
+
+    def blocked_by_view(self) -> dict[str, int]:
+        """With several views: the requests each view was the first to block (queued or
+        denied at arrival); empty for one view."""
+        names = self.view_names
+        if not names:
+            return {}
+        with self._reading:
+            view = self.ledger.view.values
+            tally = np.bincount(view[view >= 0].astype(np.int64), minlength=len(names))
+        return {name: int(tally[v]) for v, name in enumerate(names)}
 
 
 def _merge(lows: list[int], db: sqlite3.Connection) -> None:
@@ -494,9 +526,9 @@ def _record_columns(inputs: Inputs, columns: Sequence[str]) -> dict[str, pa.Arra
 
 def export_decisions(state: str, output: str) -> int:
     """Write every request of the state file ``state`` in arrival order, in replay's
-    decisions format (:func:`distgate.workflows.decisions_file.write_decisions`), to
-    ``output``; returns how many. Reads the state without locking it: a running service
-    or replay may go on."""
+    decisions format (:func:`distgate.workflows.decisions_file.write_decisions`, with its
+    ``view`` column for a state of several views), to ``output``; returns how many.
+    Reads the state without locking it: a running service or replay may go on."""
     from distgate.state.archive import read_state
     from distgate.workflows.decisions_file import write_decisions
     from distgate.workflows.replay import ReplayResult
@@ -515,5 +547,5 @@ def export_decisions(state: str, output: str) -> int:
         0,
         GateSettings(),
     )
-    write_decisions(result, output)
+    write_decisions(result, output, views=read.views)
     return len(rows["record"])

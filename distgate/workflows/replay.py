@@ -43,7 +43,9 @@ from distgate.gate.decisions import (
 )
 from distgate.gate.engine import Gate
 from distgate.gate.settings import GateSettings
+from distgate.state.records import target_count
 from distgate.workflows.decisions_file import write_decisions
+from distgate.workflows.view_summaries import ViewSummary, view_summaries
 
 if TYPE_CHECKING:
     from distgate.data.spec import TableReading
@@ -124,6 +126,12 @@ class ReplayResult:
     notes: list[str] = field(default_factory=list)  # what opening the state did (a migration)
     reading: TableReading | None = None  # how the table was read (distgate.replay says)
     held_back: list[str] = field(default_factory=list)  # targets the rule keeps queued
+    views: list[ViewSummary] = field(default_factory=list)  # several views: one per view
+
+    @property
+    def view_names(self) -> list[str]:
+        """The views the gate protected, in the order given (empty for one view)."""
+        return [view.view for view in self.views]
 
     def counts(self) -> dict[str, int]:
         tally = np.bincount(self.rows["decision"].astype(np.int64), minlength=len(DECISION_NAMES))
@@ -192,6 +200,7 @@ class ReplayResult:
             "decisions_file": decisions,
             "state": state,
             "targets": [s.to_dict() for s in self.summary],
+            **({"views": [view.to_dict() for view in self.views]} if self.views else {}),
             "gate": self.status.to_dict() if self.status else None,
             **({"held_back": self.held_back} if self.settings.indistinguishable else {}),
         }
@@ -294,7 +303,7 @@ def replay(
             from distgate.state.archive import encoding_of, keep_encoding
 
             keep_encoding(store.db, encoding_of(inputs.table))  # for distgate state export
-            saved = store.gate_state(len(inputs.table.target_labels))
+            saved = store.gate_state(target_count(inputs))
             if saved is not None:
                 gate.restore(saved)
             position = store.log_position(log.fingerprint, size)
@@ -327,6 +336,7 @@ def replay(
         resumed,
         gate.status(),
         notes=store.notes if state is not None else [],
+        views=view_summaries(rows, first, inputs, gate),
         held_back=held_back_labels(gate, inputs),
     )
     if decisions:
@@ -467,6 +477,7 @@ def _joined_rows(
             ("statistic", "statistic"),
             ("critical", "critical"),
             ("released_total", "released_total"),
+            ("view", "view"),
         )
     }
     late = np.concatenate([run.earlier_request for run in runs])
@@ -491,6 +502,7 @@ def _rows_of_run(run: GateRun, keys: RequestKeys | pa.Array) -> dict[str, np.nda
         "statistic": run.statistic,
         "critical": run.critical,
         "released_total": run.released_total,
+        "view": run.view,
     }
 
 

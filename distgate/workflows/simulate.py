@@ -5,6 +5,10 @@ one metric are also safe under the others.
 
 Every sequence is a random sample without replacement of ``requests`` records, seeded by
 (seed, sequence number), so results do not depend on which metric runs first.
+
+With several views (SPEC 4.1) every gate run protects all of them at once; the results
+are given per view (:class:`ViewSimulation`): each view's targets, releases, fit-the-
+baseline bound and cross-safety, and the requests each view blocked.
 """
 
 from __future__ import annotations
@@ -28,7 +32,13 @@ from distgate.gate.engine import Gate
 from distgate.observer.stream import StreamPoints
 from distgate.observer.view import ObserverView
 from distgate.stats.critical import CriticalValues, check_alpha
-from distgate.stats.metrics.registry import evaluate, parse_metrics
+from distgate.stats.metrics.registry import parse_metrics
+from distgate.workflows.simulate_views import (
+    ViewCodes,
+    ViewSimulation,
+    check_one_view_options,
+    view_results,
+)
 
 if TYPE_CHECKING:
     from distgate.data.spec import TableReading
@@ -100,7 +110,9 @@ class Simulation:
     base of the release columns); ``observer``: the observer's attacks on every
     configuration, when asked for; ``shares``: the common share of the indistinguishable
     rule per alpha, when every gate ran under it (the share of the table's records its
-    plan releases), and ``held_back`` the targets its plan holds back per alpha.
+    plan releases), and ``held_back`` the targets its plan holds back per alpha. With
+    several views these are the first view's, and ``views`` holds every view's
+    (:class:`ViewSimulation`, the first first); it is empty for a gate of one view.
     """
 
     metrics: list[str]
@@ -122,17 +134,36 @@ class Simulation:
     held_back: dict[float, list[str]] = field(default_factory=dict)
     fit_sample: tuple[np.ndarray, int] | None = None  # chi_square_fit_sample's, when kept
     reading: TableReading | None = None  # how the table was read (distgate.simulate says)
+    views: list[ViewSimulation] = field(default_factory=list)
 
     @property
     def rule(self) -> str:
         return RULE_NAME if self.shares else "gate"
 
+    @property
+    def first_view(self) -> ViewSimulation:
+        """The first (or only) view's results."""
+        if self.views:
+            return self.views[0]
+        return ViewSimulation(
+            None,
+            self.target_labels,
+            self.released,
+            self.requested,
+            self.final_counts,
+            self.table_sizes,
+            self.fit_baseline,
+            self.fit_requested,
+            self.cross_safety,
+        )
+
     def mean_released(self) -> np.ndarray:
-        """(configs, targets): mean released records per target."""
-        return self.released.mean(axis=1)
+        """(configs, targets): mean released records per target (of the first view)."""
+        return self.first_view.mean_released()
 
     def totals(self) -> np.ndarray:
-        """(configs, sequences): records released in total by each gate run."""
+        """(configs, sequences): records released in total by each gate run (the same in
+        every view: each view holds every record)."""
         return self.released.sum(axis=2)
 
     def spread(self) -> list[Spread]:
@@ -159,39 +190,21 @@ class Simulation:
         return result
 
     def percent_released(self) -> np.ndarray:
-        """(configs, targets + 1): percent of the requested records released, per target
-        and (last column) in total, averaged over sequences as a ratio of means."""
-        released = self.released.mean(axis=1)
-        requested = self.requested.mean(axis=0)
-        per_target = 100.0 * released / np.maximum(requested, 1e-300)
-        total = 100.0 * released.sum(axis=1) / requested.sum()
-        return np.column_stack([per_target, total])
+        """(configs, targets + 1): :meth:`ViewSimulation.percent_released` of the first
+        view."""
+        return self.first_view.percent_released()
 
     def fit_percent(self) -> np.ndarray:
-        """(targets + 1): the fit-the-baseline bound over the requested records as a
-        percent of the requested records, per target and in total: the same ratio of means
-        as :meth:`percent_released`, so the columns compare like with like."""
-        fit = np.minimum(self.fit_requested, self.requested).mean(axis=0)
-        requested = self.requested.mean(axis=0)
-        per_target = 100.0 * fit / np.maximum(requested, 1e-300)
-        return np.append(per_target, 100.0 * fit.sum() / requested.sum())
+        """(targets + 1): :meth:`ViewSimulation.fit_percent` of the first view."""
+        return self.first_view.fit_percent()
 
     def to_dict(self) -> dict:
-        release = []
-        percents = self.percent_released()
-        means = self.mean_released()
-        for k, (metric, alpha) in enumerate(self.configs):
-            for y, label in enumerate(self.target_labels):
-                release.append(
-                    {
-                        "metric": metric,
-                        "alpha": alpha,
-                        "target": label,
-                        "mean_released": round(float(means[k, y]), 4),
-                        "percent": round(float(percents[k, y]), 4),
-                    }
-                )
-        first = self.alphas[0]
+        """The JSON document; with several views its release, fit-the-baseline and
+        cross-safety keys are the first view's (the shape of one view's) and ``views``
+        lists every view's."""
+        first = self.first_view
+        means = first.mean_released()
+        percents = first.percent_released()
         return {
             "sequences": self.sequences,
             "requests": self.requests,
@@ -202,7 +215,7 @@ class Simulation:
                 if self.shares
                 else {}
             ),
-            "release": release,
+            "release": first.release_rows(self.configs),
             "total": [
                 {
                     "metric": metric,
@@ -213,27 +226,16 @@ class Simulation:
                 for k, (metric, alpha) in enumerate(self.configs)
             ],
             "spread": [s.to_dict() for s in self.spread()],
-            "fit_baseline": {
-                label: int(v)
-                for label, v in zip(self.target_labels, self.fit_baseline, strict=True)
-            },
-            "fit_baseline_percent": {
-                label: round(float(v), 4)
-                for label, v in zip([*self.target_labels, "total"], self.fit_percent(), strict=True)
-            },
-            "cross_safety": self.cross_safety[first],
+            **first.fit_dict(),
+            "cross_safety": self.cross_safety[self.alphas[0]],
             "cross_safety_by_alpha": {f"{a:g}": self.cross_safety[a] for a in self.alphas},
             **(self.observer.to_dict() if self.observer is not None else {}),
+            **(
+                {"views": [v.to_dict(self.configs, self.alphas, self.requests) for v in self.views]}
+                if self.views
+                else {}
+            ),
         }
-
-
-def fit_baseline_bound(counts: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Per target, the largest n with n p(x) <= C[y, x] for every x: min_x C[y,x] / p(x),
-    rounded (values with p(x) = 0 impose no bound)."""
-    counts = np.asarray(counts, dtype=float)
-    with np.errstate(divide="ignore"):
-        ratio = np.where(p > 0, counts / np.where(p > 0, p, 1.0), np.inf)
-    return np.rint(ratio.min(axis=-1)).astype(np.int64)
 
 
 MAX_SEQUENCES = 10_000
@@ -271,6 +273,8 @@ def simulate(
     checkpoints: Sequence[float] | None = None,
     indistinguishable: bool = False,
     share: float | None = None,
+    name: str | None = None,
+    more_views: Sequence[ViewCodes] = (),
 ) -> Simulation:
     """Run the gate for every (metric, alpha) over ``sequences`` random request orders.
 
@@ -288,6 +292,12 @@ def simulate(
     ``indistinguishable`` (or a common ``share``) runs every gate under the rule that keeps
     the targets alike (:mod:`distgate.gate.indistinguishable`), planned once per alpha
     from the table.
+
+    ``more_views`` are further views of the same records (SPEC 4.1), the records given
+    first being the first view, named ``name``: every gate run protects them all, and the
+    results are given per view too (:attr:`Simulation.views`). The observer's attacks, the
+    indistinguishable rule and the evolution plots take one view (``keep_evolution`` keeps
+    nothing with several).
     """
     metrics = parse_metrics(metrics)
     alphas = [check_alpha(a) for a in alphas]
@@ -301,6 +311,12 @@ def simulate(
         )
     if requests is not None and requests < 1:
         raise InputError(f"The number of requests must be at least 1, not {requests}.")
+    if more_views:
+        check_one_view_options(
+            attack or deviating is not None or checkpoints is not None,
+            indistinguishable or share is not None,
+        )
+        keep_evolution = False
     target_codes = np.asarray(target_codes)
     value_codes = np.asarray(value_codes)
     n_targets, n_values = len(target_labels), len(critical.p)
@@ -330,8 +346,13 @@ def simulate(
 
         plans = {a: plan_common_release(full, critical.p, a, share) for a in alphas}
 
-    released = np.zeros((len(configs), sequences, n_targets), dtype=np.int64)
-    final = np.zeros((len(configs), sequences, n_targets, n_values), dtype=np.int64)
+    first = ViewCodes(target_codes, value_codes, target_labels, critical, name or "")
+    every_view = [first, *more_views]
+    finals = [
+        np.zeros((len(configs), sequences, len(v.target_labels), len(v.critical.p)), np.int64)
+        for v in every_view
+    ]
+    blocked = np.zeros((len(every_view), len(configs), sequences), dtype=np.int64)
     evolutions: list[Evolution] = []
     job = _Job(
         target_codes,
@@ -344,35 +365,32 @@ def simulate(
         keep_evolution,
         plans,
         ends,
+        tuple(v.gate_view for v in more_views),
     )
     if cluster is not None:
         from distgate.data.engines.dask import run_configs
 
+        if more_views:
+            raise InputError("Several views are simulated on this machine, not on a cluster.")
         results = run_configs(cluster, job, configs, progress, sequences)
     else:
         results = _run_configs(job, configs, workers, progress, sequences)
     streams = [None] * len(configs)  # what the observer saw, per configuration
-    for k, (counts, evolution, points) in results:
-        final[k] = counts
-        released[k] = counts.sum(axis=2)
+    for k, (counts, evolution, points, *views) in results:
+        finals[0][k] = counts
+        if views:  # each further view's counts, and the requests each view blocked
+            further, blocked_by_view = views
+            blocked[:, k] = blocked_by_view
+            for v, view_counts in enumerate(further, start=1):
+                finals[v][k] = view_counts
         if evolution is not None:
             evolutions.append(evolution)
         streams[k] = points
-
-    requested = np.stack([np.bincount(target_codes[o], minlength=n_targets) for o in orders])
-    table_sizes = np.bincount(target_codes, minlength=n_targets)
-    fit_requested = np.stack(
-        [
-            fit_baseline_bound(
-                np.bincount(
-                    target_codes[o] * n_values + value_codes[o], minlength=n_targets * n_values
-                ).reshape(n_targets, n_values),
-                critical.p,
-            )
-            for o in orders
-        ]
-    )
-    cross = {alpha: _cross_safety(final, configs, metrics, alpha, critical) for alpha in alphas}
+    results_by_view = [
+        view_results(view, final, blocked[v], orders, configs, metrics, alphas)
+        for v, (view, final) in enumerate(zip(every_view, finals, strict=True))
+    ]
+    own = results_by_view[0]
     observer = None
     if watched is not None:
         from distgate.observer.view import observe
@@ -396,17 +414,18 @@ def simulate(
         requests=requests,
         target_labels=list(target_labels),
         configs=configs,
-        released=released,
-        requested=requested,
-        final_counts=final,
-        table_sizes=table_sizes,
-        fit_baseline=fit_baseline_bound(full, critical.p),
-        cross_safety=cross,
+        released=own.released,
+        requested=own.requested,
+        final_counts=own.final_counts,
+        table_sizes=own.table_sizes,
+        fit_baseline=own.fit_baseline,
+        cross_safety=own.cross_safety,
         evolutions=evolutions,
-        fit_requested=fit_requested,
+        fit_requested=own.fit_requested,
         observer=observer,
         shares={a: plan.share for a, plan in plans.items()},
         held_back={a: [target_labels[y] for y in plan.held_back] for a, plan in plans.items()},
+        views=results_by_view if more_views else [],
     )
 
 
@@ -424,15 +443,20 @@ class _Job:
     keep_evolution: bool
     plans: dict  # alpha -> the indistinguishable rule's plan (empty: the ordinary gate)
     ends: np.ndarray | None = None  # requests seen at each checkpoint of the observer
+    more_views: tuple = ()  # further views, as Gate takes them (SPEC 4.1)
 
     def run(self, config: tuple[str, float]):
         """Final count tables of every sequence under one (metric, alpha), the first
         sequence's evolution if asked for, and what the observer saw at the checkpoints
         (a :class:`~distgate.observer.stream.StreamPoints` over the sequences) when
-        there are checkpoints."""
+        there are checkpoints; with further views also each one's final count tables and,
+        per view and sequence, the requests that view blocked first."""
         metric, alpha = config
         n_values = len(self.critical.p)
-        counts = np.zeros((len(self.orders), self.n_targets, n_values), dtype=np.int64)
+        sequences = len(self.orders)
+        counts = np.zeros((sequences, self.n_targets, n_values), dtype=np.int64)
+        further = [np.zeros((sequences, v[2], v[3]), dtype=np.int64) for v in self.more_views]
+        blocked = np.zeros((1 + len(further), sequences), dtype=np.int64)
         evolution = None
         # one gate over every order: the compiled loop's tables are built once
         gate = Gate(
@@ -446,6 +470,7 @@ class _Job:
             queue=self.queue,
             grace=self.grace,
             rule=self.plans.get(alpha),
+            more_views=self.more_views,
         )
         points = []
         for s, order in enumerate(self.orders):
@@ -453,6 +478,10 @@ class _Job:
                 gate.start_over()
             run = gate.run(order)
             counts[s] = gate.counts
+            if further:
+                for view_counts, now in zip(further, gate.view_counts[1:], strict=True):
+                    view_counts[s] = now
+                blocked[:, s] = np.bincount(run.view[run.view >= 0], minlength=len(blocked))
             if self.ends is not None:
                 points.append(self._stream_points(order, run, n_values))
             if self.keep_evolution and s == 0:
@@ -464,7 +493,10 @@ class _Job:
                     run.critical,
                     run.released_total,
                 )
-        return counts, evolution, StreamPoints.stack(points) if points else None
+        stream = StreamPoints.stack(points) if points else None
+        if further:
+            return counts, evolution, stream, further, blocked
+        return counts, evolution, stream
 
     def _stream_points(self, order: np.ndarray, run, n_values: int):
         from distgate.observer.stream import stream_points
@@ -526,20 +558,6 @@ def _tick(progress, times: int) -> None:
     if progress is not None:
         for _ in range(times):
             progress()
-
-
-def _cross_safety(final, configs, metrics, alpha, critical) -> dict[str, dict[str, int]]:
-    """For each metric (row) at ``alpha``: over the sequences, how many of its final
-    releases are safe under each metric (column) at the same alpha. One batched
-    evaluation per cell of the matrix."""
-    matrix: dict[str, dict[str, int]] = {}
-    for row in metrics:
-        k = configs.index((row, alpha))
-        matrix[row] = {
-            column: int(np.sum(evaluate(column, final[k], alpha, critical).safe))
-            for column in metrics
-        }
-    return matrix
 
 
 def chi_square_fit_sample(

@@ -91,6 +91,9 @@ cdef enum:
     REGROUPS = 2
 
 
+cdef struct Joint  # (below: a Work points to it)
+
+
 cdef struct Tables:
     const char* target_codes  # (records,) signed integers of target_width bytes
     const char* value_codes  # (records,) signed integers of value_width bytes
@@ -130,6 +133,7 @@ cdef struct Tables:
     bint distances
     const int64_t* group_of
     int64_t group_size
+    int64_t views  # views the gate protects: more than one keeps each view's verdicts
 
 
 cdef struct Counts:
@@ -208,6 +212,50 @@ cdef struct Work:
     int64_t* place
     int64_t* counters
     uint8_t* ready
+    int64_t* cell_alive  # queued entries per cell of this view (the queue's own, one view)
+    Joint* joint  # the joint cells of several views (NULL: one view)
+    int64_t view  # this view's place among them
+
+
+cdef struct Joint:
+    # Several views: the queue holds joint cells (a record's cells in every view at once),
+    # safe when each of their cells is safe in its own view. Each view keeps its verdicts
+    # in its Work (``safe``), and a change of one is passed on to the joint cells holding
+    # that cell, which enter or leave the queue's safe set (``queue_work``).
+    Py_ssize_t views
+    Py_ssize_t cells  # joint cells
+    const int64_t* view_cells  # (cells, views): a joint cell's cell in each view
+    const int64_t* of_record  # (records,): a record's joint cell
+    const int64_t* starts  # each view's cells' first place in members, view after view
+    const int64_t* view_start  # (views,): where a view's cells begin in starts
+    const int64_t* members  # the joint cells holding each cell of each view
+    int64_t* unsafe  # (cells,): views in which a joint cell's cell is not safe
+    const int64_t* alive  # (cells,): queued entries per joint cell (the queue's)
+    const int64_t* group_of  # (cells,): a joint cell's group in the queue's maps
+    Work* queue_work  # the safe set of joint cells (and the queue's counters)
+    # each joint cell's slots in arrival order, in a run of its own in ``slots`` (a search
+    # looks in the safe ones', _search.pxd), one place per record of the cell
+    const int64_t* slot_start  # (cells + 1,): where a joint cell's run begins in slots
+    int64_t* slots  # (records,): each joint cell's slots, in arrival order
+    int64_t* next_live  # (records,): a place itself if its slot is live or not yet taken,
+    # else a place further on in its run, up to the first live one (or the run's tail)
+    int64_t* head  # (cells,): the place in slots of its first slot that may be live
+    int64_t* tail  # (cells,): the place after its last slot
+    int64_t* cursor  # (cells,): the place of its first live slot after the pass position
+    # last asked
+    int64_t* cursor_pass  # (cells,): the pass that cursor is of
+    int64_t pass_id  # the queue pass under way (a new one starts from the queue's start)
+    # the safe joint cells by their first live slot after the pass position: a binary heap
+    # of (slot, cell) entries, an entry standing while its cell's key is its slot
+    int64_t* heap_slot  # (heap_room,)
+    int64_t* heap_cell  # (heap_room,)
+    int64_t heap_size
+    int64_t heap_room
+    int64_t* key  # (cells,): a joint cell's slot in the heap (-1: none stands); kept while
+    # the cell turns unsafe, until its entry comes to the top (_search.next_safe_joint)
+    int64_t* pending  # (cells,): joint cells made safe since the last search
+    int64_t pending_count
+    uint8_t* is_pending  # (cells,)
 
 
 cdef struct Outputs:
@@ -217,6 +265,7 @@ cdef struct Outputs:
     double* critical
     int64_t* total
     uint8_t* enqueued
+    int16_t* view  # the first view that blocked the request (-1: none)
     int64_t* late_request
     int64_t* late_at
 

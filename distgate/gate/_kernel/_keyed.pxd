@@ -284,8 +284,9 @@ cdef inline bint by_bounds(const Tables* t) noexcept nogil:
     without a verdict kept per cell? So with mis or exposure (and kld or not) alone: each
     of their releases moves every target's bound, some twenty cells sit at those bounds,
     and following each cell's verdict (recheck_keyed) cost more than listing the safe ones
-    again (list_safe_groups)."""
-    return t.families == KEYED_FAMILY and moves_every_bound(t)
+    again (list_safe_groups). Not with several views, whose joint cells need every view's
+    verdict kept."""
+    return t.families == KEYED_FAMILY and moves_every_bound(t) and t.views == 1
 
 
 cdef inline bint passes_edges(
@@ -329,14 +330,14 @@ cdef inline int64_t list_safe_groups(
                 cell = base + x
                 if g[cell] > maybe:
                     break
-                if q.cell_alive[cell] > 0 and passes_edges(y, x, cell, families, t, c, w):
+                if w.cell_alive[cell] > 0 and passes_edges(y, x, cell, families, t, c, w):
                     w.safe_groups[n] = t.group_of[cell]
                     n += 1
     else:  # in the order of cells, whose groups are runs of neighbours
         last = -1
         for cell in range(Y * X):
             y = w.target_of[cell]
-            if q.cell_alive[cell] == 0 or g[cell] > w.maybe[y]:
+            if w.cell_alive[cell] == 0 or g[cell] > w.maybe[y]:
                 continue
             ok = passes_edges(y, cell - y * X, cell, families, t, c, w)
             group = t.group_of[cell]
@@ -355,8 +356,9 @@ cdef inline int64_t edges_stamp(const Tables* t, const Work* w) noexcept nogil:
     walked or found stable. A target with nothing queued goes unwatched, and its edges are
     forgotten when it is queued again (forget_edges). With several families the settle's
     end clears the families' verdicts (clear_safe), and the edges hold within a settle
-    only."""
-    return w.counters[SETTLE] if t.families != KEYED_FAMILY else 1
+    only. With several views nothing is cleared: each view's verdicts are kept current
+    for every queued cell, and the edges hold as with the keyed family alone."""
+    return w.counters[SETTLE] if (t.families != KEYED_FAMILY and t.views == 1) else 1
 
 
 cdef inline void forget_edges(Py_ssize_t y, Work* w) noexcept nogil:
@@ -437,7 +439,7 @@ cdef inline void recheck_keyed(
     for i in range(first, last):
         x = order[base + i]
         cell = base + x
-        alive = q.cell_alive[cell] > 0  # an empty cell needs no exact test
+        alive = w.cell_alive[cell] > 0  # an empty cell needs no exact test
         ok = alive and (i < a or (i < b and check_apart(y, x, families, t, c, w)))
         apply_note(cell, ok, KEYED_FAMILY, t, q, w)
     edges[y * 3 + 0] = a

@@ -25,6 +25,7 @@ from distgate.gate._kernel._bundles cimport (
     FILL,
     KEYED_FAMILY,
     LIVE,
+    Joint,
     SAFE_GROUPS,
     TOUCHED,
     VERSION,
@@ -81,11 +82,13 @@ cdef inline void remove(int64_t s, int64_t cell, const Tables* t, Queue* q) noex
     q.cell_alive[cell] -= 1
 
 
-cdef inline void set_safe(int64_t cell, bint on, const Tables* t, Work* w) noexcept nogil:
-    """Put ``cell`` in the safe set or take it out."""
+cdef inline void mark_safe(
+    int64_t cell, bint on, const int64_t* group_of, Work* w
+) noexcept nogil:
+    """Put ``cell`` in the safe set of ``w`` (its groups by ``group_of``) or take it out."""
     if (w.safe[cell] != 0) == on:
         return
-    cdef int64_t g = t.group_of[cell]
+    cdef int64_t g = group_of[cell]
     cdef int64_t* counters = w.counters
     cdef int64_t n, last, i, moved
     counters[VERSION] += 1
@@ -110,6 +113,40 @@ cdef inline void set_safe(int64_t cell, bint on, const Tables* t, Work* w) noexc
             counters[SAFE_GROUPS] = last
 
 
+cdef inline void pass_on(Joint* j, int64_t view, int64_t cell, bint on) noexcept nogil:
+    """View ``view``'s verdict on its ``cell`` changed to ``on``: the joint cells holding
+    it count one view less (or more) that blocks them. One that no view blocks any more
+    waits in ``pending`` until the next search, which puts it in the safe set if no view
+    blocks it then: the rechecks of the other views, after a release, often block it
+    again, and would otherwise move it in and out of the safe set for nothing."""
+    cdef int64_t start = j.view_start[view] + cell
+    cdef int64_t i, joint
+    for i in range(j.starts[start], j.starts[start + 1]):
+        joint = j.members[i]
+        if on:
+            j.unsafe[joint] -= 1
+            if j.unsafe[joint] == 0 and not j.is_pending[joint]:
+                j.is_pending[joint] = True
+                j.pending[j.pending_count] = joint
+                j.pending_count += 1
+        else:
+            if j.unsafe[joint] == 0 and j.queue_work.safe[joint]:
+                mark_safe(joint, False, j.group_of, j.queue_work)  # (its heap entry stays)
+            j.unsafe[joint] += 1
+
+
+cdef inline void set_safe(int64_t cell, bint on, const Tables* t, Work* w) noexcept nogil:
+    """Put ``cell`` in the safe set or take it out. With several views the verdict is
+    this view's, kept to be passed on to the joint cells (pass_on)."""
+    if (w.safe[cell] != 0) == on:
+        return
+    if w.joint != NULL:
+        w.safe[cell] = on
+        pass_on(w.joint, w.view, cell, on)
+        return
+    mark_safe(cell, on, t.group_of, w)
+
+
 cdef inline void apply_note(
     int64_t cell, bint ok, int64_t family, const Tables* t, const Queue* q, Work* w
 ) noexcept nogil:
@@ -121,7 +158,7 @@ cdef inline void apply_note(
         set_safe(cell, ok, t, w)
         return
     w.family_ok[(family >> 1) * w.cells + cell] = ok
-    cdef bint on = q.cell_alive[cell] > 0
+    cdef bint on = w.cell_alive[cell] > 0
     if families & KEYED_FAMILY:
         on = on and w.family_ok[(KEYED_FAMILY >> 1) * w.cells + cell] != 0
     if families & CST_FAMILY:

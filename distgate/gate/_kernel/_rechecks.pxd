@@ -35,6 +35,7 @@ from distgate.gate._kernel._bundles cimport (
     DQT_FAMILY,
     INFINITE,
     KEYED_FAMILY,
+    LOW_A,
     MIS,
     RANKED,
     ROUNDING,
@@ -57,6 +58,7 @@ from distgate.gate._kernel._bundles cimport (
 from distgate.gate._kernel._cst cimport candidate_statistic, row_ready
 from distgate.gate._kernel._keyed cimport (
     by_bounds,
+    edges_stamp,
     keyed_edges,
     keyed_stable,
     mis_limits,
@@ -103,7 +105,7 @@ cdef inline void recheck_cst(
     for x in range(X):
         cell = start + x
         safe = False
-        if q.cell_alive[cell] > 0 and not isinf(t.logp[x]):
+        if w.cell_alive[cell] > 0 and not isinf(t.logp[x]):
             exact = True
             if groups > 1 and w.cst_kind[cell] == STAYS:
                 own = start + w.cst_group[cell]
@@ -270,7 +272,7 @@ cdef inline void recheck_dqt(
     for x in range(X):
         cell = y * X + x
         ok = False
-        if q.cell_alive[cell] > 0 and not isinf(t.logp[x]):
+        if w.cell_alive[cell] > 0 and not isinf(t.logp[x]):
             if count < 3:
                 ok = True  # Q is not applicable: safe
             elif not formula:
@@ -293,6 +295,30 @@ cdef inline void recheck_dqt(
                 elif qv <= limit + margin:
                     ok = check_apart(y, x, families, t, c, w)
         apply_note(cell, ok, DQT_FAMILY, t, q, w)
+
+
+cdef inline void exempt_cells(
+    Py_ssize_t y, const Tables* t, const Counts* c, const Queue* q, Work* w
+) noexcept nogil:
+    """With several views: target y is in its grace in this view, so each of its queued
+    cells passes here (another view blocks them), as long as it is: no recheck looks at
+    it meanwhile. Its keyed edges are set past its last place, with breaks no bound lies
+    within: when y leaves its grace every target is rechecked, and y's walk then starts
+    from its new edges up to its last place."""
+    cdef Py_ssize_t X = c.X
+    cdef Py_ssize_t x
+    cdef int64_t cell, f, family
+    for f in range(3):  # KEYED_FAMILY, CST_FAMILY, DQT_FAMILY
+        family = 1 << f
+        if t.families & family:
+            for x in range(X):
+                cell = y * X + x
+                apply_note(cell, w.cell_alive[cell] > 0, family, t, q, w)
+    if t.families & KEYED_FAMILY:
+        w.edges[y * 3 + 0] = X
+        w.edges[y * 3 + 1] = X
+        w.edges[y * 3 + 2] = edges_stamp(t, w)
+        w.breaks[LOW_A * c.Y + y] = INFINITY
 
 
 cdef inline void recheck_after(
@@ -327,8 +353,10 @@ cdef inline void recheck_after(
     # runs over every target after each release of mis or exposure
     count = 0
     for y in range(first, last):
-        if w.target_alive[y] == 0:
-            continue  # no queued cell (a cell that emptied left the safe set)
+        if w.target_alive[y] == 0 or not c.checked[y]:
+            # no queued cell (a cell that emptied left the safe set), or (several views) in
+            # its grace: its cells pass here while it is (exempt_cells)
+            continue
         need = families if (y == ty or scan_all) else 0
         if keyed and not moving:
             keyed_edges(y, t, c, w)
@@ -343,7 +371,7 @@ cdef inline void recheck_after(
     for k in range(count):
         y = rechecks[k]
         need = rechecks[Y + k]
-        if families != KEYED_FAMILY and families != CST_FAMILY and families != DQT_FAMILY:
+        if t.views == 1 and families != KEYED_FAMILY and families != CST_FAMILY and families != DQT_FAMILY:
             if w.touched[y] != w.counters[SETTLE]:
                 w.touched[y] = w.counters[SETTLE]
                 w.touched_list[w.counters[TOUCHED]] = y

@@ -14,7 +14,8 @@ position), ``_keyed`` (kld, mis and exposure as a bound per target on g(x)) and
 """
 
 cimport numpy as cnp
-from libc.stdint cimport int8_t, int64_t, uint8_t, uint64_t
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.stdint cimport int8_t, int16_t, int64_t, uint8_t, uint64_t
 
 from distgate.gate._kernel._bits cimport prefetch, trailing_zeros
 from distgate.gate._kernel._bundles cimport (
@@ -32,6 +33,7 @@ from distgate.gate._kernel._bundles cimport (
     EPSILON,
     EXPOSURE,
     FILL,
+    Joint,
     KEYED_FAMILY,
     KLD,
     LATE,
@@ -69,13 +71,32 @@ from distgate.gate._kernel._keyed cimport (
     moves_every_bound,
     sort_by_g,
 )
-from distgate.gate._kernel._queue cimport append, clear_safe, mark, remove, set_safe
-from distgate.gate._kernel._rechecks cimport recheck_after
-from distgate.gate._kernel._search cimport next_safe
+from distgate.gate._kernel._queue cimport append, clear_safe, mark, mark_safe, remove, set_safe
+from distgate.gate._kernel._rechecks cimport exempt_cells, recheck_after
+from distgate.gate._kernel._search cimport joint_taken, link_slot, next_safe, next_safe_joint
 from distgate.gate._kernel._statistics cimport check, use_mc
 from distgate.gate._kernel._sums cimport refresh_distance, release
 
 cnp.import_array()
+
+cdef enum:
+    MAX_VIEWS = 64  # views a gate can protect at once (a record's cells are kept on the stack)
+
+
+# The loop is compiled twice from one source: for one view, where every view's loop is of
+# one step and the joint cells are not looked at (so deciding with one view costs what it
+# cost before views existed), and for several.
+cdef struct OneView:
+    char unused
+
+
+cdef struct SeveralViews:
+    char unused
+
+
+ctypedef fused Views:
+    OneView
+    SeveralViews
 
 
 # ---------------------------------------------------------------- the request loop
@@ -118,19 +139,129 @@ cdef void work_ready(const Tables* t, const Counts* c, const Queue* q, Work* w) 
     for y in range(c.Y):
         alive = 0
         for x in range(c.X):
-            alive += q.cell_alive[y * c.X + x]
+            alive += w.cell_alive[y * c.X + x]
         w.target_alive[y] = alive
-    w.counters[ALIVE] = q.tally[LIVE]
-    w.ready[0] = True
+
+
+cdef void views_ready(
+    Py_ssize_t V, const Tables* ts, const Counts* cs, const Queue* q, Work* ws, Joint* j
+) noexcept nogil:
+    """With several views: each view's queued entries per cell from the joint cells', and
+    each view's verdict on each of its queued cells (every joint cell starts blocked by
+    every view: the gate sets ``unsafe`` to the number of views)."""
+    cdef Py_ssize_t v, y
+    cdef int64_t cell, joint, alive
+    for v in range(V):
+        for cell in range(ws[v].cells):
+            ws[v].cell_alive[cell] = 0
+    for joint in range(j.cells):
+        alive = q.cell_alive[joint]
+        if alive:
+            for v in range(V):
+                ws[v].cell_alive[j.view_cells[joint * V + v]] += alive
+    for v in range(V):
+        work_ready(&ts[v], &cs[v], q, &ws[v])
+        for y in range(cs[v].Y):
+            if ws[v].target_alive[y] == 0:
+                continue
+            forget_edges(y, &ws[v])
+            if cs[v].checked[y]:
+                recheck_after(y, False, 0, cs[v].X - 1, &ts[v], &cs[v], q, &ws[v])
+            else:
+                exempt_cells(y, &ts[v], &cs[v], q, &ws[v])
+
+
+cdef inline bint decide_views(
+    int64_t r, Py_ssize_t V, const Tables* ts, Counts* cs, Work* ws, int64_t* ys, int64_t* xs,
+    Outputs* out, Py_ssize_t row,
+) noexcept nogil:
+    """With several views: is the release plus record r safe in every view? Reads r's
+    cells into ``ys``/``xs``; the statistic and critical value of the first view that
+    blocks it (and which view that is), else of the first view that tested it."""
+    cdef Py_ssize_t v
+    cdef int64_t y, x
+    cdef bint ok = True
+    cdef bint tested = False
+    for v in range(V):
+        y = read_code(ts[v].target_codes, ts[v].target_width, r)
+        x = read_code(ts[v].value_codes, ts[v].value_width, r)
+        ys[v] = y
+        xs[v] = x
+        if ok and cs[v].checked[y]:
+            if not check(y, x, &ts[v], &cs[v], &ws[v], ALL_FAMILIES):
+                ok = False
+                out.view[row] = v
+                tested = False  # the blocking view's figures stand
+            if not tested:
+                out.statistic[row] = ws[v].result[0]
+                out.critical[row] = ws[v].result[1]
+                tested = True
+    return ok
+
+
+cdef inline void enqueue_views(
+    int64_t at, int64_t r, Py_ssize_t V, const Tables* ts, const Counts* cs, Queue* q,
+    Work* ws, const Joint* j, const Tables* tq, const int64_t* ys, const int64_t* xs,
+) noexcept nogil:
+    """With several views: queue request ``at`` for record r (its cells ``ys``, ``xs``)
+    in its joint cell; a view's cell that held no queued entry gets its verdict in that
+    view (recheck_after over the cell's place: its request may have been blocked by
+    another view only, and a pass needs every view's verdict on a joint cell)."""
+    cdef Py_ssize_t v
+    cdef int64_t y, x, cell, place
+    cdef int64_t joint = j.of_record[r]
+    link_slot(q.tally[FILL], joint, j)
+    append(at, r, joint, tq, q)
+    for v in range(V):
+        y = ys[v]
+        x = xs[v]
+        cell = y * cs[v].X + x
+        if ws[v].target_alive[y] == 0:
+            forget_edges(y, &ws[v])
+        ws[v].target_alive[y] += 1
+        ws[v].cell_alive[cell] += 1
+        if ws[v].cell_alive[cell] == 1:
+            if cs[v].checked[y]:
+                place = ws[v].place[cell]
+                recheck_after(y, False, place, place, &ts[v], &cs[v], q, &ws[v])
+            else:
+                exempt_cells(y, &ts[v], &cs[v], q, &ws[v])
+
+
+cdef inline void dequeue_views(
+    int64_t joint, Py_ssize_t V, const Tables* ts, const Counts* cs, Work* ws, const Joint* j,
+    int64_t* ys, int64_t* xs,
+) noexcept nogil:
+    """With several views: an entry of ``joint`` left the queue: each view's cell of it
+    counts one queued entry less (an emptied cell leaves the view's safe cells), and the
+    entry's cells go to ``ys``, ``xs`` for its release."""
+    cdef Py_ssize_t v
+    cdef int64_t cell, y
+    for v in range(V):
+        cell = j.view_cells[joint * V + v]
+        y = cell // cs[v].X
+        ys[v] = y
+        xs[v] = cell - y * cs[v].X
+        ws[v].cell_alive[cell] -= 1
+        if ws[v].cell_alive[cell] == 0:
+            set_safe(cell, False, &ts[v], &ws[v])
+        ws[v].target_alive[y] -= 1
 
 
 cdef int64_t run_loop(
-    const int64_t* records, Py_ssize_t k, int64_t first_request, const Tables* t, Counts* c,
-    Queue* q, Outputs* out, Work* w,
+    const Views* shape, const int64_t* records, Py_ssize_t k, int64_t first_request,
+    const Tables* t, Counts* c, Queue* q, Outputs* out, Work* w, Py_ssize_t views, Joint* j,
+    const Tables* tq, Work* wq,
 ) noexcept nogil:
     """Decide ``records`` (table positions, -1 = unknown key) as requests
     ``first_request``, ``first_request + 1``, ...; returns how many requests of earlier
     runs left the queue (their rows are in ``out.late_request``/``out.late_at``).
+
+    ``shape`` (NULL) says which of the loop's two compilations runs: OneView or
+    SeveralViews. ``t``, ``c``, ``w``: the ``views`` views' tables, counts and work spaces
+    (one each for one view); ``j``: their joint cells (NULL for one view); ``tq``, ``wq``:
+    the tables and work space of the queue's cells and safe set (the view's own for one
+    view, the joint cells' for several).
 
     A release is followed by the queue passes of SPEC 4 step 4 when it made some queued
     cell safe. After each release only the verdicts it can have changed are worked out
@@ -141,73 +272,126 @@ cdef int64_t run_loop(
     and stands when they change no verdict (the safe set's VERSION): meanwhile the
     processor fetches the entry it found, which a long queue keeps outside its caches. Not
     with mis or exposure, whose releases move every target's bound and change some verdict
-    nearly every time."""
+    nearly every time.
+
+    With several views a record is released when it passes in every view; each view keeps
+    its verdict on each of its queued cells from run to run (worked out when a cell
+    is queued again), and the queue's safe set holds the joint cells that every view
+    passes (_queue.pass_on)."""
     cdef Py_ssize_t X = c.X
-    cdef int64_t* counters = w.counters
-    # mis and exposure move every target's bound: nearly every release changes a verdict
+    cdef int64_t* counters = wq.counters
+    cdef Py_ssize_t V = 1  # a constant of the one view's compilation
+    if Views is SeveralViews:
+        V = views
+    # mis and exposure move every target's bound: nearly every release changes a verdict;
+    # with several views the search is a heap's least entry, and nothing is gained so
     cdef bint look_ahead = not moves_every_bound(t)
+    if Views is SeveralViews:
+        look_ahead = False
     cdef bint bounds = by_bounds(t)  # no verdict kept: the safe cells listed after a release
-    cdef Py_ssize_t j
+    cdef Py_ssize_t jj, v
     cdef int64_t r, later, at, y, x, record, pos, ahead, seen, groups, chosen, cell, arrival
     cdef int64_t moved_first, moved_last
     cdef bint ok, scan_all
-    if not w.ready[0]:
-        work_ready(t, c, q, w)
+    cdef int64_t ys[MAX_VIEWS]  # the current record's cell in each view
+    cdef int64_t xs[MAX_VIEWS]
+    if not wq.ready[0]:
+        if Views is SeveralViews:
+            views_ready(V, t, c, q, w, j)
+        else:
+            work_ready(t, c, q, w)
+        counters[ALIVE] = q.tally[LIVE]
+        wq.ready[0] = True
     counters[LATE] = 0
-    for j in range(k):
-        if j + AHEAD < k and records[j + AHEAD] >= 0:
-            later = records[j + AHEAD]
+    for jj in range(k):
+        if jj + AHEAD < k and records[jj + AHEAD] >= 0:
+            later = records[jj + AHEAD]
             prefetch(&c.released[later])
             prefetch(&q.queued[later])
             prefetch(t.target_codes + later * t.target_width)
             prefetch(t.value_codes + later * t.value_width)
-        r = records[j]
-        at = first_request + j
+            if Views is SeveralViews:  # the other views' codes, and the joint cell
+                for v in range(1, V):
+                    prefetch(t[v].target_codes + later * t[v].target_width)
+                    prefetch(t[v].value_codes + later * t[v].value_width)
+                prefetch(&j.of_record[later])
+        r = records[jj]
+        at = first_request + jj
         if r < 0:
-            out.decision[j] = UNKNOWN
+            out.decision[jj] = UNKNOWN
         elif c.released[r]:
-            out.decision[j] = DUPLICATE
+            out.decision[jj] = DUPLICATE
         else:
-            y = read_code(t.target_codes, t.target_width, r)
-            x = read_code(t.value_codes, t.value_width, r)
-            ok = True
-            if c.checked[y]:
-                ok = check(y, x, t, c, w, ALL_FAMILIES)
-                out.statistic[j] = w.result[0]
-                out.critical[j] = w.result[1]
+            if Views is SeveralViews:
+                ok = decide_views(r, V, t, c, w, ys, xs, out, jj)
+            else:
+                y = read_code(t.target_codes, t.target_width, r)
+                x = read_code(t.value_codes, t.value_width, r)
+                ok = True
+                if c.checked[y]:
+                    ok = check(y, x, t, c, w, ALL_FAMILIES)
+                    out.statistic[jj] = w.result[0]
+                    out.critical[jj] = w.result[1]
+                    if not ok:
+                        out.view[jj] = 0
             if q.queued[r]:
-                out.decision[j] = QUEUED
+                out.decision[jj] = QUEUED
             elif ok:
-                out.decision[j] = RELEASED
-                out.released_at[j] = at
+                out.decision[jj] = RELEASED
+                out.released_at[jj] = at
                 record = r
                 pos = -2  # the request's own release; then the last slot a pass released
                 ahead = NOT_FOUND  # the search after pos, at safe-set version seen
                 seen = -1
                 while True:
-                    scan_all, moved_first, moved_last = release_step(record, y, x, at, t, c, w)
-                    if counters[ALIVE] == 0:
-                        break
-                    if pos == -2:
-                        counters[SETTLE] += 1
-                    recheck_after(y, scan_all, moved_first, moved_last, t, c, q, w)
+                    if Views is OneView:
+                        scan_all, moved_first, moved_last = release_step(
+                            record, y, x, at, t, c, w
+                        )
+                        if counters[ALIVE] == 0:
+                            break
+                        if pos == -2:
+                            counters[SETTLE] += 1
+                        recheck_after(y, scan_all, moved_first, moved_last, t, c, q, w)
+                    else:  # each view: the release, and (entries being queued) its verdicts
+                        for v in range(V):
+                            scan_all, moved_first, moved_last = release_step(
+                                record, ys[v], xs[v], at, &t[v], &c[v], &w[v]
+                            )
+                            if counters[ALIVE] != 0:
+                                recheck_after(
+                                    ys[v], scan_all, moved_first, moved_last, &t[v], &c[v], q,
+                                    &w[v],
+                                )
+                        if counters[ALIVE] == 0:
+                            break
+                        if pos == -2:
+                            counters[SETTLE] += 1
                     if bounds:
                         groups = list_safe_groups(t, c, q, w)
+                    elif Views is SeveralViews:  # (and those that may be: a search admits)
+                        groups = counters[SAFE_GROUPS] + j.pending_count
                     else:
                         groups = counters[SAFE_GROUPS]
                     if pos == -2:
                         if groups == 0:
                             break  # nothing queued became safe: no pass
                         pos = -1
+                        if Views is SeveralViews:
+                            j.pass_id += 1
                     while True:
                         if seen == counters[VERSION]:  # set only after a pass's release
                             chosen = ahead  # no verdict changed: the same search, done
+                        elif Views is SeveralViews:
+                            chosen = next_safe_joint(pos, j, q, wq)
                         else:
-                            chosen = next_safe(pos, groups, bounds, t, q, w)
+                            chosen = next_safe(pos, groups, bounds, tq, q, wq)
                         seen = -1
                         if chosen != NOT_FOUND or pos == -1:
                             break
                         pos = -1  # a pass released something: walk the queue again
+                        if Views is SeveralViews:
+                            j.pass_id += 1
                     if chosen == NOT_FOUND:
                         break
                     record = q.record[chosen]
@@ -216,19 +400,29 @@ cdef int64_t run_loop(
                     prefetch(&q.queued[record])
                     cell = q.cell[chosen]
                     arrival = q.arrival[chosen]
-                    y = cell // X
-                    x = cell - y * X
-                    remove(chosen, cell, t, q)
-                    if q.cell_alive[cell] == 0:
-                        set_safe(cell, False, t, w)
-                    w.target_alive[y] -= 1
+                    remove(chosen, cell, tq, q)
+                    if Views is SeveralViews:
+                        joint_taken(chosen, cell, j)
+                        if q.cell_alive[cell] == 0:  # (the safe set's groups: one a cell)
+                            mark_safe(cell, False, j.group_of, wq)
+                    elif q.cell_alive[cell] == 0:
+                        set_safe(cell, False, tq, wq)
+                    if Views is SeveralViews:
+                        dequeue_views(cell, V, t, c, w, j, ys, xs)
+                    else:
+                        y = cell // X
+                        x = cell - y * X
+                        w.target_alive[y] -= 1
                     counters[ALIVE] -= 1
                     q.queued[record] = False
                     pos = chosen
                     # the next pass step, should this release change no verdict, found
                     # now so that its entry is fetched while the release is worked out
                     if look_ahead:
-                        ahead = next_safe(pos, counters[SAFE_GROUPS], False, t, q, w)
+                        if Views is SeveralViews:
+                            ahead = next_safe_joint(pos, j, q, wq)
+                        else:
+                            ahead = next_safe(pos, counters[SAFE_GROUPS], False, tq, q, wq)
                         seen = counters[VERSION]
                         if ahead != NOT_FOUND:
                             prefetch(&q.record[ahead])
@@ -240,23 +434,28 @@ cdef int64_t run_loop(
                         out.late_request[counters[LATE]] = arrival
                         out.late_at[counters[LATE]] = at
                         counters[LATE] += 1
-                clear_safe(t, w)  # every queued record is unsafe again
+                if Views is OneView:
+                    clear_safe(t, w)  # every queued record is unsafe again
             elif t.queue_on:
-                out.decision[j] = QUEUED
-                out.enqueued[j] = True
+                out.decision[jj] = QUEUED
+                out.enqueued[jj] = True
                 q.queued[r] = True
-                append(at, r, y * X + x, t, q)
-                if w.target_alive[y] == 0:
-                    forget_edges(y, w)
-                w.target_alive[y] += 1
+                if Views is SeveralViews:
+                    enqueue_views(at, r, V, t, c, q, w, j, tq, ys, xs)
+                else:
+                    append(at, r, y * X + x, t, q)
+                    if w.target_alive[y] == 0:
+                        forget_edges(y, w)
+                    w.target_alive[y] += 1
                 counters[ALIVE] += 1
             else:
-                out.decision[j] = DENIED
-        out.total[j] = c.tally[ALL_TOTAL]
-    for y in range(c.Y):  # D(y) not kept during the run (no metric looked at it)
-        if w.stale_distance[y]:
-            refresh_distance(y, t, c)
-            w.stale_distance[y] = False
+                out.decision[jj] = DENIED
+        out.total[jj] = c.tally[ALL_TOTAL]
+    for v in range(V):  # D(y) not kept during the run (no metric looked at it)
+        for y in range(c[v].Y):
+            if w[v].stale_distance[y]:
+                refresh_distance(y, &t[v], &c[v])
+                w[v].stale_distance[y] = False
     return counters[LATE]
 
 
@@ -368,6 +567,7 @@ cdef int bind_tables(Tables* t, object tables, Py_ssize_t Y, Py_ssize_t X) excep
     t.distances = tables.distances
     t.group_of = <const int64_t*>_data(tables.group_of, I, Y * X, False, "group_of")
     t.group_size = tables.group_size
+    t.views = 1
     return 0
 
 
@@ -474,6 +674,85 @@ cdef int bind_work(Work* w, object work, Py_ssize_t Y, Py_ssize_t X, Py_ssize_t 
     w.place = <int64_t*>_data(work.place, I, cells, True, "work place")
     w.counters = <int64_t*>_data(work.counters, I, 7, True, "work counters")
     w.ready = <uint8_t*>_data(work.ready, B, 1, True, "work ready")
+    w.cell_alive = NULL  # the queue's (one view) or the view's own: set by the binding
+    w.joint = NULL
+    w.view = 0
+    return 0
+
+
+cdef int bind_joint(
+    Joint* j, Work* wq, Tables* tq, object joint, Py_ssize_t records, Py_ssize_t V,
+    const Counts* cs, const Queue* q,
+) except -1:
+    """The joint cells of V views (a :class:`~distgate.gate._kernel.bundles.Joint`), the
+    queue's safe set of them in ``wq`` and their groups in ``tq`` (whose other fields are
+    view 0's)."""
+    cdef int I = cnp.NPY_INT64
+    cdef int U = cnp.NPY_UINT8
+    cdef Py_ssize_t cells = _size(joint.unsafe)
+    cdef Py_ssize_t groups = _size(joint.group_safe)
+    cdef Py_ssize_t total = 0
+    cdef Py_ssize_t v
+    for v in range(V):
+        total += cs[v].Y * cs[v].X + 1
+    j.views = V
+    j.cells = cells
+    j.view_cells = <const int64_t*>_data(joint.view_cells, I, cells * V, False, "joint view_cells")
+    j.of_record = <const int64_t*>_data(joint.of_record, I, records, False, "joint of_record")
+    j.starts = <const int64_t*>_data(joint.starts, I, total, False, "joint starts")
+    j.view_start = <const int64_t*>_data(joint.view_start, I, V, False, "joint view_start")
+    j.members = <const int64_t*>_data(joint.members, I, cells * V, False, "joint members")
+    j.unsafe = <int64_t*>_data(joint.unsafe, I, cells, True, "joint unsafe")
+    j.alive = q.cell_alive
+    j.group_of = <const int64_t*>_data(joint.group_of, I, cells, False, "joint group_of")
+    for v in range(V):
+        if j.view_start[v] < 0 or j.view_start[v] + cs[v].Y * cs[v].X + 1 > total:
+            raise ValueError("the joint cells' view_start does not fit their starts")
+    if j.starts[total - 1] > cells * V:
+        raise ValueError("the joint cells' starts run past their members")
+    for i in range(cells * V):
+        v = i % V
+        if not 0 <= j.view_cells[i] < cs[v].Y * cs[v].X:
+            raise ValueError("a joint cell's cell is out of its view's range")
+    wq.Y = 1
+    wq.X = cells
+    wq.cells = cells
+    wq.safe = <uint8_t*>_data(joint.safe, U, cells, True, "joint safe")
+    wq.group_safe = <int64_t*>_data(joint.group_safe, I, groups, True, "joint group_safe")
+    wq.safe_groups = <int64_t*>_data(joint.safe_groups, I, groups, True, "joint safe_groups")
+    wq.group_place = <int64_t*>_data(joint.group_place, I, groups, True, "joint group_place")
+    wq.counters = <int64_t*>_data(joint.counters, I, 7, True, "joint counters")
+    wq.ready = <uint8_t*>_data(joint.ready, cnp.NPY_BOOL, 1, True, "joint ready")
+    wq.cell_alive = q.cell_alive
+    wq.joint = NULL
+    wq.view = 0
+    j.queue_work = wq
+    j.slot_start = <const int64_t*>_data(joint.slot_start, I, cells + 1, False, "joint slot_start")
+    j.slots = <int64_t*>_data(joint.slots, I, records, True, "joint slots")
+    j.next_live = <int64_t*>_data(joint.next_live, I, records, True, "joint next_live")
+    j.head = <int64_t*>_data(joint.head, I, cells, True, "joint head")
+    j.tail = <int64_t*>_data(joint.tail, I, cells, True, "joint tail")
+    if j.slot_start[0] != 0 or j.slot_start[cells] > records:
+        raise ValueError("the joint cells' slot runs do not fit their slots")
+    for i in range(cells):
+        if not j.slot_start[i] <= j.head[i] <= j.tail[i] <= j.slot_start[i + 1]:
+            raise ValueError("a joint cell's run of slots does not fit its place")
+    j.cursor = <int64_t*>_data(joint.cursor, I, cells, True, "joint cursor")
+    j.cursor_pass = <int64_t*>_data(joint.cursor_pass, I, cells, True, "joint cursor_pass")
+    j.pass_id = 0
+    j.heap_room = _size(joint.heap_slot)
+    j.heap_slot = <int64_t*>_data(joint.heap_slot, I, j.heap_room, True, "joint heap_slot")
+    j.heap_cell = <int64_t*>_data(joint.heap_cell, I, j.heap_room, True, "joint heap_cell")
+    j.heap_size = 0
+    j.key = <int64_t*>_data(joint.key, I, cells, True, "joint key")
+    j.pending = <int64_t*>_data(joint.pending, I, cells, True, "joint pending")
+    j.pending_count = 0
+    j.is_pending = <uint8_t*>_data(joint.is_pending, cnp.NPY_BOOL, cells, True, "joint is_pending")
+    if j.heap_room < cells + 1:
+        raise ValueError("the joint cells' heap must hold more entries than there are cells")
+    # the queue's maps have one group: a search walks the safe joint cells' slots instead
+    tq.group_of = <const int64_t*>_data(joint.map_group, I, cells, False, "joint map_group")
+    tq.group_size = 0
     return 0
 
 
@@ -485,6 +764,7 @@ cdef int bind_outputs(Outputs* o, object out, Py_ssize_t k) except -1:
     o.critical = <double*>_data(out.critical, cnp.NPY_DOUBLE, k, True, "output critical")
     o.total = <int64_t*>_data(out.total, I, k, True, "output total")
     o.enqueued = <uint8_t*>_data(out.enqueued, cnp.NPY_BOOL, k, True, "output enqueued")
+    o.view = <int16_t*>_data(out.view, cnp.NPY_INT16, k, True, "output view")
     o.late_request = <int64_t*>_data(out.late_request, I, 0, True, "output late_request")
     o.late_at = <int64_t*>_data(out.late_at, I, 0, True, "output late_at")
     return 0
@@ -492,35 +772,105 @@ cdef int bind_outputs(Outputs* o, object out, Py_ssize_t k) except -1:
 
 cdef class KernelBinding:
     """The kernel bound to one gate state: its tables, counts, queue layout and work space
-    (:mod:`distgate.gate._kernel.bundles`), each array checked once. The arrays are kept
-    alive here and must not be resized while bound: the gate binds again whenever it lays
-    its queue out again."""
+    (:mod:`distgate.gate._kernel.bundles`), each array checked once; with several views, a
+    table, counts and work space per view and their joint cells. The arrays are kept alive
+    here and must not be resized while bound: the gate binds again whenever it lays its
+    queue out again."""
 
-    cdef Tables tables
-    cdef Counts counts
+    cdef Tables* tables  # one per view
+    cdef Counts* counts
+    cdef Work* works
+    cdef Py_ssize_t views
     cdef Queue queue
-    cdef Work work
-    cdef readonly object bundles  # (tables, counts, queue, work): what is bound
+    cdef Joint joint
+    cdef Tables queue_tables  # the joint cells' groups (several views)
+    cdef Work queue_work  # the joint cells' safe set (several views)
+    cdef readonly object bundles  # (tables, counts, queue, work, joint): what is bound
     cdef Py_ssize_t records
 
-    def __init__(self, tables, counts, queue, work):
-        cdef Py_ssize_t groups
-        bind_counts(&self.counts, counts, _size(tables.target_codes))
-        self.records = _size(tables.target_codes)
-        groups = _size(work.group_safe)
-        bind_tables(&self.tables, tables, self.counts.Y, self.counts.X)
-        bind_queue(&self.queue, queue, self.records, groups)
-        bind_work(&self.work, work, self.counts.Y, self.counts.X, groups)
-        if _size(counts.released) != self.records or _size(queue.queued) != self.records:
-            raise ValueError("the kernel's counts and queue must have one entry per record")
-        if _size(queue.cell_alive) != self.counts.Y * self.counts.X:
-            raise ValueError("the kernel's queue must count live entries per cell")
-        self.bundles = (tables, counts, queue, work)
+    def __cinit__(self):
+        self.tables = NULL
+        self.counts = NULL
+        self.works = NULL
 
-    def binds(self, tables, counts, queue, work) -> bool:
+    def __dealloc__(self):
+        PyMem_Free(self.tables)
+        PyMem_Free(self.counts)
+        PyMem_Free(self.works)
+
+    def __init__(self, tables, counts, queue, work, joint=None):
+        """One view: a bundle each. Several: ``tables``, ``counts`` and ``work`` are lists
+        of a bundle per view (their counts sharing ``released`` and ``released_at``), and
+        ``joint`` a :class:`~distgate.gate._kernel.bundles.Joint` of their joint cells,
+        which the queue holds."""
+        cdef Py_ssize_t groups, v, V
+        cdef Py_ssize_t queue_cells
+        several = joint is not None
+        views = (tables, counts, work) if several else ([tables], [counts], [work])
+        V = len(views[0])
+        if V < 1 or len(views[1]) != V or len(views[2]) != V or (V > 1) != several:
+            raise ValueError("the kernel takes one bundle per view, and joint cells for several")
+        if V > MAX_VIEWS:
+            raise ValueError(f"the kernel decides with at most {MAX_VIEWS} views")
+        self.views = V
+        self.tables = <Tables*>PyMem_Malloc(V * sizeof(Tables))
+        self.counts = <Counts*>PyMem_Malloc(V * sizeof(Counts))
+        self.works = <Work*>PyMem_Malloc(V * sizeof(Work))
+        if self.tables == NULL or self.counts == NULL or self.works == NULL:
+            raise MemoryError()
+        self.records = _size(views[0][0].target_codes)
+        for v in range(V):
+            table, count, space = views[0][v], views[1][v], views[2][v]
+            if _size(table.target_codes) != self.records:
+                raise ValueError("every view's tables must have one code per record")
+            bind_counts(&self.counts[v], count, self.records)
+            groups = _size(space.group_safe)
+            bind_tables(&self.tables[v], table, self.counts[v].Y, self.counts[v].X)
+            self.tables[v].views = V
+            bind_work(&self.works[v], space, self.counts[v].Y, self.counts[v].X, groups)
+            if _size(count.released) != self.records:
+                raise ValueError("the kernel's counts must have one entry per record")
+            if v > 0 and (
+                count.released is not views[1][0].released
+                or count.released_at is not views[1][0].released_at
+            ):
+                raise ValueError("the views' counts must share released and released_at")
+        if several:
+            queue_cells = _size(joint.unsafe)
+            groups = int(joint.map_group.max(initial=0)) + 1  # the maps' (the safe set: one a cell)
+        else:
+            queue_cells = self.counts[0].Y * self.counts[0].X
+            groups = _size(work.group_safe)
+        bind_queue(&self.queue, queue, self.records, groups)
+        if _size(queue.queued) != self.records:
+            raise ValueError("the kernel's queue must have one entry per record")
+        if _size(queue.cell_alive) != queue_cells:
+            raise ValueError("the kernel's queue must count live entries per cell")
+        if several:
+            self.queue_tables = self.tables[0]
+            bind_joint(
+                &self.joint, &self.queue_work, &self.queue_tables, joint, self.records, V,
+                self.counts, &self.queue,
+            )
+            for v in range(V):
+                space = views[2][v]
+                self.works[v].cell_alive = <int64_t*>_data(
+                    space.cell_alive, cnp.NPY_INT64, self.works[v].cells, True,
+                    "work cell_alive",
+                )
+                self.works[v].joint = &self.joint
+                self.works[v].view = v
+        else:
+            self.works[0].cell_alive = self.queue.cell_alive
+        self.bundles = (tables, counts, queue, work, joint)
+
+    def binds(self, tables, counts, queue, work, joint=None) -> bool:
         """Whether this binding is of these very bundles."""
         b = self.bundles
-        return b[0] is tables and b[1] is counts and b[2] is queue and b[3] is work
+        return (
+            b[0] is tables and b[1] is counts and b[2] is queue and b[3] is work
+            and b[4] is joint
+        )
 
     def run(self, records, int64_t first_request, out) -> int:
         """Decide ``records`` (int64 table positions, -1 = unknown key) as requests
@@ -536,27 +886,39 @@ cdef class KernelBinding:
         if self.queue.tally[FILL] + k > _size(self.bundles[2].arrival):
             raise ValueError("the kernel's queue layout has no room for this run")
         cdef int64_t late
+        cdef Joint* joint = &self.joint if self.views > 1 else NULL
+        cdef const Tables* tq = &self.queue_tables if self.views > 1 else self.tables
+        cdef Work* wq = &self.queue_work if self.views > 1 else self.works
         with nogil:
-            late = run_loop(rec, k, first_request, &self.tables, &self.counts, &self.queue, &o, &self.work)
+            if self.views == 1:
+                late = run_loop(
+                    <const OneView*>NULL, rec, k, first_request, self.tables, self.counts,
+                    &self.queue, &o, self.works, 1, joint, tq, wq,
+                )
+            else:
+                late = run_loop(
+                    <const SeveralViews*>NULL, rec, k, first_request, self.tables,
+                    self.counts, &self.queue, &o, self.works, self.views, joint, tq, wq,
+                )
         return late
 
 
-def run_kernel(records, first_request, tables, counts, queue, out, work) -> int:
+def run_kernel(records, first_request, tables, counts, queue, out, work, joint=None) -> int:
     """Decide a run of requests on the gate state these bundles hold (a binding made for
     the one run: a gate keeps its :class:`KernelBinding` between runs)."""
-    return KernelBinding(tables, counts, queue, work).run(records, first_request, out)
+    return KernelBinding(tables, counts, queue, work, joint).run(records, first_request, out)
 
 
-def build_maps(tables, queue) -> None:
+def build_maps(group_of, queue) -> None:
     """The bits and counts of the queue's slots 0 .. FILL - 1 from their cells and live
     bits (the gate's layout of a queue sets ``alive``, ``cell`` and ``tally`` and clears
-    the rest)."""
+    the rest); ``group_of``: each cell's group in the maps."""
     cdef Tables t
     cdef Queue q
     cdef Py_ssize_t cells = _size(queue.cell_alive)
-    cdef Py_ssize_t groups = int(tables.group_of[cells - 1]) + 1 if cells else 1
+    cdef Py_ssize_t groups = int(group_of[:cells].max()) + 1 if cells else 1
     cdef Py_ssize_t room = _size(queue.arrival)
-    t.group_of = <const int64_t*>_data(tables.group_of, cnp.NPY_INT64, cells, False, "group_of")
+    t.group_of = <const int64_t*>_data(group_of, cnp.NPY_INT64, cells, False, "group_of")
     bind_queue(&q, queue, _size(queue.queued), groups)
     for s in range(min(q.tally[FILL], room)):
         if not 0 <= q.cell[s] < cells:

@@ -22,8 +22,9 @@
 
 from libc.stdint cimport int64_t, uint64_t
 
-from distgate.gate._kernel._bits cimport from_bit, trailing_zeros
-from distgate.gate._kernel._bundles cimport FILL, NOT_FOUND, Queue, Tables, Work
+from distgate.gate._kernel._bits cimport bit, from_bit, trailing_zeros
+from distgate.gate._kernel._bundles cimport FILL, NOT_FOUND, SAFE_GROUPS, Joint, Queue, Tables, Work
+from distgate.gate._kernel._queue cimport mark_safe
 
 cdef enum:
     SCAN_FROM = 8  # groups from which a block's live slots are looked at one by one
@@ -130,3 +131,204 @@ cdef inline int64_t next_safe(
             word = group_bits(q.map2, q.map2_row, w2, groups, w)
         b = ((w2 << 6) + trailing_zeros(word)) << 6
     return NOT_FOUND
+
+
+# With several views the queue holds joint cells, and a verdict of one view makes the
+# joint cells of one of its cells safe together: many joint cells are safe at once, each
+# with a few of the queue's entries among many unsafe ones. A search then looks in the
+# slots of each safe joint cell (kept in arrival order, as they were queued: enqueue's
+# link_slot) from where the pass last looked: each joint cell's cursor moves forward
+# within a pass, so a pass costs each safe joint cell's entries once, and a search the
+# number of safe joint cells. A joint cell made safe in the middle of a pass finds its
+# first slot after the pass position by a doubling search of its slots from its cursor
+# (not a walk of every slot between), and the released slots
+# among them are skipped by ``next_live`` (a released place points further on, and a
+# look shortens the paths it took), not one by one: a long queue's joint cells hold
+# hundreds of released slots, which every pass would otherwise walk again.
+
+
+cdef inline void link_slot(int64_t s, int64_t cell, Joint* j) noexcept nogil:
+    """Slot s, just taken by an entry of joint ``cell``, goes last in the cell's slots
+    (which have a place for each record of the cell: a record is queued once at most; a
+    place not yet taken points to itself in ``next_live``)."""
+    j.slots[j.tail[cell]] = s
+    j.tail[cell] += 1
+
+
+cdef inline int64_t live_from(int64_t i, int64_t end, Joint* j) noexcept nogil:
+    """The first place from i on, before ``end``, of a live slot (``end``: none); the
+    places passed on the way point there afterwards."""
+    cdef int64_t* next_live = j.next_live
+    cdef int64_t found = i
+    cdef int64_t step
+    while found < end and next_live[found] != found:
+        found = next_live[found]
+    while i < found:
+        step = next_live[i]
+        next_live[i] = found
+        i = step
+    return found
+
+
+cdef inline bint slot_alive(int64_t s, const Queue* q) noexcept nogil:
+    return (q.alive[s >> 6] & bit(s & 63)) != 0
+
+
+cdef inline int64_t first_live_after(
+    int64_t cell, int64_t pos, Joint* j, const Queue* q
+) noexcept nogil:
+    """Joint ``cell``'s first live slot after ``pos`` (NOT_FOUND: none), looking on from
+    its cursor when this pass asked before (a pass's positions only grow), else from its
+    first slot, which leaves the released ones at its start behind for good."""
+    cdef int64_t i, low, high, middle, step
+    cdef int64_t end = j.tail[cell]
+    cdef const int64_t* slots = j.slots
+    if j.cursor_pass[cell] == j.pass_id:
+        i = j.cursor[cell]
+    else:
+        i = j.head[cell]
+        if i < end and not slot_alive(slots[i], q):
+            i = live_from(i, end, j)
+            j.head[cell] = i
+        j.cursor_pass[cell] = j.pass_id
+    if i < end and slots[i] <= pos:
+        # the first place after i whose slot lies after pos (slots grow along the run):
+        # by steps that double from i, then bisection (the pass moved on a little since
+        # this cell was last looked at, most often)
+        low = i + 1
+        step = 1
+        while low < end and slots[low] <= pos:
+            i = low
+            low += step
+            step <<= 1
+        high = low if low < end else end
+        low = i + 1
+        while low < high:
+            middle = (low + high) >> 1
+            if slots[middle] <= pos:
+                low = middle + 1
+            else:
+                high = middle
+        i = low
+    if i < end and not slot_alive(slots[i], q):
+        i = live_from(i, end, j)
+    j.cursor[cell] = i
+    return slots[i] if i < end else NOT_FOUND
+
+
+cdef inline void heap_push(int64_t s, int64_t cell, Joint* j) noexcept nogil:
+    """(s, cell) into the heap (its room holds every push between two rebuilds)."""
+    cdef int64_t i = j.heap_size
+    cdef int64_t parent
+    j.heap_size += 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if j.heap_slot[parent] <= s:
+            break
+        j.heap_slot[i] = j.heap_slot[parent]
+        j.heap_cell[i] = j.heap_cell[parent]
+        i = parent
+    j.heap_slot[i] = s
+    j.heap_cell[i] = cell
+    j.key[cell] = s
+
+
+cdef inline void heap_pop(Joint* j) noexcept nogil:
+    """The heap's least entry out."""
+    cdef int64_t size = j.heap_size - 1
+    cdef int64_t s = j.heap_slot[size]
+    cdef int64_t cell = j.heap_cell[size]
+    cdef int64_t i = 0
+    cdef int64_t child
+    j.heap_size = size
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and j.heap_slot[child + 1] < j.heap_slot[child]:
+            child += 1
+        if j.heap_slot[child] >= s:
+            break
+        j.heap_slot[i] = j.heap_slot[child]
+        j.heap_cell[i] = j.heap_cell[child]
+        i = child
+    if size > 0:
+        j.heap_slot[i] = s
+        j.heap_cell[i] = cell
+
+
+cdef inline void enter(int64_t cell, int64_t pos, Joint* j, const Queue* q) noexcept nogil:
+    """A safe joint cell into the heap, by its first live slot after ``pos``."""
+    cdef int64_t s = first_live_after(cell, pos, j, q)
+    if s != NOT_FOUND:
+        heap_push(s, cell, j)
+
+
+cdef inline void rebuild(int64_t pos, Joint* j, const Queue* q, const Work* w) noexcept nogil:
+    """The heap made anew from the safe set: at a pass's start, or when stale entries
+    fill its room."""
+    cdef int64_t k, cell
+    for k in range(j.heap_size):
+        j.key[j.heap_cell[k]] = -1
+    j.heap_size = 0
+    for k in range(w.counters[SAFE_GROUPS]):
+        enter(w.safe_groups[k], pos, j, q)
+
+
+cdef inline int64_t next_safe_joint(int64_t pos, Joint* j, const Queue* q, Work* w) noexcept nogil:
+    """The first live slot after slot ``pos`` (-1: a pass's start) whose joint cell is
+    safe now, or NOT_FOUND: the least of the heap's standing entries of safe cells, once
+    the joint cells made safe since the last search are in it (``w``: the joint cells'
+    safe set). A cell that turned unsafe keeps its entry until it comes to the top: a
+    pass's entries all lie after its position, so the entry still holds the cell's first
+    live slot after it, and stands again for nothing should the cell turn safe before
+    (the rechecks of one release often block a joint cell and pass it again)."""
+    cdef int64_t k, cell
+    cdef bint anew = pos == -1 or j.heap_size + j.pending_count >= j.heap_room
+    # the joint cells that no view blocked when their last view passed them (pass_on),
+    # or whose entry was taken: into the safe set if none blocks them now and they hold
+    # queued entries, and into the heap by their first live slot after pos
+    for k in range(j.pending_count):
+        cell = j.pending[k]
+        j.is_pending[cell] = False
+        if j.unsafe[cell] == 0 and q.cell_alive[cell] > 0:
+            if not w.safe[cell]:
+                mark_safe(cell, True, j.group_of, w)
+            if not anew and j.key[cell] == -1:
+                enter(cell, pos, j, q)
+    j.pending_count = 0
+    if anew:
+        rebuild(pos, j, q, w)
+    while j.heap_size > 0:
+        cell = j.heap_cell[0]
+        if j.key[cell] == j.heap_slot[0]:
+            if w.safe[cell]:
+                return j.heap_slot[0]
+            j.key[cell] = -1  # the cell turned unsafe: its entry goes
+        heap_pop(j)
+    return NOT_FOUND
+
+
+cdef inline void joint_taken(int64_t s, int64_t cell, Joint* j) noexcept nogil:
+    """The least entry, slot s of joint ``cell``, was taken: out of the heap and out of
+    the cell's live places, the cell back in (by its next live slot) at the next search
+    if it is still safe then."""
+    cdef int64_t place = j.cursor[cell]  # where the search found s
+    cdef int64_t low, high, middle
+    if j.cursor_pass[cell] != j.pass_id or j.slots[place] != s:
+        low = j.slot_start[cell]
+        high = j.tail[cell]
+        while low < high:
+            middle = (low + high) >> 1
+            if j.slots[middle] < s:
+                low = middle + 1
+            else:
+                high = middle
+        place = low
+    j.next_live[place] = place + 1
+    heap_pop(j)
+    j.key[cell] = -1
+    if not j.is_pending[cell]:
+        j.is_pending[cell] = True
+        j.pending[j.pending_count] = cell
+        j.pending_count += 1

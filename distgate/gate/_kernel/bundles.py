@@ -203,6 +203,8 @@ class Work(NamedTuple):
     # the CANDIDATE cell whose D(y) result[2] holds (-1: none), TOUCHED targets, and the
     # safe set's VERSION (counts its changes: a search's result holds while it stands)
     ready: np.ndarray  # bool[1]: order and target_alive are set up (work_ready)
+    cell_alive: np.ndarray  # int64, cells: queued entries per cell of this view (several
+    # views; one view reads the queue's own)
 
 
 ALIVE, LATE, SAFE_GROUPS, SETTLE, CANDIDATE, TOUCHED, VERSION = 0, 1, 2, 3, 4, 5, 6
@@ -259,6 +261,7 @@ def work_space(n_targets: int, n_values: int, groups: int, cst: bool = False) ->
         place=np.zeros(cells, dtype=np.int64),
         counters=np.array([0, 0, 0, 0, -1, 0, 0], dtype=np.int64),
         ready=np.zeros(1, dtype=bool),
+        cell_alive=np.zeros(cells, dtype=np.int64),
     )
 
 
@@ -269,5 +272,46 @@ class Outputs(NamedTuple):
     critical: np.ndarray  # (k,)
     total: np.ndarray  # (k,) |T_r| after the request
     enqueued: np.ndarray  # (k,) bool
+    view: np.ndarray  # (k,) int16: the first view that blocked the request (-1: none)
     late_request: np.ndarray  # requests of earlier runs released in this one
     late_at: np.ndarray
+
+
+class Joint(NamedTuple):
+    """The joint cells of several views: a record's cells in every view at once, which
+    the queue holds (the queue's ``cell`` and ``cell_alive`` are of joint cells), and the
+    queue's safe set of them. A joint cell is safe when each view passes its cell there:
+    ``unsafe`` counts the views that do not (every view at first)."""
+
+    view_cells: np.ndarray  # (cells, views) int64: a joint cell's cell in each view
+    of_record: np.ndarray  # (records,) int64: a record's joint cell
+    starts: np.ndarray  # int64: per view, per cell of it, where its joint cells begin in
+    # members (a cell's run ends where the next cell's begins), view after view
+    view_start: np.ndarray  # (views,) int64: a view's first entry in starts
+    members: np.ndarray  # (cells * views,) int64: the joint cells of each view's cells
+    unsafe: np.ndarray  # (cells,) int64: views whose verdict on the joint cell's cell is no
+    group_of: np.ndarray  # (cells,) int64: a joint cell's group in the safe set: its own
+    map_group: np.ndarray  # (cells,) int64: its group in the queue's maps: one for all (the
+    # search walks the safe joint cells' slots instead: _search.next_safe_joint)
+    # each joint cell's slots in arrival order, in a run of its own in ``slots``: it holds
+    # each of the cell's records at most once (a released record is never queued again)
+    slot_start: np.ndarray  # (cells + 1,) int64: where a joint cell's run begins in slots
+    slots: np.ndarray  # (records,) int64: the slots of each joint cell, in arrival order
+    next_live: np.ndarray  # (records,) int64: a place itself while its slot is live (or not
+    # yet taken), else a place further on in its run, up to its first live one or tail
+    head: np.ndarray  # (cells,) int64: the place in slots of its first slot that may be live
+    tail: np.ndarray  # (cells,) int64: the place after its last slot
+    cursor: np.ndarray  # (cells,) int64: where a pass's search of it stands (a place)
+    cursor_pass: np.ndarray  # (cells,) int64: the pass of that cursor (-1: none yet)
+    heap_slot: np.ndarray  # (room,) int64: the search's heap of the safe joint cells by
+    heap_cell: np.ndarray  # (room,) int64: their first live slot after the pass position
+    key: np.ndarray  # (cells,) int64: a joint cell's standing heap entry (-1: none)
+    pending: np.ndarray  # (cells,) int64: joint cells made safe since the last search
+    is_pending: np.ndarray  # (cells,) bool
+    # the queue's safe set of joint cells (see Work)
+    safe: np.ndarray  # uint8, cells
+    group_safe: np.ndarray  # int64, groups
+    safe_groups: np.ndarray  # int64, groups
+    group_place: np.ndarray  # int64, groups
+    counters: np.ndarray  # int64[7], as Work's
+    ready: np.ndarray  # bool[1]: each view's verdicts are set up (views_ready)
