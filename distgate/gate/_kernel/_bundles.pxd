@@ -253,6 +253,8 @@ cdef struct Joint:
     int64_t heap_room
     int64_t* key  # (cells,): a joint cell's slot in the heap (-1: none stands); kept while
     # the cell turns unsafe, until its entry comes to the top (_search.next_safe_joint)
+    int64_t heap_safe  # the standing entries whose cells are safe now: none, and a search
+    # finds nothing without taking the unsafe cells' entries out one by one
     int64_t* pending  # (cells,): joint cells made safe since the last search
     int64_t pending_count
     uint8_t* is_pending  # (cells,)

@@ -744,7 +744,10 @@ cdef int bind_joint(
     j.heap_slot = <int64_t*>_data(joint.heap_slot, I, j.heap_room, True, "joint heap_slot")
     j.heap_cell = <int64_t*>_data(joint.heap_cell, I, j.heap_room, True, "joint heap_cell")
     j.heap_size = 0
+    j.heap_safe = 0
     j.key = <int64_t*>_data(joint.key, I, cells, True, "joint key")
+    for i in range(cells):
+        j.key[i] = -1  # the heap starts empty
     j.pending = <int64_t*>_data(joint.pending, I, cells, True, "joint pending")
     j.pending_count = 0
     j.is_pending = <uint8_t*>_data(joint.is_pending, cnp.NPY_BOOL, cells, True, "joint is_pending")

@@ -231,6 +231,7 @@ cdef inline void heap_push(int64_t s, int64_t cell, Joint* j) noexcept nogil:
     j.heap_slot[i] = s
     j.heap_cell[i] = cell
     j.key[cell] = s
+    j.heap_safe += 1  # (a safe cell's, none standing before)
 
 
 cdef inline void heap_pop(Joint* j) noexcept nogil:
@@ -271,6 +272,7 @@ cdef inline void rebuild(int64_t pos, Joint* j, const Queue* q, const Work* w) n
     for k in range(j.heap_size):
         j.key[j.heap_cell[k]] = -1
     j.heap_size = 0
+    j.heap_safe = 0
     for k in range(w.counters[SAFE_GROUPS]):
         enter(w.safe_groups[k], pos, j, q)
 
@@ -294,12 +296,16 @@ cdef inline int64_t next_safe_joint(int64_t pos, Joint* j, const Queue* q, Work*
         if j.unsafe[cell] == 0 and q.cell_alive[cell] > 0:
             if not w.safe[cell]:
                 mark_safe(cell, True, j.group_of, w)
+                if j.key[cell] != -1:
+                    j.heap_safe += 1
             if not anew and j.key[cell] == -1:
                 enter(cell, pos, j, q)
     j.pending_count = 0
     if anew:
         rebuild(pos, j, q, w)
-    while j.heap_size > 0:
+    # no safe cell's entry stands: nothing found (the entries left are taken out by the
+    # rebuild that the next search, a pass's start, makes)
+    while j.heap_safe > 0:
         cell = j.heap_cell[0]
         if j.key[cell] == j.heap_slot[0]:
             if w.safe[cell]:
@@ -328,6 +334,7 @@ cdef inline void joint_taken(int64_t s, int64_t cell, Joint* j) noexcept nogil:
     j.next_live[place] = place + 1
     heap_pop(j)
     j.key[cell] = -1
+    j.heap_safe -= 1
     if not j.is_pending[cell]:
         j.is_pending[cell] = True
         j.pending[j.pending_count] = cell
