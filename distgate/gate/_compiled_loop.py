@@ -280,8 +280,7 @@ class JointLayout:
             cursor=np.full(count, -1, dtype=np.int64),
             cursor_pass=np.full(count, -1, dtype=np.int64),
             # room for each cell's entry and as many stale ones before a rebuild
-            heap_slot=np.zeros(2 * count + 64, dtype=np.int64),
-            heap_cell=np.zeros(2 * count + 64, dtype=np.int64),
+            heap=np.zeros(2 * count + 64, dtype=np.int64),
             key=np.full(count, -1, dtype=np.int64),
             pending=np.zeros(count, dtype=np.int64),
             is_pending=np.zeros(count, dtype=bool),

@@ -22,7 +22,7 @@
 
 from libc.stdint cimport int64_t, uint64_t
 
-from distgate.gate._kernel._bits cimport bit, from_bit, trailing_zeros
+from distgate.gate._kernel._bits cimport from_bit, trailing_zeros
 from distgate.gate._kernel._bundles cimport FILL, NOT_FOUND, SAFE_GROUPS, Joint, Queue, Tables, Work
 from distgate.gate._kernel._queue cimport mark_safe
 
@@ -157,7 +157,8 @@ cdef inline void link_slot(int64_t s, int64_t cell, Joint* j) noexcept nogil:
 
 cdef inline int64_t live_from(int64_t i, int64_t end, Joint* j) noexcept nogil:
     """The first place from i on, before ``end``, of a live slot (``end``: none); the
-    places passed on the way point there afterwards."""
+    places passed on the way point there afterwards. (A place is live when it points to
+    itself: read there, not in the queue's bits of its slot, it costs no second fetch.)"""
     cdef int64_t* next_live = j.next_live
     cdef int64_t found = i
     cdef int64_t step
@@ -170,13 +171,7 @@ cdef inline int64_t live_from(int64_t i, int64_t end, Joint* j) noexcept nogil:
     return found
 
 
-cdef inline bint slot_alive(int64_t s, const Queue* q) noexcept nogil:
-    return (q.alive[s >> 6] & bit(s & 63)) != 0
-
-
-cdef inline int64_t first_live_after(
-    int64_t cell, int64_t pos, Joint* j, const Queue* q
-) noexcept nogil:
+cdef inline int64_t first_live_after(int64_t cell, int64_t pos, Joint* j) noexcept nogil:
     """Joint ``cell``'s first live slot after ``pos`` (NOT_FOUND: none), looking on from
     its cursor when this pass asked before (a pass's positions only grow), else from its
     first slot, which leaves the released ones at its start behind for good."""
@@ -186,10 +181,8 @@ cdef inline int64_t first_live_after(
     if j.cursor_pass[cell] == j.pass_id:
         i = j.cursor[cell]
     else:
-        i = j.head[cell]
-        if i < end and not slot_alive(slots[i], q):
-            i = live_from(i, end, j)
-            j.head[cell] = i
+        i = live_from(j.head[cell], end, j)
+        j.head[cell] = i
         j.cursor_pass[cell] = j.pass_id
     if i < end and slots[i] <= pos:
         # the first place after i whose slot lies after pos (slots grow along the run):
@@ -210,71 +203,71 @@ cdef inline int64_t first_live_after(
             else:
                 high = middle
         i = low
-    if i < end and not slot_alive(slots[i], q):
-        i = live_from(i, end, j)
+    i = live_from(i, end, j)
     j.cursor[cell] = i
     return slots[i] if i < end else NOT_FOUND
 
 
 cdef inline void heap_push(int64_t s, int64_t cell, Joint* j) noexcept nogil:
-    """(s, cell) into the heap (its room holds every push between two rebuilds)."""
+    """(s, cell) into the heap (its room holds every push between two rebuilds), as one
+    number: s above the cell's bits, so that entries order by slot."""
+    cdef int64_t entry = (s << j.cell_bits) | cell
+    cdef int64_t* heap = j.heap
     cdef int64_t i = j.heap_size
     cdef int64_t parent
     j.heap_size += 1
     while i > 0:
         parent = (i - 1) >> 1
-        if j.heap_slot[parent] <= s:
+        if heap[parent] <= entry:
             break
-        j.heap_slot[i] = j.heap_slot[parent]
-        j.heap_cell[i] = j.heap_cell[parent]
+        heap[i] = heap[parent]
         i = parent
-    j.heap_slot[i] = s
-    j.heap_cell[i] = cell
-    j.key[cell] = s
+    heap[i] = entry
+    j.key[cell] = entry
     j.heap_safe += 1  # (a safe cell's, none standing before)
 
 
 cdef inline void heap_pop(Joint* j) noexcept nogil:
     """The heap's least entry out."""
+    cdef int64_t* heap = j.heap
     cdef int64_t size = j.heap_size - 1
-    cdef int64_t s = j.heap_slot[size]
-    cdef int64_t cell = j.heap_cell[size]
+    cdef int64_t entry = heap[size]
     cdef int64_t i = 0
-    cdef int64_t child
+    cdef int64_t child, smaller
     j.heap_size = size
     while True:
         child = 2 * i + 1
         if child >= size:
             break
-        if child + 1 < size and j.heap_slot[child + 1] < j.heap_slot[child]:
+        smaller = heap[child]
+        if child + 1 < size and heap[child + 1] < smaller:
             child += 1
-        if j.heap_slot[child] >= s:
+            smaller = heap[child]
+        if smaller >= entry:
             break
-        j.heap_slot[i] = j.heap_slot[child]
-        j.heap_cell[i] = j.heap_cell[child]
+        heap[i] = smaller
         i = child
     if size > 0:
-        j.heap_slot[i] = s
-        j.heap_cell[i] = cell
+        heap[i] = entry
 
 
-cdef inline void enter(int64_t cell, int64_t pos, Joint* j, const Queue* q) noexcept nogil:
+cdef inline void enter(int64_t cell, int64_t pos, Joint* j) noexcept nogil:
     """A safe joint cell into the heap, by its first live slot after ``pos``."""
-    cdef int64_t s = first_live_after(cell, pos, j, q)
+    cdef int64_t s = first_live_after(cell, pos, j)
     if s != NOT_FOUND:
         heap_push(s, cell, j)
 
 
-cdef inline void rebuild(int64_t pos, Joint* j, const Queue* q, const Work* w) noexcept nogil:
+cdef inline void rebuild(int64_t pos, Joint* j, const Work* w) noexcept nogil:
     """The heap made anew from the safe set: at a pass's start, or when stale entries
     fill its room."""
     cdef int64_t k, cell
     for k in range(j.heap_size):
-        j.key[j.heap_cell[k]] = -1
+        j.key[j.heap[k] & j.cell_mask] = -1
     j.heap_size = 0
     j.heap_safe = 0
     for k in range(w.counters[SAFE_GROUPS]):
-        enter(w.safe_groups[k], pos, j, q)
+        enter(w.safe_groups[k], pos, j)
 
 
 cdef inline int64_t next_safe_joint(int64_t pos, Joint* j, const Queue* q, Work* w) noexcept nogil:
@@ -299,17 +292,17 @@ cdef inline int64_t next_safe_joint(int64_t pos, Joint* j, const Queue* q, Work*
                 if j.key[cell] != -1:
                     j.heap_safe += 1
             if not anew and j.key[cell] == -1:
-                enter(cell, pos, j, q)
+                enter(cell, pos, j)
     j.pending_count = 0
     if anew:
-        rebuild(pos, j, q, w)
+        rebuild(pos, j, w)
     # no safe cell's entry stands: nothing found (the entries left are taken out by the
     # rebuild that the next search, a pass's start, makes)
     while j.heap_safe > 0:
-        cell = j.heap_cell[0]
-        if j.key[cell] == j.heap_slot[0]:
+        cell = j.heap[0] & j.cell_mask
+        if j.key[cell] == j.heap[0]:
             if w.safe[cell]:
-                return j.heap_slot[0]
+                return j.heap[0] >> j.cell_bits
             j.key[cell] = -1  # the cell turned unsafe: its entry goes
         heap_pop(j)
     return NOT_FOUND

@@ -303,8 +303,8 @@ class Joint(NamedTuple):
     tail: np.ndarray  # (cells,) int64: the place after its last slot
     cursor: np.ndarray  # (cells,) int64: where a pass's search of it stands (a place)
     cursor_pass: np.ndarray  # (cells,) int64: the pass of that cursor (-1: none yet)
-    heap_slot: np.ndarray  # (room,) int64: the search's heap of the safe joint cells by
-    heap_cell: np.ndarray  # (room,) int64: their first live slot after the pass position
+    heap: np.ndarray  # (room,) int64: the search's heap of the safe joint cells by their
+    # first live slot after the pass position (slot and cell in one number)
     key: np.ndarray  # (cells,) int64: a joint cell's standing heap entry (-1: none)
     pending: np.ndarray  # (cells,) int64: joint cells made safe since the last search
     is_pending: np.ndarray  # (cells,) bool
