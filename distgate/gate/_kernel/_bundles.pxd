@@ -239,7 +239,8 @@ cdef struct Joint:
     int64_t* slots  # (records,): each joint cell's slots, in arrival order
     int64_t* next_live  # (records,): a place itself if its slot is live or not yet taken,
     # else a place further on in its run, up to the first live one (or the run's tail)
-    int64_t* head  # (cells,): the place in slots of its first slot that may be live
+    int64_t* head  # (cells,): the place in slots of its first live slot (tail: none)
+    int64_t* head_slot  # (cells,): that slot (while head is before tail)
     int64_t* tail  # (cells,): the place after its last slot
     int64_t* cursor  # (cells,): the place of its first live slot after the pass position
     # last asked

@@ -731,6 +731,7 @@ cdef int bind_joint(
     j.slots = <int64_t*>_data(joint.slots, I, records, True, "joint slots")
     j.next_live = <int64_t*>_data(joint.next_live, I, records, True, "joint next_live")
     j.head = <int64_t*>_data(joint.head, I, cells, True, "joint head")
+    j.head_slot = <int64_t*>_data(joint.head_slot, I, cells, True, "joint head_slot")
     j.tail = <int64_t*>_data(joint.tail, I, cells, True, "joint tail")
     if j.slot_start[0] != 0 or j.slot_start[cells] > records:
         raise ValueError("the joint cells' slot runs do not fit their slots")

@@ -151,6 +151,8 @@ cdef inline void link_slot(int64_t s, int64_t cell, Joint* j) noexcept nogil:
     """Slot s, just taken by an entry of joint ``cell``, goes last in the cell's slots
     (which have a place for each record of the cell: a record is queued once at most; a
     place not yet taken points to itself in ``next_live``)."""
+    if j.head[cell] == j.tail[cell]:  # its one live slot
+        j.head_slot[cell] = s
     j.slots[j.tail[cell]] = s
     j.tail[cell] += 1
 
@@ -174,16 +176,19 @@ cdef inline int64_t live_from(int64_t i, int64_t end, Joint* j) noexcept nogil:
 cdef inline int64_t first_live_after(int64_t cell, int64_t pos, Joint* j) noexcept nogil:
     """Joint ``cell``'s first live slot after ``pos`` (NOT_FOUND: none), looking on from
     its cursor when this pass asked before (a pass's positions only grow), else from its
-    first slot, which leaves the released ones at its start behind for good."""
+    first live slot (kept with its place: at a pass's start the cell's slots are not
+    read)."""
     cdef int64_t i, low, high, middle, step
     cdef int64_t end = j.tail[cell]
     cdef const int64_t* slots = j.slots
     if j.cursor_pass[cell] == j.pass_id:
         i = j.cursor[cell]
     else:
-        i = live_from(j.head[cell], end, j)
-        j.head[cell] = i
+        i = j.head[cell]
         j.cursor_pass[cell] = j.pass_id
+        if i == end or j.head_slot[cell] > pos:
+            j.cursor[cell] = i
+            return j.head_slot[cell] if i < end else NOT_FOUND
     if i < end and slots[i] <= pos:
         # the first place after i whose slot lies after pos (slots grow along the run):
         # by steps that double from i, then bisection (the pass moved on a little since
@@ -325,6 +330,11 @@ cdef inline void joint_taken(int64_t s, int64_t cell, Joint* j) noexcept nogil:
                 high = middle
         place = low
     j.next_live[place] = place + 1
+    if place == j.head[cell]:
+        place = live_from(place, j.tail[cell], j)
+        j.head[cell] = place
+        if place < j.tail[cell]:
+            j.head_slot[cell] = j.slots[place]
     heap_pop(j)
     j.key[cell] = -1
     j.heap_safe -= 1
