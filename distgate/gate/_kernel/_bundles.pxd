@@ -246,7 +246,7 @@ cdef struct Joint:
     # last asked
     int64_t* cursor_pass  # (cells,): the pass that cursor is of
     int64_t pass_id  # the queue pass under way (a new one starts from the queue's start)
-    # the safe joint cells by their first live slot after the pass position: a binary heap
+    # the safe joint cells by their first live slot after the pass position: a 4-ary heap
     # of (slot, cell) entries, each one number (slot << cell_bits | cell), an entry
     # standing while its cell's key is that number
     int64_t* heap  # (heap_room,)

@@ -222,7 +222,7 @@ cdef inline void heap_push(int64_t s, int64_t cell, Joint* j) noexcept nogil:
     cdef int64_t parent
     j.heap_size += 1
     while i > 0:
-        parent = (i - 1) >> 1
+        parent = (i - 1) >> 2
         if heap[parent] <= entry:
             break
         heap[i] = heap[parent]
@@ -238,19 +238,22 @@ cdef inline void heap_pop(Joint* j) noexcept nogil:
     cdef int64_t size = j.heap_size - 1
     cdef int64_t entry = heap[size]
     cdef int64_t i = 0
-    cdef int64_t child, smaller
+    cdef int64_t first, last, child, least, k
     j.heap_size = size
     while True:
-        child = 2 * i + 1
-        if child >= size:
+        first = 4 * i + 1
+        if first >= size:
             break
-        smaller = heap[child]
-        if child + 1 < size and heap[child + 1] < smaller:
-            child += 1
-            smaller = heap[child]
-        if smaller >= entry:
+        last = first + 4 if first + 4 <= size else size
+        child = first
+        least = heap[first]
+        for k in range(first + 1, last):
+            if heap[k] < least:
+                least = heap[k]
+                child = k
+        if least >= entry:
             break
-        heap[i] = smaller
+        heap[i] = least
         i = child
     if size > 0:
         heap[i] = entry
