@@ -238,19 +238,22 @@ cdef inline void heap_pop(Joint* j) noexcept nogil:
     cdef int64_t size = j.heap_size - 1
     cdef int64_t entry = heap[size]
     cdef int64_t i = 0
-    cdef int64_t first, last, child, least, k
+    cdef int64_t first, child, other, least, k
     j.heap_size = size
     while True:
         first = 4 * i + 1
         if first >= size:
             break
-        last = first + 4 if first + 4 <= size else size
-        child = first
-        least = heap[first]
-        for k in range(first + 1, last):
-            if heap[k] < least:
-                least = heap[k]
-                child = k
+        if first + 4 <= size:  # the least of four by pairs, without branches
+            child = first + (heap[first + 1] < heap[first])
+            other = first + 2 + (heap[first + 3] < heap[first + 2])
+            child = other if heap[other] < heap[child] else child
+        else:
+            child = first
+            for k in range(first + 1, size):
+                if heap[k] < heap[child]:
+                    child = k
+        least = heap[child]
         if least >= entry:
             break
         heap[i] = least
