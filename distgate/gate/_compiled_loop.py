@@ -255,6 +255,7 @@ class JointLayout:
         slots = np.zeros(len(self.of_record), dtype=np.int64)
         head = self.slot_start[:-1].copy()
         tail = head.copy()
+        head_slot = np.full(count, -1, dtype=np.int64)
         if fill:
             cells = layout.cell[:fill]
             by_cell = np.argsort(cells, kind="stable")  # each cell's slots, in order
@@ -263,6 +264,8 @@ class JointLayout:
             places += np.arange(fill) - np.repeat(np.cumsum(held) - held, held)
             slots[places] = by_cell
             tail += held
+            queued = held > 0
+            head_slot[queued] = slots[head[queued]]
         return Joint(
             view_cells=self.view_cells,
             of_record=self.of_record,
@@ -276,12 +279,12 @@ class JointLayout:
             slots=slots,
             next_live=np.arange(len(slots), dtype=np.int64),
             head=head,
+            head_slot=head_slot,
             tail=tail,
             cursor=np.full(count, -1, dtype=np.int64),
             cursor_pass=np.full(count, -1, dtype=np.int64),
             # room for each cell's entry and as many stale ones before a rebuild
-            heap_slot=np.zeros(2 * count + 64, dtype=np.int64),
-            heap_cell=np.zeros(2 * count + 64, dtype=np.int64),
+            heap=np.zeros(2 * count + 64, dtype=np.int64),
             key=np.full(count, -1, dtype=np.int64),
             pending=np.zeros(count, dtype=np.int64),
             is_pending=np.zeros(count, dtype=bool),

@@ -239,20 +239,25 @@ cdef struct Joint:
     int64_t* slots  # (records,): each joint cell's slots, in arrival order
     int64_t* next_live  # (records,): a place itself if its slot is live or not yet taken,
     # else a place further on in its run, up to the first live one (or the run's tail)
-    int64_t* head  # (cells,): the place in slots of its first slot that may be live
+    int64_t* head  # (cells,): the place in slots of its first live slot (tail: none)
+    int64_t* head_slot  # (cells,): that slot (while head is before tail)
     int64_t* tail  # (cells,): the place after its last slot
     int64_t* cursor  # (cells,): the place of its first live slot after the pass position
     # last asked
     int64_t* cursor_pass  # (cells,): the pass that cursor is of
     int64_t pass_id  # the queue pass under way (a new one starts from the queue's start)
-    # the safe joint cells by their first live slot after the pass position: a binary heap
-    # of (slot, cell) entries, an entry standing while its cell's key is its slot
-    int64_t* heap_slot  # (heap_room,)
-    int64_t* heap_cell  # (heap_room,)
+    # the safe joint cells by their first live slot after the pass position: a 4-ary heap
+    # of (slot, cell) entries, each one number (slot << cell_bits | cell), an entry
+    # standing while its cell's key is that number
+    int64_t* heap  # (heap_room,)
+    int64_t cell_bits  # the bits that hold a joint cell in an entry
+    int64_t cell_mask
     int64_t heap_size
     int64_t heap_room
-    int64_t* key  # (cells,): a joint cell's slot in the heap (-1: none stands); kept while
+    int64_t* key  # (cells,): a joint cell's entry in the heap (-1: none stands); kept while
     # the cell turns unsafe, until its entry comes to the top (_search.next_safe_joint)
+    int64_t heap_safe  # the standing entries whose cells are safe now: none, and a search
+    # finds nothing without taking the unsafe cells' entries out one by one
     int64_t* pending  # (cells,): joint cells made safe since the last search
     int64_t pending_count
     uint8_t* is_pending  # (cells,)

@@ -132,6 +132,8 @@ cdef inline void pass_on(Joint* j, int64_t view, int64_t cell, bint on) noexcept
         else:
             if j.unsafe[joint] == 0 and j.queue_work.safe[joint]:
                 mark_safe(joint, False, j.group_of, j.queue_work)  # (its heap entry stays)
+                if j.key[joint] != -1:
+                    j.heap_safe -= 1
             j.unsafe[joint] += 1
 
 

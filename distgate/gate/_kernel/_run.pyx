@@ -682,7 +682,7 @@ cdef int bind_work(Work* w, object work, Py_ssize_t Y, Py_ssize_t X, Py_ssize_t 
 
 cdef int bind_joint(
     Joint* j, Work* wq, Tables* tq, object joint, Py_ssize_t records, Py_ssize_t V,
-    const Counts* cs, const Queue* q,
+    const Counts* cs, const Queue* q, object queue,
 ) except -1:
     """The joint cells of V views (a :class:`~distgate.gate._kernel.bundles.Joint`), the
     queue's safe set of them in ``wq`` and their groups in ``tq`` (whose other fields are
@@ -731,6 +731,7 @@ cdef int bind_joint(
     j.slots = <int64_t*>_data(joint.slots, I, records, True, "joint slots")
     j.next_live = <int64_t*>_data(joint.next_live, I, records, True, "joint next_live")
     j.head = <int64_t*>_data(joint.head, I, cells, True, "joint head")
+    j.head_slot = <int64_t*>_data(joint.head_slot, I, cells, True, "joint head_slot")
     j.tail = <int64_t*>_data(joint.tail, I, cells, True, "joint tail")
     if j.slot_start[0] != 0 or j.slot_start[cells] > records:
         raise ValueError("the joint cells' slot runs do not fit their slots")
@@ -740,11 +741,18 @@ cdef int bind_joint(
     j.cursor = <int64_t*>_data(joint.cursor, I, cells, True, "joint cursor")
     j.cursor_pass = <int64_t*>_data(joint.cursor_pass, I, cells, True, "joint cursor_pass")
     j.pass_id = 0
-    j.heap_room = _size(joint.heap_slot)
-    j.heap_slot = <int64_t*>_data(joint.heap_slot, I, j.heap_room, True, "joint heap_slot")
-    j.heap_cell = <int64_t*>_data(joint.heap_cell, I, j.heap_room, True, "joint heap_cell")
+    j.heap_room = _size(joint.heap)
+    j.heap = <int64_t*>_data(joint.heap, I, j.heap_room, True, "joint heap")
+    bits = int(max(cells - 1, 1)).bit_length()
+    if _size(queue.arrival) >= 1 << (63 - bits):
+        raise ValueError("the queue has more slots than the joint cells' heap entries hold")
+    j.cell_bits = bits
+    j.cell_mask = (1 << bits) - 1
     j.heap_size = 0
+    j.heap_safe = 0
     j.key = <int64_t*>_data(joint.key, I, cells, True, "joint key")
+    for i in range(cells):
+        j.key[i] = -1  # the heap starts empty
     j.pending = <int64_t*>_data(joint.pending, I, cells, True, "joint pending")
     j.pending_count = 0
     j.is_pending = <uint8_t*>_data(joint.is_pending, cnp.NPY_BOOL, cells, True, "joint is_pending")
@@ -850,7 +858,7 @@ cdef class KernelBinding:
             self.queue_tables = self.tables[0]
             bind_joint(
                 &self.joint, &self.queue_work, &self.queue_tables, joint, self.records, V,
-                self.counts, &self.queue,
+                self.counts, &self.queue, queue,
             )
             for v in range(V):
                 space = views[2][v]

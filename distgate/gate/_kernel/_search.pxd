@@ -22,7 +22,7 @@
 
 from libc.stdint cimport int64_t, uint64_t
 
-from distgate.gate._kernel._bits cimport bit, from_bit, trailing_zeros
+from distgate.gate._kernel._bits cimport from_bit, trailing_zeros
 from distgate.gate._kernel._bundles cimport FILL, NOT_FOUND, SAFE_GROUPS, Joint, Queue, Tables, Work
 from distgate.gate._kernel._queue cimport mark_safe
 
@@ -151,13 +151,16 @@ cdef inline void link_slot(int64_t s, int64_t cell, Joint* j) noexcept nogil:
     """Slot s, just taken by an entry of joint ``cell``, goes last in the cell's slots
     (which have a place for each record of the cell: a record is queued once at most; a
     place not yet taken points to itself in ``next_live``)."""
+    if j.head[cell] == j.tail[cell]:  # its one live slot
+        j.head_slot[cell] = s
     j.slots[j.tail[cell]] = s
     j.tail[cell] += 1
 
 
 cdef inline int64_t live_from(int64_t i, int64_t end, Joint* j) noexcept nogil:
     """The first place from i on, before ``end``, of a live slot (``end``: none); the
-    places passed on the way point there afterwards."""
+    places passed on the way point there afterwards. (A place is live when it points to
+    itself: read there, not in the queue's bits of its slot, it costs no second fetch.)"""
     cdef int64_t* next_live = j.next_live
     cdef int64_t found = i
     cdef int64_t step
@@ -170,16 +173,11 @@ cdef inline int64_t live_from(int64_t i, int64_t end, Joint* j) noexcept nogil:
     return found
 
 
-cdef inline bint slot_alive(int64_t s, const Queue* q) noexcept nogil:
-    return (q.alive[s >> 6] & bit(s & 63)) != 0
-
-
-cdef inline int64_t first_live_after(
-    int64_t cell, int64_t pos, Joint* j, const Queue* q
-) noexcept nogil:
+cdef inline int64_t first_live_after(int64_t cell, int64_t pos, Joint* j) noexcept nogil:
     """Joint ``cell``'s first live slot after ``pos`` (NOT_FOUND: none), looking on from
     its cursor when this pass asked before (a pass's positions only grow), else from its
-    first slot, which leaves the released ones at its start behind for good."""
+    first live slot (kept with its place: at a pass's start the cell's slots are not
+    read)."""
     cdef int64_t i, low, high, middle, step
     cdef int64_t end = j.tail[cell]
     cdef const int64_t* slots = j.slots
@@ -187,10 +185,10 @@ cdef inline int64_t first_live_after(
         i = j.cursor[cell]
     else:
         i = j.head[cell]
-        if i < end and not slot_alive(slots[i], q):
-            i = live_from(i, end, j)
-            j.head[cell] = i
         j.cursor_pass[cell] = j.pass_id
+        if i == end or j.head_slot[cell] > pos:
+            j.cursor[cell] = i
+            return j.head_slot[cell] if i < end else NOT_FOUND
     if i < end and slots[i] <= pos:
         # the first place after i whose slot lies after pos (slots grow along the run):
         # by steps that double from i, then bisection (the pass moved on a little since
@@ -210,69 +208,77 @@ cdef inline int64_t first_live_after(
             else:
                 high = middle
         i = low
-    if i < end and not slot_alive(slots[i], q):
-        i = live_from(i, end, j)
+    i = live_from(i, end, j)
     j.cursor[cell] = i
     return slots[i] if i < end else NOT_FOUND
 
 
 cdef inline void heap_push(int64_t s, int64_t cell, Joint* j) noexcept nogil:
-    """(s, cell) into the heap (its room holds every push between two rebuilds)."""
+    """(s, cell) into the heap (its room holds every push between two rebuilds), as one
+    number: s above the cell's bits, so that entries order by slot."""
+    cdef int64_t entry = (s << j.cell_bits) | cell
+    cdef int64_t* heap = j.heap
     cdef int64_t i = j.heap_size
     cdef int64_t parent
     j.heap_size += 1
     while i > 0:
-        parent = (i - 1) >> 1
-        if j.heap_slot[parent] <= s:
+        parent = (i - 1) >> 2
+        if heap[parent] <= entry:
             break
-        j.heap_slot[i] = j.heap_slot[parent]
-        j.heap_cell[i] = j.heap_cell[parent]
+        heap[i] = heap[parent]
         i = parent
-    j.heap_slot[i] = s
-    j.heap_cell[i] = cell
-    j.key[cell] = s
+    heap[i] = entry
+    j.key[cell] = entry
+    j.heap_safe += 1  # (a safe cell's, none standing before)
 
 
 cdef inline void heap_pop(Joint* j) noexcept nogil:
     """The heap's least entry out."""
+    cdef int64_t* heap = j.heap
     cdef int64_t size = j.heap_size - 1
-    cdef int64_t s = j.heap_slot[size]
-    cdef int64_t cell = j.heap_cell[size]
+    cdef int64_t entry = heap[size]
     cdef int64_t i = 0
-    cdef int64_t child
+    cdef int64_t first, child, other, least, k
     j.heap_size = size
     while True:
-        child = 2 * i + 1
-        if child >= size:
+        first = 4 * i + 1
+        if first >= size:
             break
-        if child + 1 < size and j.heap_slot[child + 1] < j.heap_slot[child]:
-            child += 1
-        if j.heap_slot[child] >= s:
+        if first + 4 <= size:  # the least of four by pairs, without branches
+            child = first + (heap[first + 1] < heap[first])
+            other = first + 2 + (heap[first + 3] < heap[first + 2])
+            child = other if heap[other] < heap[child] else child
+        else:
+            child = first
+            for k in range(first + 1, size):
+                if heap[k] < heap[child]:
+                    child = k
+        least = heap[child]
+        if least >= entry:
             break
-        j.heap_slot[i] = j.heap_slot[child]
-        j.heap_cell[i] = j.heap_cell[child]
+        heap[i] = least
         i = child
     if size > 0:
-        j.heap_slot[i] = s
-        j.heap_cell[i] = cell
+        heap[i] = entry
 
 
-cdef inline void enter(int64_t cell, int64_t pos, Joint* j, const Queue* q) noexcept nogil:
+cdef inline void enter(int64_t cell, int64_t pos, Joint* j) noexcept nogil:
     """A safe joint cell into the heap, by its first live slot after ``pos``."""
-    cdef int64_t s = first_live_after(cell, pos, j, q)
+    cdef int64_t s = first_live_after(cell, pos, j)
     if s != NOT_FOUND:
         heap_push(s, cell, j)
 
 
-cdef inline void rebuild(int64_t pos, Joint* j, const Queue* q, const Work* w) noexcept nogil:
+cdef inline void rebuild(int64_t pos, Joint* j, const Work* w) noexcept nogil:
     """The heap made anew from the safe set: at a pass's start, or when stale entries
     fill its room."""
     cdef int64_t k, cell
     for k in range(j.heap_size):
-        j.key[j.heap_cell[k]] = -1
+        j.key[j.heap[k] & j.cell_mask] = -1
     j.heap_size = 0
+    j.heap_safe = 0
     for k in range(w.counters[SAFE_GROUPS]):
-        enter(w.safe_groups[k], pos, j, q)
+        enter(w.safe_groups[k], pos, j)
 
 
 cdef inline int64_t next_safe_joint(int64_t pos, Joint* j, const Queue* q, Work* w) noexcept nogil:
@@ -294,16 +300,20 @@ cdef inline int64_t next_safe_joint(int64_t pos, Joint* j, const Queue* q, Work*
         if j.unsafe[cell] == 0 and q.cell_alive[cell] > 0:
             if not w.safe[cell]:
                 mark_safe(cell, True, j.group_of, w)
+                if j.key[cell] != -1:
+                    j.heap_safe += 1
             if not anew and j.key[cell] == -1:
-                enter(cell, pos, j, q)
+                enter(cell, pos, j)
     j.pending_count = 0
     if anew:
-        rebuild(pos, j, q, w)
-    while j.heap_size > 0:
-        cell = j.heap_cell[0]
-        if j.key[cell] == j.heap_slot[0]:
+        rebuild(pos, j, w)
+    # no safe cell's entry stands: nothing found (the entries left are taken out by the
+    # rebuild that the next search, a pass's start, makes)
+    while j.heap_safe > 0:
+        cell = j.heap[0] & j.cell_mask
+        if j.key[cell] == j.heap[0]:
             if w.safe[cell]:
-                return j.heap_slot[0]
+                return j.heap[0] >> j.cell_bits
             j.key[cell] = -1  # the cell turned unsafe: its entry goes
         heap_pop(j)
     return NOT_FOUND
@@ -326,8 +336,14 @@ cdef inline void joint_taken(int64_t s, int64_t cell, Joint* j) noexcept nogil:
                 high = middle
         place = low
     j.next_live[place] = place + 1
+    if place == j.head[cell]:
+        place = live_from(place, j.tail[cell], j)
+        j.head[cell] = place
+        if place < j.tail[cell]:
+            j.head_slot[cell] = j.slots[place]
     heap_pop(j)
     j.key[cell] = -1
+    j.heap_safe -= 1
     if not j.is_pending[cell]:
         j.is_pending[cell] = True
         j.pending[j.pending_count] = cell

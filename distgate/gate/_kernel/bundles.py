@@ -299,12 +299,13 @@ class Joint(NamedTuple):
     slots: np.ndarray  # (records,) int64: the slots of each joint cell, in arrival order
     next_live: np.ndarray  # (records,) int64: a place itself while its slot is live (or not
     # yet taken), else a place further on in its run, up to its first live one or tail
-    head: np.ndarray  # (cells,) int64: the place in slots of its first slot that may be live
+    head: np.ndarray  # (cells,) int64: the place in slots of its first live slot (tail: none)
+    head_slot: np.ndarray  # (cells,) int64: that slot (while head is before tail)
     tail: np.ndarray  # (cells,) int64: the place after its last slot
     cursor: np.ndarray  # (cells,) int64: where a pass's search of it stands (a place)
     cursor_pass: np.ndarray  # (cells,) int64: the pass of that cursor (-1: none yet)
-    heap_slot: np.ndarray  # (room,) int64: the search's heap of the safe joint cells by
-    heap_cell: np.ndarray  # (room,) int64: their first live slot after the pass position
+    heap: np.ndarray  # (room,) int64: the search's heap of the safe joint cells by their
+    # first live slot after the pass position (slot and cell in one number)
     key: np.ndarray  # (cells,) int64: a joint cell's standing heap entry (-1: none)
     pending: np.ndarray  # (cells,) int64: joint cells made safe since the last search
     is_pending: np.ndarray  # (cells,) bool
