@@ -31,6 +31,32 @@ NUMBA_KERNEL = {"kld": 0.289, "mis": 0.506, "cst": 0.287, "dqt": 0.267, "exposur
 NUMBA_ONE_KEY = {"kld": 4.8, "mis": 5.9, "cst": 5.1, "dqt": 4.9, "exposure": 5.2}
 
 
+def timing_kernel() -> list[float]:
+    """Time the compiled kernel's calls from now on: the list's one number adds up their
+    seconds (set it to 0 before a run); :func:`untime_kernel` stops it."""
+    from distgate.gate import _compiled_loop as compiled
+
+    seconds = [0.0]
+    call_kernel = compiled.call_kernel
+
+    def timed(*args):
+        start = time.perf_counter()
+        result = call_kernel(*args)
+        seconds[0] += time.perf_counter() - start
+        return result
+
+    timed.untimed = call_kernel
+    compiled.call_kernel = timed
+    return seconds
+
+
+def untime_kernel() -> None:
+    """The kernel's calls untimed again (after :func:`timing_kernel`)."""
+    from distgate.gate import _compiled_loop as compiled
+
+    compiled.call_kernel = getattr(compiled.call_kernel, "untimed", compiled.call_kernel)
+
+
 def synthetic_table():
     rng = np.random.default_rng(0)
     p = rng.dirichlet(np.full(VALUES, 5.0))
@@ -48,21 +74,11 @@ def synthetic_table():
 
 def bench_kernel() -> None:
     from distgate.gate import Gate
-    from distgate.gate import _compiled_loop as compiled
     from distgate.stats.critical import CriticalValues
 
     targets, values, p, order = synthetic_table()
     weights = np.bincount(targets, minlength=TARGETS)
-    kernel_time = [0.0]
-    call_kernel = compiled.call_kernel
-
-    def timed(*args):
-        start = time.perf_counter()
-        result = call_kernel(*args)
-        kernel_time[0] += time.perf_counter() - start
-        return result
-
-    compiled.call_kernel = timed
+    kernel_time = timing_kernel()
     print("compiled gate, 1,000,000 requests over 1,000,000 records (20 targets, 10 values)")
     metrics = ("kld", "mis", "cst", "dqt", "exposure")
     runs: dict[str, list[float]] = {metric: [] for metric in metrics}
@@ -94,7 +110,7 @@ def bench_kernel() -> None:
             f"{seconds[metric] / seconds['kld']:4.2f}; runs {shown}), run {total:6.3f} s, "
             f"released {released:>7}, first decisions queued {queued:>7}"
         )
-    compiled.call_kernel = call_kernel
+    untime_kernel()
     return seconds
 
 

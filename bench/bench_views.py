@@ -79,19 +79,11 @@ def kernel_views():
 
 
 def bench_kernel(views, order) -> None:
+    from bench_gate import timing_kernel, untime_kernel
+
     from distgate.gate import Gate
-    from distgate.gate import _compiled_loop as compiled
 
-    kernel_time = [0.0]
-    call_kernel = compiled.call_kernel
-
-    def timed(*args):
-        start = time.perf_counter()
-        result = call_kernel(*args)
-        kernel_time[0] += time.perf_counter() - start
-        return result
-
-    compiled.call_kernel = timed
+    kernel_time = timing_kernel()
     runs: dict[int, list[float]] = {1: [], 3: []}
     released = {}
     try:
@@ -104,7 +96,7 @@ def bench_kernel(views, order) -> None:
                 runs[k].append(kernel_time[0])
                 released[k] = int(gate.counts.sum())
     finally:
-        compiled.call_kernel = call_kernel
+        untime_kernel()
     one, three = min(runs[1]), min(runs[3])
     ratio = three / one
     print("kernel, 1,000,000 requests over 1,000,000 records, kld at alpha 0.2")
