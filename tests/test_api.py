@@ -458,3 +458,10 @@ def test_to_pandas_works_in_a_process_where_the_command_line_kept_pandas_out():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "DataFrame"
+
+
+def test_the_package_hands_on_every_name_of_the_api_and_no_other():
+    # distgate/__init__.py lists the names to keep the API's import off start-up
+    import distgate.api
+
+    assert sorted(distgate._API) == sorted(distgate.api.__all__)

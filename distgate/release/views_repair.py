@@ -170,16 +170,7 @@ def repair_views(
         changed = False
         for v, view in enumerate(views):
             counts = _view_counts(cells[v], kept, shapes[v])
-            plan = suppress_counts(
-                counts,
-                view.table.target_labels,
-                view.baseline.probabilities,
-                metrics,
-                alpha,
-                ordered=view.ordered,
-                settings=settings[v],
-                **shared,
-            )
+            plan = _on_view(suppress_counts, view, counts, metrics, alpha, settings[v], shared)
             share = DAMPING if rounds <= DAMPED_ROUNDS else 1.0
             cut = np.ceil((counts - plan.kept) * share).astype(np.int64)
             if not cut.any():
@@ -193,16 +184,7 @@ def repair_views(
             kept -= _withheld(cells[v], kept, cut.ravel(), score)
     by_view = [_view_counts(cells[v], kept, shapes[v]) for v in range(len(views))]
     after = [
-        judge_release(
-            by_view[v],
-            view.table.target_labels,
-            view.baseline.probabilities,
-            metrics,
-            alpha,
-            ordered=view.ordered,
-            settings=settings[v],
-            **shared,
-        )
+        _on_view(judge_release, view, by_view[v], metrics, alpha, settings[v], shared)
         for v, view in enumerate(views)
     ]
     return ViewsRepair(
@@ -228,6 +210,21 @@ def _joint_cells(views: Sequence) -> tuple[list[np.ndarray], np.ndarray, np.ndar
     unique, inverse = np.unique(stacked, axis=0, return_inverse=True)
     records = np.bincount(inverse.ravel(), minlength=len(unique)).astype(np.int64)
     return [unique[:, v] for v in range(len(views))], records, inverse.ravel()
+
+
+def _on_view(function, view, counts, metrics, alpha, settings, shared):
+    """``function`` (suppress_counts or judge_release) on one view's ``counts``: its
+    targets, baseline and value order."""
+    return function(
+        counts,
+        view.table.target_labels,
+        view.baseline.probabilities,
+        metrics,
+        alpha,
+        ordered=view.ordered,
+        settings=settings,
+        **shared,
+    )
 
 
 def _view_counts(cells: np.ndarray, kept: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
